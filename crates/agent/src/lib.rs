@@ -1,0 +1,17 @@
+//! The in-process runtime every interposer and in-process user shares.
+//!
+//! - [`LocalScheduler`] keeps a view of this process's XQueues, feeds queue events and hints
+//!   to a [`Policy`](baton_policies::Policy), and applies its decisions as suspend/resume
+//!   operations, only where they change something.
+//! - [`Inbox`] is the [`EventSink`](baton_core::EventSink) queues report to; events are
+//!   processed outside the reporting thread, so a queue's submit path never runs a policy.
+//! - [`SchedulerThread`] runs a `LocalScheduler` on its own thread with wake-up timers, for live
+//!   processes; virtual-time drivers call the `LocalScheduler` directly instead.
+
+mod inbox;
+mod local;
+mod thread;
+
+pub use inbox::Inbox;
+pub use local::{LocalScheduler, OpKind, OpRecord, QueueMeta, UnknownQueue};
+pub use thread::SchedulerThread;

@@ -1,0 +1,104 @@
+//! A local scheduler on its own thread, for live processes.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use baton_core::Clock;
+
+use crate::{Inbox, LocalScheduler};
+
+struct Shared {
+    sched: Mutex<LocalScheduler>,
+    inbox: Arc<Inbox>,
+    clock: Arc<dyn Clock>,
+    stop: std::sync::atomic::AtomicBool,
+}
+
+/// Runs a [`LocalScheduler`] on a thread: events from its [`Inbox`] and policy wake-ups are
+/// handled there, never on the application threads that caused them.
+pub struct SchedulerThread {
+    shared: Arc<Shared>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl SchedulerThread {
+    /// Starts the thread. Queues must send their events to [`SchedulerThread::inbox`].
+    pub fn start(sched: LocalScheduler, clock: Arc<dyn Clock>) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            sched: Mutex::new(sched),
+            inbox: Arc::new(Inbox::new()),
+            clock,
+            stop: std::sync::atomic::AtomicBool::new(false),
+        });
+        let s = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("baton-sched".into())
+            .spawn(move || run(&s))?;
+        Ok(SchedulerThread {
+            shared,
+            handle: Some(handle),
+        })
+    }
+
+    /// The inbox queues report to.
+    pub fn inbox(&self) -> Arc<Inbox> {
+        Arc::clone(&self.shared.inbox)
+    }
+
+    /// Exclusive access to the scheduler (to register queues, give hints…). Events wait.
+    pub fn lock(&self) -> MutexGuard<'_, LocalScheduler> {
+        self.shared.sched.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The scheduler's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
+    }
+
+    /// Stops the thread and returns the scheduler.
+    pub fn stop(mut self) -> LocalScheduler {
+        self.halt();
+        let shared = Arc::clone(&self.shared);
+        drop(self);
+        match Arc::try_unwrap(shared) {
+            Ok(s) => s.sched.into_inner().unwrap_or_else(|p| p.into_inner()),
+            Err(_) => unreachable!("the thread was joined; no other owner remains"),
+        }
+    }
+
+    fn halt(&mut self) {
+        self.shared
+            .stop
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.shared.inbox.ring();
+        if let Some(h) = self.handle.take() {
+            // The thread only panics if the policy did; nothing more to do about it here.
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for SchedulerThread {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn run(s: &Shared) {
+    while !s.stop.load(std::sync::atomic::Ordering::Acquire) {
+        let timeout = {
+            let sched = s.sched.lock().unwrap_or_else(|p| p.into_inner());
+            sched
+                .next_wake()
+                .map(|t| Duration::from(t.saturating_sub(s.clock.now())))
+        };
+        let events = s.inbox.wait(timeout);
+        let now = s.clock.now();
+        let mut sched = s.sched.lock().unwrap_or_else(|p| p.into_inner());
+        if !events.is_empty() {
+            sched.on_events(events, now);
+        }
+        sched.on_timer(now);
+    }
+}

@@ -1,0 +1,26 @@
+//! Concurrency primitives, through one door so the same code is model-checked under loom.
+//!
+//! Built normally these are `std`'s; built with `RUSTFLAGS="--cfg loom"` they are loom's, and
+//! the loom tests in `xqueue` explore every interleaving of the XQueue's threads.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+#[cfg(loom)]
+pub(crate) use loom::thread;
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+#[cfg(not(loom))]
+pub(crate) use std::thread;
+
+/// Locks `m`, recovering the data if a panicking thread poisoned it: every state change in the
+/// XQueue is completed before any call that could panic, so the data stays consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Waits on `cv`, recovering from poisoning like [`lock`].
+pub(crate) fn wait<'a, T>(cv: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    cv.wait(guard)
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

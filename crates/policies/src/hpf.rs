@@ -1,0 +1,128 @@
+//! Highest priority first, per device.
+
+use crate::{Decision, Policy, Snapshot};
+
+/// **HPF** — highest priority first, per device.
+///
+/// On each device, find the highest priority among the *ready* queues; suspend every queue
+/// on that device whose priority is lower, ready or idle (an idle low-priority queue that
+/// stays runnable would launch its next command before the scheduler hears it became ready).
+/// Queues sharing the top priority run together. When no queue on a device is ready, all run.
+///
+/// Reads: [`Hint::Priority`](crate::Hint::Priority) (range −100..=100, default 0).
+/// Work-conserving: some ready queue on each device always runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Hpf;
+
+impl Policy for Hpf {
+    fn name(&self) -> &'static str {
+        "hpf"
+    }
+
+    fn decide(&mut self, snap: &Snapshot<'_>) -> Decision {
+        let mut d = Decision::default();
+        for dev in snap.devices() {
+            let top = snap
+                .on_device(dev)
+                .filter(|q| q.ready)
+                .map(|q| q.hints.priority)
+                .max();
+            if let Some(top) = top {
+                d.suspend.extend(
+                    snap.on_device(dev)
+                        .filter(|q| q.hints.priority < top)
+                        .map(|q| q.id),
+                );
+            }
+        }
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_core::{Nanos, Priority, XQueueId};
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::{DeviceId, QueueHints, QueueView};
+
+    fn q(id: u64, dev: u32, prio: i64, ready: bool) -> QueueView {
+        QueueView {
+            id: XQueueId(id),
+            pid: 1,
+            device: DeviceId(dev),
+            ready,
+            since: Nanos::ZERO,
+            suspended: false,
+            hints: QueueHints {
+                priority: Priority::new(prio).unwrap(),
+            },
+        }
+    }
+
+    fn decide(queues: &[QueueView]) -> Vec<u64> {
+        let mut s: Vec<u64> = Hpf
+            .decide(&Snapshot {
+                now: Nanos::ZERO,
+                queues,
+            })
+            .suspend
+            .into_iter()
+            .map(|q| q.0)
+            .collect();
+        s.sort_unstable();
+        s
+    }
+
+    #[test]
+    fn lower_priorities_yield_to_a_ready_higher_one() {
+        let qs = [q(1, 0, 10, true), q(2, 0, 0, true), q(3, 0, 0, false)];
+        assert_eq!(decide(&qs), vec![2, 3]);
+    }
+
+    #[test]
+    fn an_idle_high_priority_queue_suspends_nobody() {
+        let qs = [q(1, 0, 10, false), q(2, 0, 0, true)];
+        assert!(decide(&qs).is_empty());
+    }
+
+    #[test]
+    fn equal_priorities_share_and_devices_are_independent() {
+        let qs = [
+            q(1, 0, 5, true),
+            q(2, 0, 5, true),
+            q(3, 1, 0, true),
+            q(4, 1, 9, false),
+        ];
+        assert!(decide(&qs).is_empty());
+        let qs = [q(1, 0, 5, true), q(2, 1, 0, true), q(3, 1, 9, true)];
+        assert_eq!(decide(&qs), vec![2]);
+    }
+
+    proptest! {
+        /// HPF is work-conserving per device and never suspends the top ready priority.
+        #[test]
+        fn work_conserving_and_top_priority_runs(
+            spec in proptest::collection::vec((0u32..3, -100i64..=100, any::<bool>()), 1..40)
+        ) {
+            let qs: Vec<QueueView> = spec.iter().enumerate()
+                .map(|(i, (d, p, r))| q(i as u64, *d, *p, *r)).collect();
+            let suspended = decide(&qs);
+            for dev in 0..3 {
+                let ready: Vec<&QueueView> =
+                    qs.iter().filter(|v| v.device.0 == dev && v.ready).collect();
+                if let Some(top) = ready.iter().map(|v| v.hints.priority).max() {
+                    prop_assert!(ready.iter().any(|v| !suspended.contains(&v.id.0)));
+                    for v in &ready {
+                        if v.hints.priority == top {
+                            prop_assert!(!suspended.contains(&v.id.0));
+                        } else {
+                            prop_assert!(suspended.contains(&v.id.0));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
