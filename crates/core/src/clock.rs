@@ -37,6 +37,18 @@ impl Nanos {
         Nanos(s.saturating_mul(1_000_000_000))
     }
 
+    /// `v` times `unit`, rounded to the nanosecond, if `v` is finite and within `0..=max`
+    /// (for user input given as a number of milliseconds, seconds…).
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "the product is checked to lie within u64's range before the cast"
+    )]
+    pub fn from_f64_units(v: f64, unit: Nanos, max: f64) -> Option<Nanos> {
+        let ns = v * unit.0 as f64;
+        (v.is_finite() && (0.0..=max).contains(&v) && ns < u64::MAX as f64)
+            .then(|| Nanos(ns.round() as u64))
+    }
+
     /// This span in microseconds, as a float (for reports).
     pub fn as_micros_f64(self) -> f64 {
         self.0 as f64 / 1_000.0
@@ -180,5 +192,10 @@ mod tests {
         assert_eq!(Nanos::MAX + Nanos(1), Nanos::MAX);
         assert_eq!(Nanos::from_micros(3), Nanos(3_000));
         assert_eq!(Nanos::from_millis(2).as_micros_f64(), 2_000.0);
+        let ms = Nanos::from_millis(1);
+        assert_eq!(Nanos::from_f64_units(1.5, ms, 10.0), Some(Nanos(1_500_000)));
+        assert_eq!(Nanos::from_f64_units(-1.0, ms, 10.0), None);
+        assert_eq!(Nanos::from_f64_units(11.0, ms, 10.0), None);
+        assert_eq!(Nanos::from_f64_units(f64::NAN, ms, 10.0), None);
     }
 }

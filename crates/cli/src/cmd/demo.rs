@@ -1,0 +1,177 @@
+//! `baton demo`: the scheduler on the simulated device, side by side with native sharing.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use baton_core::{LaunchConfig, Level, Nanos};
+use baton_demo::{Scenario, SpanRange, Trace};
+use baton_sim::{SimConfig, TimeMode};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Write a Perfetto / chrome://tracing timeline of each phase's start to FILE.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// How much of each phase's start goes into the trace, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 100.0)]
+    trace_ms: f64,
+    /// Run on the wall clock with live threads (default: virtual time, deterministic and fast).
+    #[arg(long)]
+    realtime: bool,
+    /// Exit with status 3 if Baton misses its targets (HP p99 ≤ ×1.05, BE ≥ 90 % of HP's idle time).
+    #[arg(long)]
+    check: bool,
+    /// Length of each phase in seconds [default: 10 in virtual time, 2 in real time].
+    #[arg(long, value_name = "S")]
+    duration_s: Option<f64>,
+    /// Kernels per HP request.
+    #[arg(long, value_name = "N", default_value_t = 40)]
+    hp_kernels: u32,
+    /// HP kernel duration range in microseconds (LOW-HIGH).
+    #[arg(long, value_name = "US", default_value = "20-80", value_parser = parse_us)]
+    hp_kernel_us: SpanRange,
+    /// One HP request every this many milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5.0)]
+    hp_period_ms: f64,
+    /// SMs each HP kernel asks for.
+    #[arg(long, value_name = "N", default_value_t = 66)]
+    hp_sms: u32,
+    /// BE kernel duration range in milliseconds (LOW-HIGH).
+    #[arg(long, value_name = "MS", default_value = "1-5", value_parser = parse_ms)]
+    be_kernel_ms: SpanRange,
+    /// SMs each BE kernel asks for.
+    #[arg(long, value_name = "N", default_value_t = 132)]
+    be_sms: u32,
+    /// BE kernels kept queued at all times.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    be_depth: u32,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Level Baton suspends BE with: 1 (progressive launch), 2 (deactivate), 3 (interrupt)
+    /// [default: the highest the device supports].
+    #[arg(long, value_name = "L")]
+    level: Option<Level>,
+    /// At most this many commands of a queue in flight.
+    #[arg(long, value_name = "N", default_value_t = LaunchConfig::DEFAULT_THRESHOLD)]
+    threshold: u32,
+    /// A sync point every this many commands.
+    #[arg(long, value_name = "N", default_value_t = LaunchConfig::DEFAULT_BATCH)]
+    batch: u32,
+    /// The simulated device's highest level (1–3).
+    #[arg(long, value_name = "L", default_value = "3")]
+    device_level: Level,
+    /// The simulated device's context time slice in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 2.0)]
+    timeslice_ms: f64,
+    /// The simulated device's context switch cost in microseconds.
+    #[arg(long, value_name = "US", default_value_t = 25.0)]
+    switch_us: f64,
+    /// The simulated device's Level-3 interrupt latency in microseconds.
+    #[arg(long, value_name = "US", default_value_t = 30.0)]
+    interrupt_us: f64,
+}
+
+fn parse_us(s: &str) -> Result<SpanRange, String> {
+    SpanRange::parse(s, Nanos::from_micros(1))
+}
+
+fn parse_ms(s: &str) -> Result<SpanRange, String> {
+    SpanRange::parse(s, Nanos::from_millis(1))
+}
+
+/// A non-negative finite number of `unit`s as a span; the error names the flag.
+fn span(flag: &str, v: f64, unit: Nanos) -> anyhow::Result<Nanos> {
+    Nanos::from_f64_units(v, unit, 1e9)
+        .ok_or_else(|| anyhow::anyhow!("invalid value {v} for {flag}: use a non-negative number"))
+}
+
+impl DemoArgs {
+    fn scenario(&self) -> anyhow::Result<Scenario> {
+        let ms = Nanos::from_millis(1);
+        let us = Nanos::from_micros(1);
+        let default_s = if self.realtime { 2.0 } else { 10.0 };
+        let launch =
+            LaunchConfig::new(self.threshold, self.batch).context("invalid --threshold/--batch")?;
+        Ok(Scenario {
+            hp_kernels: self.hp_kernels,
+            hp_kernel: self.hp_kernel_us,
+            hp_period: span("--hp-period-ms", self.hp_period_ms, ms)?,
+            hp_sms: self.hp_sms,
+            be_kernel: self.be_kernel_ms,
+            be_sms: self.be_sms,
+            be_depth: self.be_depth,
+            duration: span(
+                "--duration-s",
+                self.duration_s.unwrap_or(default_s),
+                Nanos::from_secs(1),
+            )?,
+            seed: self.seed,
+            level: self.level,
+            launch,
+            device: SimConfig {
+                timeslice: span("--timeslice-ms", self.timeslice_ms, ms)?,
+                switch_cost: span("--switch-us", self.switch_us, us)?,
+                interrupt_latency: span("--interrupt-us", self.interrupt_us, us)?,
+                max_level: self.device_level,
+                ..SimConfig::default()
+            },
+            trace_window: span("--trace-ms", self.trace_ms, ms)?,
+            ..Scenario::default()
+        })
+    }
+}
+
+pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let scenario = args.scenario()?;
+    scenario.validate()?;
+    let mode = if args.realtime {
+        TimeMode::RealTime
+    } else {
+        TimeMode::Virtual
+    };
+    let bar = ProgressBar::new(1000);
+    if args.json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {percent:>3}%  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let mut trace = args.trace.as_ref().map(|_| Trace::new());
+    let report = baton_demo::run(&scenario, mode, trace.as_mut(), &mut |p| {
+        bar.set_prefix(p.phase.name());
+        bar.set_message(format!("phase {}/{}", p.index + 1, p.count));
+        let overall = (p.index as f64 + p.fraction) / p.count as f64;
+        let permille = Nanos::from_f64_units(overall, Nanos(1_000), 1.0).unwrap_or_default();
+        bar.set_position(permille.0);
+    })?;
+    bar.finish_and_clear();
+    if let (Some(path), Some(trace)) = (&args.trace, &trace) {
+        trace
+            .write(path)
+            .with_context(|| format!("cannot write the trace to {}", path.display()))?;
+        if !args.json {
+            eprintln!(
+                "trace written to {} (open it in https://ui.perfetto.dev)",
+                path.display()
+            );
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        print!("{}", report.table());
+    }
+    if args.check && !report.meets_targets() {
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}

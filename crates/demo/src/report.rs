@@ -1,0 +1,250 @@
+//! The demo's results: percentiles, ratios, the table and the JSON.
+
+use std::fmt::Write as _;
+
+use baton_core::{Level, Nanos};
+use baton_sim::TimeMode;
+use serde_json::{Value, json};
+
+use crate::{Phase, PhaseResult, Scenario};
+
+/// The `q`-th percentile (0.0–1.0) of ascending `sorted` samples, by nearest rank; zero when
+/// there are none.
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "the rank is clamped to 1..=len; float-to-int casts saturate"
+)]
+pub fn percentile(sorted: &[Nanos], q: f64) -> Nanos {
+    if sorted.is_empty() {
+        return Nanos::ZERO;
+    }
+    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Everything a demo run measured, with the targets it is judged by.
+#[derive(Clone, Debug)]
+pub struct DemoReport {
+    scenario: Scenario,
+    mode: TimeMode,
+    level: Level,
+    phases: Vec<(Phase, PhaseResult)>,
+}
+
+/// The HP p99 under Baton may exceed standalone by at most this factor.
+pub const HP_P99_TARGET: f64 = 1.05;
+/// BE under Baton must keep at least this share of the device time HP leaves idle.
+pub const BE_IDLE_SHARE_TARGET: f64 = 0.90;
+
+impl DemoReport {
+    pub(crate) fn new(scenario: &Scenario, mode: TimeMode, results: Vec<PhaseResult>) -> Self {
+        DemoReport {
+            level: scenario.effective_level(),
+            scenario: scenario.clone(),
+            mode,
+            phases: Phase::ALL.into_iter().zip(results).collect(),
+        }
+    }
+
+    /// One phase's measurements.
+    pub fn phase(&self, p: Phase) -> &PhaseResult {
+        &self
+            .phases
+            .iter()
+            .find(|(q, _)| *q == p)
+            .expect("every phase runs")
+            .1
+    }
+
+    /// HP latency percentile `q` in `phase`, in microseconds.
+    pub fn hp_us(&self, phase: Phase, q: f64) -> f64 {
+        percentile(&self.phase(phase).hp_latencies, q).as_micros_f64()
+    }
+
+    /// Fraction of the time HP keeps the device busy when alone.
+    pub fn hp_busy_fraction(&self) -> f64 {
+        self.phase(Phase::HpAlone).hp_busy_fraction()
+    }
+
+    /// `phase`'s HP p99 over the standalone HP p99.
+    pub fn p99_ratio(&self, phase: Phase) -> f64 {
+        ratio(self.hp_us(phase, 0.99), self.hp_us(Phase::HpAlone, 0.99))
+    }
+
+    /// Share of the device time HP leaves idle that BE used under Baton:
+    /// `be_baton_tput / (be_alone_tput × (1 − hp_busy_fraction))`.
+    pub fn be_idle_share(&self) -> f64 {
+        let alone = self.phase(Phase::BeAlone).be_throughput();
+        ratio(
+            self.phase(Phase::Baton).be_throughput(),
+            alone * (1.0 - self.hp_busy_fraction()),
+        )
+    }
+
+    /// Whether Baton met both targets: HP p99 within ×1.05 of standalone, and BE keeping at
+    /// least 90 % of the time HP leaves idle.
+    pub fn meets_targets(&self) -> bool {
+        self.p99_ratio(Phase::Baton) <= HP_P99_TARGET
+            && self.be_idle_share() >= BE_IDLE_SHARE_TARGET
+    }
+
+    /// The machine-readable report.
+    pub fn to_json(&self) -> Value {
+        let sc = &self.scenario;
+        let mut v = json!({
+            "device": "simulated",
+            "time": match self.mode { TimeMode::Virtual => "virtual", TimeMode::RealTime => "real" },
+            "policy": "hpf",
+            "level": self.level.number(),
+            "duration_s": sc.duration.as_secs_f64(),
+            "scenario": {
+                "hp_kernels": sc.hp_kernels,
+                "hp_kernel_us": [sc.hp_kernel.low.as_micros_f64(), sc.hp_kernel.high.as_micros_f64()],
+                "hp_period_us": sc.hp_period.as_micros_f64(),
+                "hp_sms": sc.hp_sms,
+                "be_kernel_us": [sc.be_kernel.low.as_micros_f64(), sc.be_kernel.high.as_micros_f64()],
+                "be_sms": sc.be_sms,
+                "be_depth": sc.be_depth,
+                "threshold": sc.launch.threshold(),
+                "batch": sc.launch.batch(),
+                "seed": sc.seed,
+                "sm_count": sc.device.sm_count,
+                "timeslice_us": sc.device.timeslice.as_micros_f64(),
+                "switch_us": sc.device.switch_cost.as_micros_f64(),
+                "interrupt_us": sc.device.interrupt_latency.as_micros_f64(),
+            },
+            "hp_busy_fraction": self.hp_busy_fraction(),
+            "hp_baton_p99_ratio": self.p99_ratio(Phase::Baton),
+            "hp_native_p99_ratio": self.p99_ratio(Phase::Native),
+            "be_baton_idle_share": self.be_idle_share(),
+            "meets_targets": self.meets_targets(),
+        });
+        for (phase, r) in &self.phases {
+            let k = phase.key();
+            if phase.has_hp() {
+                v[format!("hp_{k}_p50_us").replace("hp_hp_", "hp_")] =
+                    json!(self.hp_us(*phase, 0.50));
+                v[format!("hp_{k}_p99_us").replace("hp_hp_", "hp_")] =
+                    json!(self.hp_us(*phase, 0.99));
+                v[format!("hp_{k}_requests").replace("hp_hp_", "hp_")] =
+                    json!(r.hp_latencies.len());
+            }
+            if phase.has_be() {
+                v[format!("be_{k}_tput").replace("be_be_", "be_")] = json!(r.be_throughput());
+            }
+            v[format!("{k}_switches")] = json!(r.switches);
+        }
+        v["baton_decisions"] = json!(self.phase(Phase::Baton).decisions);
+        v
+    }
+
+    /// The human-readable report.
+    pub fn table(&self) -> String {
+        let sc = &self.scenario;
+        let mut s = String::new();
+        let time = match self.mode {
+            TimeMode::Virtual => "virtual time",
+            TimeMode::RealTime => "real time",
+        };
+        let _ = writeln!(
+            s,
+            "Baton demo — simulated device ({} SMs, {} ms time slices), {time}, {:.1} s per phase",
+            sc.device.sm_count,
+            sc.device.timeslice.as_micros_f64() / 1000.0,
+            sc.duration.as_secs_f64()
+        );
+        let _ = writeln!(
+            s,
+            "HP: {} kernels of {} every {:.1} ms   BE: kernels of {}, {} queued   Baton: HPF at {}",
+            sc.hp_kernels,
+            sc.hp_kernel,
+            sc.hp_period.as_micros_f64() / 1000.0,
+            sc.be_kernel,
+            sc.be_depth,
+            self.level
+        );
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "{:<14} {:>10} {:>10} {:>11} {:>13} {:>8}",
+            "phase", "HP p50", "HP p99", "p99 ×alone", "BE kernels/s", "×alone"
+        );
+        let be_alone = self.phase(Phase::BeAlone).be_throughput();
+        for (phase, r) in &self.phases {
+            let (p50, p99, x) = if phase.has_hp() {
+                (
+                    ms(self.hp_us(*phase, 0.5)),
+                    ms(self.hp_us(*phase, 0.99)),
+                    format!("{:.2}", self.p99_ratio(*phase)),
+                )
+            } else {
+                ("—".into(), "—".into(), "—".into())
+            };
+            let (tput, tx) = if phase.has_be() {
+                (
+                    format!("{:.1}", r.be_throughput()),
+                    format!("{:.2}", ratio(r.be_throughput(), be_alone)),
+                )
+            } else {
+                ("—".into(), "—".into())
+            };
+            let _ = writeln!(
+                s,
+                "{:<14} {:>10} {:>10} {:>11} {:>13} {:>8}",
+                phase.name(),
+                p50,
+                p99,
+                x,
+                tput,
+                tx
+            );
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "HP alone keeps the device busy {:.1}% of the time.",
+            self.hp_busy_fraction() * 100.0
+        );
+        let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+        let r = self.p99_ratio(Phase::Baton);
+        let _ = writeln!(
+            s,
+            "HP p99 under Baton: ×{r:.3} of standalone (target ≤ ×{HP_P99_TARGET}: {}); natively ×{:.2}.",
+            verdict(r <= HP_P99_TARGET),
+            self.p99_ratio(Phase::Native)
+        );
+        let share = self.be_idle_share();
+        let _ = writeln!(
+            s,
+            "BE under Baton used {:.1}% of the device time HP leaves idle (target ≥ {:.0}%: {}).",
+            share * 100.0,
+            BE_IDLE_SHARE_TARGET * 100.0,
+            verdict(share >= BE_IDLE_SHARE_TARGET)
+        );
+        s
+    }
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { 0.0 }
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.3} ms", us / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<Nanos> = (1..=100).map(Nanos).collect();
+        assert_eq!(percentile(&v, 0.5), Nanos(50));
+        assert_eq!(percentile(&v, 0.99), Nanos(99));
+        assert_eq!(percentile(&v, 1.0), Nanos(100));
+        assert_eq!(percentile(&v, 0.0), Nanos(1));
+        assert_eq!(percentile(&[], 0.5), Nanos::ZERO);
+        assert_eq!(percentile(&[Nanos(7)], 0.99), Nanos(7));
+    }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every test Baton has, as CI does: formatting, lints, the unit, integration and property
+# tests of the whole workspace, and the loom model check of the XQueue's concurrency.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked
+echo "== loom model check (XQueue interleavings)"
+LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+    cargo test -p baton-core --release --lib --locked loom
+echo "== all tests passed"
