@@ -47,6 +47,42 @@ impl HwQueue for NoopHwQueue {
     }
 }
 
+/// A hardware queue that does nothing but whose device lags: waiting on a sync point takes
+/// `wait` of real time, as if the device were still busy, while queries report it reached.
+/// Keeps a worker-driven queue Ready through a burst of submissions, as real work does.
+#[derive(Clone, Copy, Debug)]
+pub struct LaggingHwQueue {
+    /// How long a wait takes.
+    pub wait: std::time::Duration,
+}
+
+impl HwQueue for LaggingHwQueue {
+    type Command = TestCommand;
+    type SyncPoint = ();
+
+    fn max_level(&self) -> Level {
+        Level::L1
+    }
+    fn launch(&self, cmd: TestCommand) -> Result<(), HwError> {
+        std::hint::black_box(cmd);
+        Ok(())
+    }
+    fn sync_point(&self) -> Result<(), HwError> {
+        Ok(())
+    }
+    fn is_reached(&self, _sp: &()) -> Result<bool, HwError> {
+        Ok(true)
+    }
+    fn wait(&self, _sp: &()) -> Result<(), HwError> {
+        std::thread::sleep(self.wait);
+        Ok(())
+    }
+    fn synchronize(&self) -> Result<(), HwError> {
+        std::thread::sleep(self.wait);
+        Ok(())
+    }
+}
+
 /// What a [`ScriptedHwQueue`] saw.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Script {

@@ -295,25 +295,35 @@ impl<H: HwQueue> State<H> {
     }
 }
 
-/// Events gathered under the lock, emitted after it is released. Transitions are rare (at
-/// most two per call), so the vector allocates only when one happens.
-struct Pending(Vec<QueueEvent>);
+/// Events gathered under the lock, emitted after it is released. A call produces at most two
+/// transitions (Idle then Ready in `submit`), so they stay inline; the overflow vector is there
+/// only so that no event could ever be dropped.
+struct Pending {
+    inline: [Option<QueueEvent>; 2],
+    more: Vec<QueueEvent>,
+}
 
 impl Pending {
     fn new() -> Pending {
-        Pending(Vec::new())
+        Pending {
+            inline: [None, None],
+            more: Vec::new(),
+        }
     }
 
     fn push(&mut self, e: QueueEvent) {
-        self.0.push(e);
+        match self.inline.iter_mut().find(|s| s.is_none()) {
+            Some(slot) => *slot = Some(e),
+            None => self.more.push(e),
+        }
     }
 
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.inline[0].is_none()
     }
 
     fn emit(self, sink: &dyn EventSink) {
-        for e in self.0 {
+        for e in self.inline.into_iter().flatten().chain(self.more) {
             sink.on_queue_event(e);
         }
     }
