@@ -197,6 +197,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             control: Mutex::new(()),
             worker_cv: Condvar::new(),
             progress_cv: Condvar::new(),
+            pending: std::sync::atomic::AtomicU64::new(0),
         });
         let worker = match self.drive {
             Drive::Worker => {
@@ -248,6 +249,8 @@ struct Shared<H: HwQueue> {
     worker_cv: Condvar,
     /// Wakes threads blocked in `wait` on a command that is still buffered.
     progress_cv: Condvar,
+    /// `submitted - launched`, published under the state lock for lock-free readers.
+    pending: std::sync::atomic::AtomicU64,
 }
 
 struct State<H: HwQueue> {
@@ -393,6 +396,13 @@ impl<H: HwQueue> Shared<H> {
         }
     }
 
+    fn publish_pending(&self, st: &State<H>) {
+        self.pending.store(
+            st.submitted - st.launched,
+            std::sync::atomic::Ordering::Release,
+        );
+    }
+
     fn after_launch(&self, st: &mut State<H>) {
         st.launched += 1;
         st.since_sync += 1;
@@ -415,8 +425,11 @@ impl<H: HwQueue> Shared<H> {
             }
             self.after_launch(st);
         }
-        if st.launched > before && st.waiters > 0 {
-            self.progress_cv.notify_all();
+        if st.launched > before {
+            self.publish_pending(st);
+            if st.waiters > 0 {
+                self.progress_cv.notify_all();
+            }
         }
     }
 
@@ -527,6 +540,25 @@ impl<H: HwQueue> XQueue<H> {
     /// A launch the hardware refuses on this path is returned as the error and the command is
     /// not part of the queue (as when the application calls the driver directly).
     pub fn submit(&self, cmd: H::Command) -> Result<CommandSeq, XQueueError> {
+        let slot = std::cell::Cell::new(Some(cmd));
+        self.submit_with(
+            |hw| slot.take().map_or(Ok(()), |c| hw.launch(c)),
+            || {
+                slot.take()
+                    .expect("submit_with calls exactly one of its closures, once")
+            },
+        )
+    }
+
+    /// Submits a command that is only built if it has to wait: on the fast path `direct`
+    /// launches it straight from the caller's arguments (an interposer passes the application's
+    /// own pointers, copying nothing); otherwise `defer` builds an owned command for the buffer.
+    /// Exactly one of the two is called, once.
+    pub fn submit_with<D, F>(&self, direct: D, defer: F) -> Result<CommandSeq, XQueueError>
+    where
+        D: FnOnce(&H) -> Result<(), HwError>,
+        F: FnOnce() -> H::Command,
+    {
         let sh = &*self.shared;
         let mut ev = Pending::new();
         let mut st = sync::lock(&sh.state);
@@ -534,13 +566,13 @@ impl<H: HwQueue> XQueue<H> {
             return Err(XQueueError::ShuttingDown);
         }
         let seq = CommandSeq(st.submitted);
-        let direct = st.buffer.is_empty() && !st.suspended;
-        if direct && !st.window_open() {
+        let direct_ok = st.buffer.is_empty() && !st.suspended;
+        if direct_ok && !st.window_open() {
             sh.reap(&mut st, &mut ev);
         }
         let was_idle = st.completed == st.submitted;
-        if direct && st.window_open() {
-            sh.hw.launch(cmd)?;
+        if direct_ok && st.window_open() {
+            direct(&sh.hw)?;
             st.submitted += 1;
             sh.after_launch(&mut st);
             if was_idle {
@@ -550,14 +582,147 @@ impl<H: HwQueue> XQueue<H> {
             sh.unlock_and_emit(st, ev);
             return Ok(seq);
         }
-        st.buffer.push_back(cmd);
+        st.buffer.push_back(defer());
         st.submitted += 1;
+        sh.publish_pending(&st);
         if was_idle {
             sh.transition(&mut st, QueueState::Ready, &mut ev);
         }
         sh.wake_worker(&st);
         sh.unlock_and_emit(st, ev);
         Ok(seq)
+    }
+
+    /// Whether some submitted command has not been launched yet. Lock-free: an interposer asks
+    /// this on every launch to learn whether another queue holds work that must go first.
+    pub fn has_pending(&self) -> bool {
+        self.shared
+            .pending
+            .load(std::sync::atomic::Ordering::Acquire)
+            > 0
+    }
+
+    /// Blocks until command `seq` has been handed to the hardware (it may still be running).
+    /// If the queue is suspended and the command is buffered, that means until it is resumed.
+    pub fn wait_launched(&self, seq: CommandSeq) -> Result<(), XQueueError> {
+        let sh = &*self.shared;
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&sh.state);
+        loop {
+            if seq.0 >= st.submitted {
+                return Err(XQueueError::UnknownCommand(seq));
+            }
+            if seq.0 < st.launched {
+                break;
+            }
+            st = self.wait_for_progress(st, &mut ev)?;
+        }
+        sh.unlock_and_emit(st, ev);
+        Ok(())
+    }
+
+    /// Blocks until every command submitted so far has been handed to the hardware.
+    pub fn flush(&self) -> Result<(), XQueueError> {
+        let last = {
+            let st = sync::lock(&self.shared.state);
+            if st.launched == st.submitted {
+                return Ok(());
+            }
+            st.submitted - 1
+        };
+        self.wait_launched(CommandSeq(last))
+    }
+
+    /// Runs `f` on the hardware queue once everything submitted before has been launched, with
+    /// nothing else launched in between: an operation the queue does not buffer keeps its place
+    /// in the command order. Blocks while a suspended queue holds earlier commands.
+    pub fn run_in_order<R>(&self, f: impl FnOnce(&H) -> R) -> Result<R, XQueueError> {
+        let sh = &*self.shared;
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&sh.state);
+        while !st.buffer.is_empty() {
+            st = self.wait_for_progress(st, &mut ev)?;
+        }
+        let r = f(&sh.hw);
+        sh.unlock_and_emit(st, ev);
+        Ok(r)
+    }
+
+    /// Synchronizes with the hardware through `f` (e.g. the driver's own stream
+    /// synchronization) once everything submitted before has been launched; if `f` succeeds,
+    /// every command launched before it counts as complete. Returns `f`'s value, or an error
+    /// from work launched on the application's behalf since the last wait.
+    pub fn synchronize_with<R>(
+        &self,
+        f: impl FnOnce(&H) -> Result<R, HwError>,
+    ) -> Result<R, XQueueError> {
+        let sh = &*self.shared;
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&sh.state);
+        while !st.buffer.is_empty() {
+            st = self.wait_for_progress(st, &mut ev)?;
+        }
+        let end = st.launched;
+        drop(st);
+        ev.emit(&*sh.sink);
+        let mut ev = Pending::new();
+        let r = f(&sh.hw);
+        let mut st = sync::lock(&sh.state);
+        if r.is_ok() {
+            sh.complete_to(&mut st, end, &mut ev);
+        }
+        let deferred = st.deferred_error.take();
+        sh.unlock_and_emit(st, ev);
+        let value = r?;
+        match deferred {
+            Some(e) => Err(e.into()),
+            None => Ok(value),
+        }
+    }
+
+    /// Asks the hardware through `f` whether all launched work is done (e.g. the driver's stream
+    /// query), without blocking. False while commands are still buffered; if `f` says done,
+    /// every launched command counts as complete.
+    pub fn query_with(
+        &self,
+        f: impl FnOnce(&H) -> Result<bool, HwError>,
+    ) -> Result<bool, XQueueError> {
+        let sh = &*self.shared;
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&sh.state);
+        if !st.buffer.is_empty() {
+            return Ok(false);
+        }
+        let end = st.launched;
+        let done = f(&sh.hw)?;
+        if done {
+            sh.complete_to(&mut st, end, &mut ev);
+        }
+        sh.unlock_and_emit(st, ev);
+        Ok(done)
+    }
+
+    /// Waits (releasing the lock) until the launch worker makes progress; with no worker,
+    /// polls once and fails with `WouldBlock` if that was not enough.
+    fn wait_for_progress<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State<H>>,
+        ev: &mut Pending,
+    ) -> Result<MutexGuard<'a, State<H>>, XQueueError> {
+        let sh = &*self.shared;
+        if sh.drive == Drive::External {
+            let before = (st.launched, st.completed);
+            sh.poll_locked(&mut st, ev);
+            if (st.launched, st.completed) == before {
+                return Err(HwError::WouldBlock.into());
+            }
+            return Ok(st);
+        }
+        sh.wake_worker(&st);
+        st.waiters += 1;
+        st = sync::wait(&sh.progress_cv, st);
+        st.waiters -= 1;
+        Ok(st)
     }
 
     /// Where command `seq` is in its life.
@@ -650,10 +815,7 @@ impl<H: HwQueue> XQueue<H> {
                 }
                 sh.complete_to(&mut st, end, &mut ev);
             } else {
-                sh.wake_worker(&st);
-                st.waiters += 1;
-                st = sync::wait(&sh.progress_cv, st);
-                st.waiters -= 1;
+                st = self.wait_for_progress(st, &mut ev)?;
             }
         }
         let err = st.deferred_error.take();

@@ -72,3 +72,26 @@ fn loom_resume_alone_gets_buffered_work_launched() {
         assert_eq!(hw.script().launched, vec![1, 2]);
     });
 }
+
+#[test]
+fn loom_flush_returns_after_a_concurrent_resume() {
+    loom::model(|| {
+        let hw = ScriptedHwQueue::new(Level::L1);
+        hw.set_auto_complete(true);
+        let q = Arc::new(
+            XQueue::builder(hw.clone())
+                .config(LaunchConfig::new(1, 1).unwrap())
+                .build()
+                .unwrap(),
+        );
+        q.suspend(SuspendFlags::default()).unwrap();
+        q.submit(TestCommand(1)).unwrap();
+        let ctl = {
+            let q = q.clone();
+            loom::thread::spawn(move || q.resume(ResumeFlags::default()).unwrap())
+        };
+        q.flush().unwrap();
+        assert_eq!(hw.script().launched, vec![1]);
+        ctl.join().unwrap();
+    });
+}
