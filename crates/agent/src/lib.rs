@@ -5,13 +5,16 @@
 //!   operations, only where they change something.
 //! - [`Inbox`] is the [`EventSink`](baton_core::EventSink) queues report to; events are
 //!   processed outside the reporting thread, so a queue's submit path never runs a policy.
+//! - [`AgentConfig`] reads the process's `BATON_*` settings (XSched's names as aliases).
 //! - [`SchedulerThread`] runs a `LocalScheduler` on its own thread with wake-up timers, for live
 //!   processes; virtual-time drivers call the `LocalScheduler` directly instead.
 
+mod config;
 mod inbox;
 mod local;
 mod thread;
 
+pub use config::{AgentConfig, SchedulerMode};
 pub use inbox::Inbox;
 pub use local::{LocalScheduler, OpKind, OpRecord, QueueMeta, UnknownQueue};
 pub use thread::SchedulerThread;

@@ -1,0 +1,317 @@
+//! Process-wide settings from the environment: `BATON_*` variables, with XSched's `XSCHED_*`
+//! names accepted as aliases.
+//!
+//! | variable (alias) | meaning | default |
+//! | --- | --- | --- |
+//! | `BATON_PRIORITY` (`XSCHED_AUTO_XQUEUE_PRIORITY`) | priority of this process's queues, −100..=100, higher first | 0 |
+//! | `BATON_LEVEL` (`XSCHED_AUTO_XQUEUE_LEVEL`) | preemption level 1–3 (capped at what the device supports) | 1 |
+//! | `BATON_THRESHOLD` (`XSCHED_AUTO_XQUEUE_THRESHOLD`) | commands in flight per queue | 16 |
+//! | `BATON_BATCH` (`XSCHED_AUTO_XQUEUE_BATCH_SIZE`) | commands between sync points | 8 |
+//! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
+//! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
+//! | `BATON_SOCKET` | the daemon's socket (global mode) | per-user default |
+//! | `BATON_CUDA_LIB` (`XSCHED_CUDA_LIB`) | absolute path of the real `libcuda.so.1` | searched |
+//! | `BATON_ENABLE` (`XSCHED_AUTO_XQUEUE`: `ON`/`OFF`) | `0`/`off` passes every call straight through | on |
+//! | `BATON_LOG` | log filter (`info`, `debug`, `baton=trace`…); silent when unset | unset |
+//!
+//! An invalid value never stops the application: it is reported once (see
+//! [`AgentConfig::warnings`]) and the default is used.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use baton_core::{LaunchConfig, Level, Priority};
+
+/// Who decides which queues run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SchedulerMode {
+    /// Nobody: the application suspends and resumes its own queues.
+    App,
+    /// A scheduler inside this process.
+    #[default]
+    Local,
+    /// The daemon, across processes.
+    Global,
+}
+
+impl fmt::Display for SchedulerMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SchedulerMode::App => "app",
+            SchedulerMode::Local => "local",
+            SchedulerMode::Global => "global",
+        })
+    }
+}
+
+/// The agent's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// Whether Baton schedules at all (off: every call passes straight through).
+    pub enabled: bool,
+    /// Priority of this process's queues.
+    pub priority: Priority,
+    /// Requested preemption level.
+    pub level: Level,
+    /// Launch window of new queues.
+    pub launch: LaunchConfig,
+    /// Who schedules.
+    pub scheduler: SchedulerMode,
+    /// The local policy's name (validated against the registry).
+    pub policy: String,
+    /// The daemon's socket, if set.
+    pub socket: Option<PathBuf>,
+    /// The real CUDA driver library, if set.
+    pub cuda_lib: Option<PathBuf>,
+    /// The log filter, if set.
+    pub log: Option<String>,
+    warnings: Vec<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            enabled: true,
+            priority: Priority::DEFAULT,
+            level: Level::L1,
+            launch: LaunchConfig::default(),
+            scheduler: SchedulerMode::Local,
+            policy: "hpf".into(),
+            socket: None,
+            cuda_lib: None,
+            log: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl AgentConfig {
+    /// Reads the settings through `get` (normally `std::env::var`), `BATON_*` first, then the
+    /// `XSCHED_*` alias.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> AgentConfig {
+        let mut c = AgentConfig::default();
+        let read = |names: &[&'static str]| -> Option<(&'static str, String)> {
+            names
+                .iter()
+                .find_map(|n| get(n).filter(|v| !v.trim().is_empty()).map(|v| (*n, v)))
+        };
+
+        if let Some((name, v)) = read(&["BATON_ENABLE", "XSCHED_AUTO_XQUEUE"]) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "on" | "yes" | "true" => c.enabled = true,
+                "0" | "off" | "no" | "false" => c.enabled = false,
+                _ => c.warn(name, &v, "use on or off", "on"),
+            }
+        }
+        if let Some((name, v)) = read(&["BATON_PRIORITY", "XSCHED_AUTO_XQUEUE_PRIORITY"]) {
+            match v
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .and_then(|p| Priority::new(p).ok())
+            {
+                Some(p) => c.priority = p,
+                None => c.warn(name, &v, "use an integer from -100 to 100", "0"),
+            }
+        }
+        if let Some((name, v)) = read(&["BATON_LEVEL", "XSCHED_AUTO_XQUEUE_LEVEL"]) {
+            match v.parse::<Level>() {
+                Ok(l) => c.level = l,
+                Err(_) => c.warn(name, &v, "use 1, 2 or 3", "1"),
+            }
+        }
+        let threshold = read(&["BATON_THRESHOLD", "XSCHED_AUTO_XQUEUE_THRESHOLD"]);
+        let batch = read(&["BATON_BATCH", "XSCHED_AUTO_XQUEUE_BATCH_SIZE"]);
+        if threshold.is_some() || batch.is_some() {
+            let parse = |x: &Option<(&str, String)>, dflt: u32| {
+                x.as_ref()
+                    .map_or(Some(dflt), |(_, v)| v.trim().parse::<u32>().ok())
+            };
+            let t = parse(&threshold, LaunchConfig::DEFAULT_THRESHOLD);
+            let b = parse(
+                &batch,
+                LaunchConfig::DEFAULT_BATCH.min(t.unwrap_or(16).saturating_sub(1).max(1)),
+            );
+            match (t, b) {
+                (Some(t), Some(b)) => match LaunchConfig::new(t, b) {
+                    Ok(l) => c.launch = l,
+                    Err(e) => c.warnings.push(format!(
+                        "baton: ignoring BATON_THRESHOLD/BATON_BATCH ({e}); using threshold 16, batch 8"
+                    )),
+                },
+                _ => c.warnings.push(
+                    "baton: ignoring BATON_THRESHOLD/BATON_BATCH: not whole numbers; using threshold 16, batch 8"
+                        .into(),
+                ),
+            }
+        }
+        if let Some((name, v)) = read(&["BATON_SCHEDULER", "XSCHED_SCHEDULER"]) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "app" => c.scheduler = SchedulerMode::App,
+                "local" | "lcl" => c.scheduler = SchedulerMode::Local,
+                "global" | "glb" => c.scheduler = SchedulerMode::Global,
+                _ => c.warn(name, &v, "use app, local or global", "local"),
+            }
+        }
+        if let Some((name, v)) = read(&["BATON_POLICY", "XSCHED_POLICY"]) {
+            match baton_policies::by_name(&v) {
+                Ok(p) => {
+                    c.policy = p.name().to_string();
+                    if name == "XSCHED_POLICY" {
+                        // XSched: setting a policy selects the local scheduler.
+                        c.scheduler = SchedulerMode::Local;
+                    }
+                }
+                Err(e) => c
+                    .warnings
+                    .push(format!("baton: ignoring {name}={v:?}: {e}; using hpf")),
+            }
+        }
+        if let Some((_, v)) = read(&["BATON_SOCKET"]) {
+            c.socket = Some(PathBuf::from(v));
+        }
+        if let Some((name, v)) = read(&["BATON_CUDA_LIB", "XSCHED_CUDA_LIB"]) {
+            let p = PathBuf::from(&v);
+            if p.is_absolute() {
+                c.cuda_lib = Some(p);
+            } else {
+                c.warn(
+                    name,
+                    &v,
+                    "give an absolute path",
+                    "a search of the usual driver locations",
+                );
+            }
+        }
+        if let Some((_, v)) = read(&["BATON_LOG"]) {
+            c.log = Some(v);
+        }
+        c
+    }
+
+    /// Reads the settings from this process's environment.
+    pub fn from_env() -> AgentConfig {
+        AgentConfig::from_lookup(|n| std::env::var(n).ok())
+    }
+
+    /// One line per invalid value, saying what was ignored and what is used instead. The
+    /// interposer prints them once on stderr.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    fn warn(&mut self, name: &str, value: &str, how: &str, default: &str) {
+        self.warnings.push(format!(
+            "baton: ignoring {name}={value:?}: {how}; using {default}"
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> AgentConfig {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        AgentConfig::from_lookup(|n| m.get(n).cloned())
+    }
+
+    #[test]
+    fn defaults_when_nothing_is_set() {
+        let c = cfg(&[]);
+        assert_eq!(c, AgentConfig::default());
+        assert!(c.warnings().is_empty());
+    }
+
+    #[test]
+    fn baton_names_and_xsched_aliases() {
+        let c = cfg(&[
+            ("BATON_PRIORITY", "10"),
+            ("BATON_LEVEL", "2"),
+            ("BATON_THRESHOLD", "4"),
+            ("BATON_BATCH", "2"),
+            ("BATON_SCHEDULER", "global"),
+            ("BATON_POLICY", "HPF"),
+            ("BATON_CUDA_LIB", "/usr/lib/libcuda.so.1"),
+            ("BATON_ENABLE", "off"),
+        ]);
+        assert_eq!(c.priority.get(), 10);
+        assert_eq!(c.level, Level::L2);
+        assert_eq!(c.launch, LaunchConfig::new(4, 2).unwrap());
+        assert_eq!(c.scheduler, SchedulerMode::Global);
+        assert_eq!(c.policy, "hpf");
+        assert!(!c.enabled);
+        assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+
+        let x = cfg(&[
+            ("XSCHED_AUTO_XQUEUE_PRIORITY", "-3"),
+            ("XSCHED_AUTO_XQUEUE_LEVEL", "3"),
+            ("XSCHED_AUTO_XQUEUE_THRESHOLD", "1"),
+            ("XSCHED_AUTO_XQUEUE_BATCH_SIZE", "1"),
+            ("XSCHED_SCHEDULER", "APP"),
+            ("XSCHED_CUDA_LIB", "/opt/libcuda.so.1"),
+        ]);
+        assert_eq!(x.priority.get(), -3);
+        assert_eq!(x.level, Level::L3);
+        assert_eq!(x.launch, LaunchConfig::new(1, 1).unwrap());
+        assert_eq!(x.scheduler, SchedulerMode::App);
+        assert!(x.warnings().is_empty(), "{:?}", x.warnings());
+        // BATON_* wins over the alias.
+        let both = cfg(&[
+            ("BATON_PRIORITY", "5"),
+            ("XSCHED_AUTO_XQUEUE_PRIORITY", "7"),
+        ]);
+        assert_eq!(both.priority.get(), 5);
+        // XSCHED_POLICY selects the local scheduler, as in XSched.
+        let p = cfg(&[("XSCHED_SCHEDULER", "GLB"), ("XSCHED_POLICY", "HPF")]);
+        assert_eq!(p.scheduler, SchedulerMode::Local);
+    }
+
+    #[test]
+    fn invalid_values_warn_once_each_and_keep_the_default() {
+        let c = cfg(&[
+            ("BATON_PRIORITY", "1000"),
+            ("BATON_LEVEL", "9"),
+            ("BATON_THRESHOLD", "8"),
+            ("BATON_BATCH", "8"),
+            ("BATON_SCHEDULER", "cluster"),
+            ("BATON_POLICY", "fastest"),
+            ("BATON_CUDA_LIB", "libcuda.so.1"),
+            ("BATON_ENABLE", "maybe"),
+        ]);
+        let d = AgentConfig::default();
+        assert_eq!(
+            (
+                c.priority,
+                c.level,
+                c.launch,
+                c.scheduler,
+                &c.policy,
+                &c.cuda_lib,
+                c.enabled
+            ),
+            (
+                d.priority,
+                d.level,
+                d.launch,
+                d.scheduler,
+                &d.policy,
+                &d.cuda_lib,
+                d.enabled
+            )
+        );
+        // Seven settings, seven lines: threshold and batch are judged together.
+        assert_eq!(c.warnings().len(), 7, "{:#?}", c.warnings());
+        for w in c.warnings() {
+            assert!(w.starts_with("baton: ignoring"), "{w}");
+            assert!(w.contains("using"), "{w}");
+        }
+        let only_threshold = cfg(&[("BATON_THRESHOLD", "4")]);
+        assert_eq!(only_threshold.launch, LaunchConfig::new(4, 3).unwrap());
+    }
+}
