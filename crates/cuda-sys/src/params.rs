@@ -71,6 +71,8 @@ pub struct CUgraphEdgeData {
 }
 
 const _: () = {
+    assert!(size_of::<CUexecAffinitySmCount>() == 4);
+    assert!(size_of::<CUexecAffinityParam_param>() == 4);
     assert!(size_of::<CUexecAffinityParam>() == 8 && align_of::<CUexecAffinityParam>() == 4);
     assert!(offset_of!(CUexecAffinityParam, param) == 4);
     assert!(size_of::<CUctxCigParam>() == 16 && offset_of!(CUctxCigParam, sharedData) == 8);

@@ -3,9 +3,13 @@
 
 mod support;
 
-use std::process::Command;
+use std::path::Path;
 
-use support::{driver_dir, num, run, temp_dir};
+use support::{compile_c, linked_program, num, run};
+
+fn path(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
 
 #[test]
 fn dlsym_direct_runs_the_order_scenario() {
@@ -37,24 +41,39 @@ fn dlsym_direct_runs_the_order_scenario() {
 
 #[test]
 fn a_program_linked_with_lcuda_runs() {
-    let dir = temp_dir("linked");
-    let exe = dir.join("linked");
-    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/linked.c");
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&compiler)
-        .args(["-std=c99", "-Wall", "-Werror", "-O1", source, "-o"])
-        .arg(&exe)
-        .arg("-L")
-        .arg(driver_dir())
-        .arg("-lcuda")
-        .status()
-        .unwrap_or_else(|e| panic!("run the C compiler {compiler:?} (needed by this test): {e}"));
-    assert!(status.success(), "compiling linked.c failed: {status}");
-    let run = run(exe.to_str().expect("a UTF-8 path"), &[], &[]);
+    let run = run(path(linked_program()), &[], &[]);
     assert_eq!(run.line(), "linked ok streams=2 tags=20 sum=391808");
     run.log.assert_streams_fifo();
     run.log.assert_launches_executed();
     assert!(run.log.called("cuCtxCreate_v2") && run.log.called("cuLaunchKernel"));
+}
+
+#[test]
+fn a_preloaded_library_does_not_capture_the_fake_drivers_own_functions() {
+    let preload = compile_c("preload.c", "libpreload.so", &["-shared", "-fPIC"]);
+    let env = [("LD_PRELOAD", path(&preload))];
+    // Control: a program bound to cuLaunchKernel at link time calls the preloaded definition.
+    let linked = run(path(linked_program()), &[], &env);
+    assert_eq!(
+        linked.code,
+        Some(1),
+        "the preload was not in effect:\n{}",
+        linked.stdout
+    );
+    assert!(
+        linked.stderr.contains("returned 12345"),
+        "{}",
+        linked.stderr
+    );
+    // cuGetProcAddress and dlsym on the driver's handle give the fake's own functions.
+    for (app, args) in [
+        (env!("CARGO_BIN_EXE_runtime-like"), &["legacy"][..]),
+        (env!("CARGO_BIN_EXE_dlsym-direct"), &[][..]),
+    ] {
+        let run = run(app, args, &env);
+        assert_eq!(run.code, Some(0), "{app}: {}", run.stderr);
+        run.log.assert_launches_executed();
+    }
 }
 
 #[test]

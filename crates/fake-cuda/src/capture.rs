@@ -50,6 +50,11 @@ impl Capture {
         Ok(())
     }
 
+    /// Whether the capture forbids potentially unsafe calls such as `cuCtxSynchronize`.
+    pub fn is_strict(&self) -> bool {
+        self.mode != CU_STREAM_CAPTURE_MODE_RELAXED
+    }
+
     fn status(&self) -> CUstreamCaptureStatus {
         if self.invalidated {
             CU_STREAM_CAPTURE_STATUS_INVALIDATED

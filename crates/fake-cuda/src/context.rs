@@ -70,12 +70,12 @@ impl Context {
         lock(&self.sticky).map_or(Ok(()), Err)
     }
 
-    /// Waits for all work of the context; fails during a global-mode capture.
+    /// Waits for all work of the context; fails during a capture that is not in relaxed mode.
     pub fn synchronize(&self) -> CuResult<()> {
         {
             let streams = lock(&self.order);
             for stream in streams.blocking.iter().chain(&streams.nonblocking) {
-                if stream.is_capturing() {
+                if stream.with_capture(|capture| capture.as_ref().is_some_and(|c| c.is_strict())) {
                     stream.invalidate_capture();
                     return Err(CUresult::STREAM_CAPTURE_UNSUPPORTED);
                 }

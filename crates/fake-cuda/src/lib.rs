@@ -7,21 +7,21 @@
 //!
 //! It implements the driver semantics the interposer must preserve, on the host:
 //! - one device; contexts with a per-thread current-context stack and a primary context;
-//! - "device" memory that is host memory, so a `CUdeviceptr` is a host address ([`memory`]);
+//! - "device" memory that is host memory, so a `CUdeviceptr` is a host address (`memory.rs`);
 //! - streams executing their commands in FIFO order on one worker thread each, with CUDA's
-//!   legacy default stream semantics and per-thread default streams ([`stream`]);
-//! - built-in kernels named by a text module image ([`kernels`], [`module`]), launched with
-//!   arguments from `kernelParams` or an `extra` buffer, copied at launch ([`launch`]);
+//!   legacy default stream semantics and per-thread default streams (`stream.rs`);
+//! - built-in kernels named by a text module image (`kernels.rs`, `module.rs`), launched with
+//!   arguments from `kernelParams` or an `extra` buffer, copied at launch (`launch.rs`);
 //! - events, cross-stream waits, stream memory operations, host functions, stream capture and
-//!   graphs ([`events`], [`capture`], [`graph`]);
-//! - `cuGetProcAddress` with versioned and per-thread symbol selection ([`procaddr`]);
-//! - a JSON-lines log of every call and every executed command (`FAKE_CUDA_LOG`, [`log`]);
+//!   graphs (`events.rs`, `capture.rs`, `graph.rs`);
+//! - `cuGetProcAddress` with versioned and per-thread symbol selection (`procaddr.rs`);
+//! - a JSON-lines log of every call and every executed command (`FAKE_CUDA_LOG`, `log.rs`);
 //! - `FAKE_CUDA_KERNEL_US` adds a fixed duration to every kernel, to create in-flight work.
 //!
-//! Every export is an `extern "C"` function that never unwinds ([`entry`]). The state is per
-//! process and starts anew in a forked child ([`state`]); queued work is drained at exit.
+//! Every export is an `extern "C"` function that never unwinds (`entry.rs`). The state is per
+//! process and starts anew in a forked child (`state.rs`); queued work is drained at exit.
 //!
-//! **Architecture invariant:** serializable types stay private to [`log`]; nothing of this crate
+//! **Architecture invariant:** serializable types stay private to `log.rs`; nothing of this crate
 //! is a Rust API. Simplifications against the real driver are listed in the module docs where
 //! they apply (linear single-stream capture, no event nodes in captures, grid dimensions that do
 //! not change what a kernel computes).

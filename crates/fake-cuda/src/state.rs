@@ -12,9 +12,10 @@
 //!
 //! # Exit
 //!
-//! The first `Global` registers an `atexit` handler that waits, bounded, for all work queued
-//! on every stream of the current process, so work an application launched without
-//! synchronizing still executes (and is logged) before the process ends.
+//! The first `Global` registers an `atexit` handler that waits for all work queued on every
+//! stream of the current process, so work an application launched without synchronizing still
+//! executes (and is logged) before the process ends. It gives up when no command has completed
+//! for [`EXIT_IDLE_LIMIT`] (a stream waiting for a memory value nobody will write).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
@@ -92,6 +93,8 @@ pub(crate) struct Global {
     pub pid: u32,
     initialized: AtomicBool,
     next_id: AtomicU64,
+    /// Commands completed by all workers (progress, for the exit handler).
+    pub completed: AtomicU64,
     /// The JSON log, when `FAKE_CUDA_LOG` names a file.
     pub log: Option<Log>,
     /// Extra duration of every kernel (`FAKE_CUDA_KERNEL_US`).
@@ -120,6 +123,7 @@ impl Global {
             pid,
             initialized: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
+            completed: AtomicU64::new(0),
             log: std::env::var_os("FAKE_CUDA_LOG").and_then(|path| Log::open(path.as_ref())),
             kernel_extra,
             contexts: Registry::new(),
@@ -220,8 +224,8 @@ fn register_at_exit() {
     }
 }
 
-/// How long the exit handler waits for queued work, at most.
-const EXIT_DRAIN_LIMIT: Duration = Duration::from_secs(30);
+/// How long the exit handler waits without any command completing before it gives up.
+pub(crate) const EXIT_IDLE_LIMIT: Duration = Duration::from_secs(5);
 
 extern "C" fn drain_at_exit() {
     let _ = std::panic::catch_unwind(|| {
@@ -234,11 +238,17 @@ extern "C" fn drain_at_exit() {
         if g.pid != current_pid() {
             return;
         }
-        let deadline = Instant::now() + EXIT_DRAIN_LIMIT;
+        let mut progress = g.completed.load(Ordering::Acquire);
+        let mut deadline = Instant::now() + EXIT_IDLE_LIMIT;
         for ctx in g.all_contexts() {
             for dep in ctx.all_pending() {
-                if !dep.wait_until(deadline) {
-                    return;
+                while !dep.wait_until(deadline) {
+                    let now = g.completed.load(Ordering::Acquire);
+                    if now == progress {
+                        return;
+                    }
+                    progress = now;
+                    deadline = Instant::now() + EXIT_IDLE_LIMIT;
                 }
             }
         }

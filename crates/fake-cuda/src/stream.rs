@@ -25,6 +25,7 @@
 //! no lock while it waits for dependencies or executes.
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
@@ -34,7 +35,7 @@ use crate::capture::Capture;
 use crate::context::{self, Context};
 use crate::entry::CuResult;
 use crate::ops::{self, Op};
-use crate::state::{Handle, initialized, lock, raw_of, to_ptr, wait, wait_until};
+use crate::state::{Handle, global, initialized, lock, raw_of, to_ptr, wait, wait_until};
 
 /// Which default stream the NULL handle means for the symbol that was called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,6 +278,7 @@ fn run(stream: &Arc<Stream>) {
         ops::run_command(stream, &command);
         lock(&stream.state).completed += 1;
         stream.changed.notify_all();
+        global().completed.fetch_add(1, Ordering::Release);
     }
 }
 

@@ -93,6 +93,34 @@ pub fn driver_dir() -> &'static Path {
     })
 }
 
+/// Compiles the C file `tests/data/<name>` with `cc` (or `$CC`) and `args`; the output path.
+pub fn compile_c(name: &str, output: &str, args: &[&str]) -> PathBuf {
+    let exe = temp_dir("cc").join(output);
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&compiler)
+        .args(["-std=c99", "-Wall", "-Werror", "-O1"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("run the C compiler {compiler:?} (these tests need one): {e}"));
+    assert!(status.success(), "compiling {name} failed: {status}");
+    exe
+}
+
+/// `linked.c`, linked with `-lcuda` against the fake driver.
+pub fn linked_program() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let dir = driver_dir().to_str().expect("a UTF-8 path").to_owned();
+        compile_c("linked.c", "linked", &["-L", &dir, "-lcuda"])
+    })
+}
+
 /// One finished run of an app.
 pub struct Run {
     pub code: Option<i32>,
