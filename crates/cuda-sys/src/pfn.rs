@@ -1,0 +1,345 @@
+//! Function-pointer types of the driver symbols Baton uses, one per exported symbol name.
+//!
+//! `PFN_cuX` is the C signature of the symbol `cuX`; its `_ptsz`/`_ptds` variant (the
+//! per-thread-default-stream form) has the same type. Version-1 symbols keep their original
+//! 32-bit types (`cuMemAlloc` takes a [`CUdeviceptr_v1`] and an `unsigned int` size), which is why
+//! applications ask for `cuMemAlloc_v2` by name or get it from `cuGetProcAddress`. Each doc line
+//! gives the CUDA version from which `cuGetProcAddress` returns that symbol for its base name.
+
+#![allow(non_camel_case_types, non_snake_case)]
+
+use std::ffi::{c_char, c_float, c_int, c_uint, c_ulonglong, c_ushort, c_void};
+
+use crate::{
+    CUcontext, CUctxCreateParams, CUdevice, CUdevice_attribute, CUdeviceptr, CUdeviceptr_v1,
+    CUdriverProcAddressQueryResult, CUevent, CUexecAffinityParam, CUfunction, CUgraph,
+    CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgreenCtx, CUhostFn, CUjit_option, CUkernel,
+    CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule, CUresult, CUstream, CUstreamCaptureMode,
+    CUstreamCaptureStatus, CUuuid, cuuint32_t, cuuint64_t,
+};
+
+macro_rules! pfn {
+    ($($(#[doc = $doc:literal])* $name:ident($($arg:ident: $ty:ty),* $(,)?);)*) => {$(
+        $(#[doc = $doc])*
+        pub type $name = unsafe extern "C" fn($($arg: $ty),*) -> CUresult;
+    )*};
+}
+
+pfn! {
+    /// `cuGetErrorString` (6.0).
+    PFN_cuGetErrorString(error: CUresult, pStr: *mut *const c_char);
+    /// `cuGetErrorName` (6.0).
+    PFN_cuGetErrorName(error: CUresult, pStr: *mut *const c_char);
+    /// `cuInit` (2.0).
+    PFN_cuInit(Flags: c_uint);
+    /// `cuDriverGetVersion` (2.2).
+    PFN_cuDriverGetVersion(driverVersion: *mut c_int);
+    /// `cuGetExportTable` (3.0).
+    PFN_cuGetExportTable(ppExportTable: *mut *const c_void, pExportTableId: *const CUuuid);
+    /// `cuGetProcAddress` (11.3): the version-1 form, without `symbolStatus`.
+    PFN_cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: cuuint64_t);
+    /// `cuGetProcAddress_v2` (12.0).
+    PFN_cuGetProcAddress_v2(
+        symbol: *const c_char,
+        pfn: *mut *mut c_void,
+        cudaVersion: c_int,
+        flags: cuuint64_t,
+        symbolStatus: *mut CUdriverProcAddressQueryResult,
+    );
+
+    /// `cuDeviceGet` (2.0).
+    PFN_cuDeviceGet(device: *mut CUdevice, ordinal: c_int);
+    /// `cuDeviceGetCount` (2.0).
+    PFN_cuDeviceGetCount(count: *mut c_int);
+    /// `cuDeviceGetName` (2.0).
+    PFN_cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice);
+    /// `cuDeviceGetAttribute` (2.0).
+    PFN_cuDeviceGetAttribute(pi: *mut c_int, attrib: CUdevice_attribute, dev: CUdevice);
+    /// `cuDeviceTotalMem_v2` (3.2).
+    PFN_cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice);
+    /// `cuDevicePrimaryCtxRetain` (7.0).
+    PFN_cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice);
+    /// `cuDevicePrimaryCtxRelease` (7.0).
+    PFN_cuDevicePrimaryCtxRelease(dev: CUdevice);
+    /// `cuDevicePrimaryCtxRelease_v2` (11.0).
+    PFN_cuDevicePrimaryCtxRelease_v2(dev: CUdevice);
+    /// `cuDevicePrimaryCtxGetState` (7.0).
+    PFN_cuDevicePrimaryCtxGetState(dev: CUdevice, flags: *mut c_uint, active: *mut c_int);
+
+    /// `cuCtxCreate` (2.0).
+    PFN_cuCtxCreate(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice);
+    /// `cuCtxCreate_v2` (3.2).
+    PFN_cuCtxCreate_v2(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice);
+    /// `cuCtxCreate_v3` (11.4).
+    PFN_cuCtxCreate_v3(
+        pctx: *mut CUcontext,
+        paramsArray: *mut CUexecAffinityParam,
+        numParams: c_int,
+        flags: c_uint,
+        dev: CUdevice,
+    );
+    /// `cuCtxCreate_v4` (12.5).
+    PFN_cuCtxCreate_v4(pctx: *mut CUcontext, ctxCreateParams: *mut CUctxCreateParams, flags: c_uint, dev: CUdevice);
+    /// `cuCtxDestroy` (2.0).
+    PFN_cuCtxDestroy(ctx: CUcontext);
+    /// `cuCtxDestroy_v2` (4.0).
+    PFN_cuCtxDestroy_v2(ctx: CUcontext);
+    /// `cuCtxPushCurrent` (2.0).
+    PFN_cuCtxPushCurrent(ctx: CUcontext);
+    /// `cuCtxPushCurrent_v2` (4.0).
+    PFN_cuCtxPushCurrent_v2(ctx: CUcontext);
+    /// `cuCtxPopCurrent` (2.0).
+    PFN_cuCtxPopCurrent(pctx: *mut CUcontext);
+    /// `cuCtxPopCurrent_v2` (4.0).
+    PFN_cuCtxPopCurrent_v2(pctx: *mut CUcontext);
+    /// `cuCtxSetCurrent` (4.0).
+    PFN_cuCtxSetCurrent(ctx: CUcontext);
+    /// `cuCtxGetCurrent` (4.0).
+    PFN_cuCtxGetCurrent(pctx: *mut CUcontext);
+    /// `cuCtxGetDevice` (2.0).
+    PFN_cuCtxGetDevice(device: *mut CUdevice);
+    /// `cuCtxSynchronize` (2.0).
+    PFN_cuCtxSynchronize();
+    /// `cuCtxGetStreamPriorityRange` (5.5).
+    PFN_cuCtxGetStreamPriorityRange(leastPriority: *mut c_int, greatestPriority: *mut c_int);
+
+    /// `cuMemGetInfo_v2` (3.2).
+    PFN_cuMemGetInfo_v2(free: *mut usize, total: *mut usize);
+    /// `cuMemAlloc` (2.0): 32-bit address and size.
+    PFN_cuMemAlloc(dptr: *mut CUdeviceptr_v1, bytesize: c_uint);
+    /// `cuMemAlloc_v2` (3.2).
+    PFN_cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize);
+    /// `cuMemFree` (2.0): 32-bit address.
+    PFN_cuMemFree(dptr: CUdeviceptr_v1);
+    /// `cuMemFree_v2` (3.2).
+    PFN_cuMemFree_v2(dptr: CUdeviceptr);
+    /// `cuMemAllocHost` (2.0): 32-bit size.
+    PFN_cuMemAllocHost(pp: *mut *mut c_void, bytesize: c_uint);
+    /// `cuMemAllocHost_v2` (3.2).
+    PFN_cuMemAllocHost_v2(pp: *mut *mut c_void, bytesize: usize);
+    /// `cuMemFreeHost` (2.0).
+    PFN_cuMemFreeHost(p: *mut c_void);
+    /// `cuMemHostAlloc` (2.2).
+    PFN_cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, Flags: c_uint);
+    /// `cuMemAllocAsync` (11.2), and `_ptsz`.
+    PFN_cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, hStream: CUstream);
+    /// `cuMemFreeAsync` (11.2), and `_ptsz`.
+    PFN_cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream);
+
+    /// `cuMemcpy` (4.0), and `_ptds`.
+    PFN_cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, ByteCount: usize);
+    /// `cuMemcpyAsync` (4.0), and `_ptsz`.
+    PFN_cuMemcpyAsync(dst: CUdeviceptr, src: CUdeviceptr, ByteCount: usize, hStream: CUstream);
+    /// `cuMemcpyHtoD` (2.0): 32-bit address and size.
+    PFN_cuMemcpyHtoD(dstDevice: CUdeviceptr_v1, srcHost: *const c_void, ByteCount: c_uint);
+    /// `cuMemcpyHtoD_v2` (3.2), and `_v2_ptds`.
+    PFN_cuMemcpyHtoD_v2(dstDevice: CUdeviceptr, srcHost: *const c_void, ByteCount: usize);
+    /// `cuMemcpyDtoH` (2.0): 32-bit address and size.
+    PFN_cuMemcpyDtoH(dstHost: *mut c_void, srcDevice: CUdeviceptr_v1, ByteCount: c_uint);
+    /// `cuMemcpyDtoH_v2` (3.2), and `_v2_ptds`.
+    PFN_cuMemcpyDtoH_v2(dstHost: *mut c_void, srcDevice: CUdeviceptr, ByteCount: usize);
+    /// `cuMemcpyDtoD` (2.0): 32-bit addresses and size.
+    PFN_cuMemcpyDtoD(dstDevice: CUdeviceptr_v1, srcDevice: CUdeviceptr_v1, ByteCount: c_uint);
+    /// `cuMemcpyDtoD_v2` (3.2), and `_v2_ptds`.
+    PFN_cuMemcpyDtoD_v2(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: usize);
+    /// `cuMemcpyHtoDAsync` (2.0): 32-bit address and size.
+    PFN_cuMemcpyHtoDAsync(dstDevice: CUdeviceptr_v1, srcHost: *const c_void, ByteCount: c_uint, hStream: CUstream);
+    /// `cuMemcpyHtoDAsync_v2` (3.2), and `_v2_ptsz`.
+    PFN_cuMemcpyHtoDAsync_v2(dstDevice: CUdeviceptr, srcHost: *const c_void, ByteCount: usize, hStream: CUstream);
+    /// `cuMemcpyDtoHAsync` (2.0): 32-bit address and size.
+    PFN_cuMemcpyDtoHAsync(dstHost: *mut c_void, srcDevice: CUdeviceptr_v1, ByteCount: c_uint, hStream: CUstream);
+    /// `cuMemcpyDtoHAsync_v2` (3.2), and `_v2_ptsz`.
+    PFN_cuMemcpyDtoHAsync_v2(dstHost: *mut c_void, srcDevice: CUdeviceptr, ByteCount: usize, hStream: CUstream);
+    /// `cuMemcpyDtoDAsync` (3.0): 32-bit addresses and size.
+    PFN_cuMemcpyDtoDAsync(dstDevice: CUdeviceptr_v1, srcDevice: CUdeviceptr_v1, ByteCount: c_uint, hStream: CUstream);
+    /// `cuMemcpyDtoDAsync_v2` (3.2), and `_v2_ptsz`.
+    PFN_cuMemcpyDtoDAsync_v2(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: usize, hStream: CUstream);
+    /// `cuMemsetD8` (2.0): 32-bit address and count.
+    PFN_cuMemsetD8(dstDevice: CUdeviceptr_v1, uc: u8, N: c_uint);
+    /// `cuMemsetD8_v2` (3.2), and `_v2_ptds`.
+    PFN_cuMemsetD8_v2(dstDevice: CUdeviceptr, uc: u8, N: usize);
+    /// `cuMemsetD16` (2.0): 32-bit address and count.
+    PFN_cuMemsetD16(dstDevice: CUdeviceptr_v1, us: c_ushort, N: c_uint);
+    /// `cuMemsetD16_v2` (3.2), and `_v2_ptds`.
+    PFN_cuMemsetD16_v2(dstDevice: CUdeviceptr, us: c_ushort, N: usize);
+    /// `cuMemsetD32` (2.0): 32-bit address and count.
+    PFN_cuMemsetD32(dstDevice: CUdeviceptr_v1, ui: c_uint, N: c_uint);
+    /// `cuMemsetD32_v2` (3.2), and `_v2_ptds`.
+    PFN_cuMemsetD32_v2(dstDevice: CUdeviceptr, ui: c_uint, N: usize);
+    /// `cuMemsetD8Async` (3.2), and `_ptsz`.
+    PFN_cuMemsetD8Async(dstDevice: CUdeviceptr, uc: u8, N: usize, hStream: CUstream);
+    /// `cuMemsetD16Async` (3.2), and `_ptsz`.
+    PFN_cuMemsetD16Async(dstDevice: CUdeviceptr, us: c_ushort, N: usize, hStream: CUstream);
+    /// `cuMemsetD32Async` (3.2), and `_ptsz`.
+    PFN_cuMemsetD32Async(dstDevice: CUdeviceptr, ui: c_uint, N: usize, hStream: CUstream);
+
+    /// `cuModuleLoadData` (2.0).
+    PFN_cuModuleLoadData(module: *mut CUmodule, image: *const c_void);
+    /// `cuModuleGetFunction` (2.0).
+    PFN_cuModuleGetFunction(hfunc: *mut CUfunction, hmod: CUmodule, name: *const c_char);
+    /// `cuModuleUnload` (2.0).
+    PFN_cuModuleUnload(hmod: CUmodule);
+    /// `cuLibraryLoadData` (12.0).
+    PFN_cuLibraryLoadData(
+        library: *mut CUlibrary,
+        code: *const c_void,
+        jitOptions: *mut CUjit_option,
+        jitOptionsValues: *mut *mut c_void,
+        numJitOptions: c_uint,
+        libraryOptions: *mut CUlibraryOption,
+        libraryOptionValues: *mut *mut c_void,
+        numLibraryOptions: c_uint,
+    );
+    /// `cuLibraryUnload` (12.0).
+    PFN_cuLibraryUnload(library: CUlibrary);
+    /// `cuLibraryGetKernel` (12.0).
+    PFN_cuLibraryGetKernel(pKernel: *mut CUkernel, library: CUlibrary, name: *const c_char);
+    /// `cuKernelGetFunction` (12.0).
+    PFN_cuKernelGetFunction(pFunc: *mut CUfunction, kernel: CUkernel);
+    /// `cuKernelGetName` (12.3).
+    PFN_cuKernelGetName(name: *mut *const c_char, hfunc: CUkernel);
+    /// `cuKernelGetParamInfo` (12.4).
+    PFN_cuKernelGetParamInfo(kernel: CUkernel, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize);
+    /// `cuFuncGetName` (12.3).
+    PFN_cuFuncGetName(name: *mut *const c_char, hfunc: CUfunction);
+    /// `cuFuncGetParamInfo` (12.4).
+    PFN_cuFuncGetParamInfo(func: CUfunction, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize);
+
+    /// `cuLaunchKernel` (4.0), and `_ptsz`.
+    PFN_cuLaunchKernel(
+        f: CUfunction,
+        gridDimX: c_uint,
+        gridDimY: c_uint,
+        gridDimZ: c_uint,
+        blockDimX: c_uint,
+        blockDimY: c_uint,
+        blockDimZ: c_uint,
+        sharedMemBytes: c_uint,
+        hStream: CUstream,
+        kernelParams: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    );
+    /// `cuLaunchKernelEx` (11.6), and `_ptsz`.
+    PFN_cuLaunchKernelEx(config: *const CUlaunchConfig, f: CUfunction, kernelParams: *mut *mut c_void, extra: *mut *mut c_void);
+    /// `cuLaunchCooperativeKernel` (9.0), and `_ptsz`.
+    PFN_cuLaunchCooperativeKernel(
+        f: CUfunction,
+        gridDimX: c_uint,
+        gridDimY: c_uint,
+        gridDimZ: c_uint,
+        blockDimX: c_uint,
+        blockDimY: c_uint,
+        blockDimZ: c_uint,
+        sharedMemBytes: c_uint,
+        hStream: CUstream,
+        kernelParams: *mut *mut c_void,
+    );
+    /// `cuLaunchHostFunc` (10.0), and `_ptsz`.
+    PFN_cuLaunchHostFunc(hStream: CUstream, fn_: CUhostFn, userData: *mut c_void);
+
+    /// `cuStreamCreate` (2.0).
+    PFN_cuStreamCreate(phStream: *mut CUstream, Flags: c_uint);
+    /// `cuStreamCreateWithPriority` (5.5).
+    PFN_cuStreamCreateWithPriority(phStream: *mut CUstream, flags: c_uint, priority: c_int);
+    /// `cuStreamDestroy` (2.0).
+    PFN_cuStreamDestroy(hStream: CUstream);
+    /// `cuStreamDestroy_v2` (4.0).
+    PFN_cuStreamDestroy_v2(hStream: CUstream);
+    /// `cuStreamSynchronize` (2.0), and `_ptsz`.
+    PFN_cuStreamSynchronize(hStream: CUstream);
+    /// `cuStreamQuery` (2.0), and `_ptsz`.
+    PFN_cuStreamQuery(hStream: CUstream);
+    /// `cuStreamWaitEvent` (3.2), and `_ptsz`.
+    PFN_cuStreamWaitEvent(hStream: CUstream, hEvent: CUevent, Flags: c_uint);
+    /// `cuStreamGetPriority` (5.5), and `_ptsz`.
+    PFN_cuStreamGetPriority(hStream: CUstream, priority: *mut c_int);
+    /// `cuStreamGetFlags` (5.5), and `_ptsz`.
+    PFN_cuStreamGetFlags(hStream: CUstream, flags: *mut c_uint);
+    /// `cuStreamGetCtx` (9.2), and `_ptsz`.
+    PFN_cuStreamGetCtx(hStream: CUstream, pctx: *mut CUcontext);
+    /// `cuStreamGetCtx_v2` (12.5), and `_v2_ptsz`.
+    PFN_cuStreamGetCtx_v2(hStream: CUstream, pCtx: *mut CUcontext, pGreenCtx: *mut CUgreenCtx);
+    /// `cuStreamBeginCapture` (10.0), and `_ptsz`: without a mode (global).
+    PFN_cuStreamBeginCapture(hStream: CUstream);
+    /// `cuStreamBeginCapture_v2` (10.1), and `_v2_ptsz`.
+    PFN_cuStreamBeginCapture_v2(hStream: CUstream, mode: CUstreamCaptureMode);
+    /// `cuStreamEndCapture` (10.0), and `_ptsz`.
+    PFN_cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph);
+    /// `cuStreamIsCapturing` (10.0), and `_ptsz`.
+    PFN_cuStreamIsCapturing(hStream: CUstream, captureStatus: *mut CUstreamCaptureStatus);
+    /// `cuStreamGetCaptureInfo` (10.1), and `_ptsz`.
+    PFN_cuStreamGetCaptureInfo(hStream: CUstream, captureStatus_out: *mut CUstreamCaptureStatus, id_out: *mut cuuint64_t);
+    /// `cuStreamGetCaptureInfo_v2` (11.3), and `_v2_ptsz`.
+    PFN_cuStreamGetCaptureInfo_v2(
+        hStream: CUstream,
+        captureStatus_out: *mut CUstreamCaptureStatus,
+        id_out: *mut cuuint64_t,
+        graph_out: *mut CUgraph,
+        dependencies_out: *mut *const CUgraphNode,
+        numDependencies_out: *mut usize,
+    );
+    /// `cuStreamGetCaptureInfo_v3` (12.3), and `_v3_ptsz`.
+    PFN_cuStreamGetCaptureInfo_v3(
+        hStream: CUstream,
+        captureStatus_out: *mut CUstreamCaptureStatus,
+        id_out: *mut cuuint64_t,
+        graph_out: *mut CUgraph,
+        dependencies_out: *mut *const CUgraphNode,
+        edgeData_out: *mut *const CUgraphEdgeData,
+        numDependencies_out: *mut usize,
+    );
+    /// `cuStreamWaitValue32` (8.0), and `_ptsz`.
+    PFN_cuStreamWaitValue32(stream: CUstream, addr: CUdeviceptr, value: cuuint32_t, flags: c_uint);
+    /// `cuStreamWaitValue32_v2` (11.7), and `_v2_ptsz`.
+    PFN_cuStreamWaitValue32_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint32_t, flags: c_uint);
+    /// `cuStreamWriteValue32` (8.0), and `_ptsz`.
+    PFN_cuStreamWriteValue32(stream: CUstream, addr: CUdeviceptr, value: cuuint32_t, flags: c_uint);
+    /// `cuStreamWriteValue32_v2` (11.7), and `_v2_ptsz`.
+    PFN_cuStreamWriteValue32_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint32_t, flags: c_uint);
+
+    /// `cuEventCreate` (2.0).
+    PFN_cuEventCreate(phEvent: *mut CUevent, Flags: c_uint);
+    /// `cuEventRecord` (2.0), and `_ptsz`.
+    PFN_cuEventRecord(hEvent: CUevent, hStream: CUstream);
+    /// `cuEventRecordWithFlags` (11.1), and `_ptsz`.
+    PFN_cuEventRecordWithFlags(hEvent: CUevent, hStream: CUstream, flags: c_uint);
+    /// `cuEventQuery` (2.0).
+    PFN_cuEventQuery(hEvent: CUevent);
+    /// `cuEventSynchronize` (2.0).
+    PFN_cuEventSynchronize(hEvent: CUevent);
+    /// `cuEventElapsedTime` (2.0).
+    PFN_cuEventElapsedTime(pMilliseconds: *mut c_float, hStart: CUevent, hEnd: CUevent);
+    /// `cuEventElapsedTime_v2` (12.8).
+    PFN_cuEventElapsedTime_v2(pMilliseconds: *mut c_float, hStart: CUevent, hEnd: CUevent);
+    /// `cuEventDestroy` (2.0).
+    PFN_cuEventDestroy(hEvent: CUevent);
+    /// `cuEventDestroy_v2` (4.0).
+    PFN_cuEventDestroy_v2(hEvent: CUevent);
+
+    /// `cuGraphInstantiate` (10.0): with an error node and a log buffer.
+    PFN_cuGraphInstantiate(
+        phGraphExec: *mut CUgraphExec,
+        hGraph: CUgraph,
+        phErrorNode: *mut CUgraphNode,
+        logBuffer: *mut c_char,
+        bufferSize: usize,
+    );
+    /// `cuGraphInstantiate_v2` (11.0): same signature as `cuGraphInstantiate`.
+    PFN_cuGraphInstantiate_v2(
+        phGraphExec: *mut CUgraphExec,
+        hGraph: CUgraph,
+        phErrorNode: *mut CUgraphNode,
+        logBuffer: *mut c_char,
+        bufferSize: usize,
+    );
+    /// `cuGraphInstantiateWithFlags` (11.4); also what `cuGraphInstantiate` resolves to from 12.0.
+    PFN_cuGraphInstantiateWithFlags(phGraphExec: *mut CUgraphExec, hGraph: CUgraph, flags: c_ulonglong);
+    /// `cuGraphLaunch` (10.0), and `_ptsz`.
+    PFN_cuGraphLaunch(hGraphExec: CUgraphExec, hStream: CUstream);
+    /// `cuGraphUpload` (11.1), and `_ptsz`.
+    PFN_cuGraphUpload(hGraphExec: CUgraphExec, hStream: CUstream);
+    /// `cuGraphExecDestroy` (10.0).
+    PFN_cuGraphExecDestroy(hGraphExec: CUgraphExec);
+    /// `cuGraphDestroy` (10.0).
+    PFN_cuGraphDestroy(hGraph: CUgraph);
+}

@@ -1,0 +1,183 @@
+//! Launch scenarios: every way of passing kernel arguments, launch attributes, library
+//! kernels, and host functions.
+
+use std::ffi::c_void;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use baton_cuda_sys::{
+    CU_LAUNCH_ATTRIBUTE_COOPERATIVE, CU_LAUNCH_ATTRIBUTE_PRIORITY, CU_STREAM_DEFAULT,
+    CU_STREAM_WAIT_VALUE_GEQ, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue,
+    CUresult, CUstream,
+};
+
+use super::{Session, join};
+use crate::error::{AppError, ensure, expect_code};
+use crate::gpu::KArg::{self, *};
+
+const LEGACY: CUstream = std::ptr::null_mut();
+
+fn attribute(id: CUlaunchAttributeID, value: i32) -> CUlaunchAttribute {
+    let mut attr = CUlaunchAttribute {
+        id,
+        pad: [0; 4],
+        value: CUlaunchAttributeValue { pad: [0; 64] },
+    };
+    attr.value.priority = value;
+    attr
+}
+
+/// `kernelParams`, a packed `extra` buffer laid out from `cuFuncGetParamInfo`,
+/// `cuLaunchKernelEx` with attributes, cooperative launches, mixed-size parameters, library
+/// kernels passed as functions, and arguments copied at launch time.
+pub fn params(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let buf = g.alloc(4)?;
+    g.memset32(buf, 1, 4)?;
+    g.launch(k.add, LEGACY, &[Ptr(buf), I32(4), I32(10)])?;
+    let mut packed = g.pack(k.mul, &[Ptr(buf), I32(4), I32(3)])?;
+    g.launch_packed(k.mul, LEGACY, &mut packed)?;
+    let mut attrs = [
+        attribute(CU_LAUNCH_ATTRIBUTE_PRIORITY, -3),
+        attribute(CU_LAUNCH_ATTRIBUTE_COOPERATIVE, 1),
+    ];
+    g.launch_ex(k.add, LEGACY, &mut attrs, &[Ptr(buf), I32(4), I32(5)])?;
+    g.launch_cooperative(k.add, LEGACY, &[Ptr(buf), I32(4), I32(2)])?;
+    let basic = g.download(buf, 4)?;
+    ensure(basic == [40; 4], || {
+        format!("(1 + 10) * 3 + 5 + 2: {basic:?}")
+    })?;
+
+    // Mixed parameter sizes: char, double, pointer, short at C offsets.
+    let mut offsets = Vec::new();
+    let mut sizes = Vec::new();
+    let mut index = 0;
+    let past_end = loop {
+        match g.param_info(k.mixed, index) {
+            Ok((offset, size)) => {
+                offsets.push(offset as i32);
+                sizes.push(size as i32);
+                index += 1;
+            }
+            Err(code) => break code,
+        }
+    };
+    expect_code(
+        "cuFuncGetParamInfo past the last parameter",
+        past_end,
+        CUresult::INVALID_VALUE,
+    )?;
+    let out = g.alloc(6)?;
+    g.launch(k.mixed, LEGACY, &[I8(-5), F64(2.5), Ptr(out), I16(-300)])?;
+    let mut packed_mixed = g.pack(k.mixed, &[I8(7), F64(-1.25), Ptr(out + 12), I16(12345)])?;
+    g.launch_packed(k.mixed, LEGACY, &mut packed_mixed)?;
+    let mixed = g.download(out, 6)?;
+    ensure(mixed == [-5, 250, -300, 7, -125, 12345], || {
+        format!("mixed {mixed:?}")
+    })?;
+
+    // Arguments are copied at launch: changing them before the kernel runs changes nothing.
+    let stream = g.stream(CU_STREAM_DEFAULT)?;
+    let flag = g.pinned(1)?;
+    g.wait_value(stream, flag.addr(), 1, CU_STREAM_WAIT_VALUE_GEQ)?;
+    let mut args: [KArg; 3] = [Ptr(buf), I32(4), I32(100)];
+    g.launch_with(k.add, stream, &mut args)?;
+    // A driver that read the argument only when the kernel runs would see 999.
+    std::hint::black_box(&mut args)[2] = I32(999);
+    let mut late = g.pack(k.mul, &[Ptr(buf), I32(4), I32(2)])?;
+    g.launch_packed(k.mul, stream, &mut late)?;
+    late[12..16].copy_from_slice(&50i32.to_ne_bytes());
+    flag.set(0, 1);
+    g.sync(stream)?;
+    let copied = g.download(buf, 4)?;
+    ensure(copied == [280; 4], || {
+        format!("(40 + 100) * 2 expected, got {copied:?} (arguments read late?)")
+    })?;
+
+    // A library kernel passed where a function is expected, and its function.
+    let kernel = g.library_kernel(c"add_i32")?;
+    g.launch(kernel.cast(), LEGACY, &[Ptr(buf), I32(4), I32(1)])?;
+    let function = g.kernel_function(kernel)?;
+    g.launch(function, LEGACY, &[Ptr(buf), I32(4), I32(1)])?;
+    let name = g.func_name(kernel.cast())?;
+    let kernel_param = g
+        .kernel_param_info(kernel, 2)
+        .map_err(|code| AppError::Cuda {
+            call: "cuKernelGetParamInfo",
+            code,
+            expected: CUresult::SUCCESS,
+        })?;
+    let library = g.download(buf, 4)?;
+    ensure(
+        library == [282; 4] && name == "add_i32" && kernel_param == (12, 4),
+        || format!("library kernel: {library:?} {name} {kernel_param:?}"),
+    )?;
+    g.destroy_stream(stream)?;
+    g.free_pinned(flag)?;
+    Ok(format!(
+        "params ok basic={} mixed_offsets={} mixed_sizes={} mixed={} copied_at_launch={} library={}",
+        basic[0],
+        join(&offsets),
+        join(&sizes),
+        join(&mixed),
+        copied[0],
+        library[0]
+    ))
+}
+
+/// What host functions saw: (tag, value of the pinned word when called).
+static CALLS: Mutex<Vec<(i32, i32)>> = Mutex::new(Vec::new());
+
+/// The argument of one host-function call.
+struct Probe {
+    tag: i32,
+    word: *const AtomicI32,
+}
+
+unsafe extern "C" fn probe(data: *mut c_void) {
+    // SAFETY: `data` is a `Box<Probe>` leaked by `host_func` for exactly this one call.
+    let probe = unsafe { Box::from_raw(data.cast::<Probe>()) };
+    // SAFETY: `word` points into pinned memory that stays allocated until the scenario has
+    // synchronized every stream, which happens after this call.
+    let value = unsafe { (*probe.word).load(Ordering::Acquire) };
+    CALLS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((probe.tag, value));
+}
+
+/// Host functions run in stream order, after the work before them and before the work after.
+pub fn host_func(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let stream = g.stream(CU_STREAM_DEFAULT)?;
+    let pinned = g.pinned(4)?;
+    let word = pinned.addr() as *const AtomicI32;
+    let call = |stream: CUstream, tag: i32| {
+        let data = Box::into_raw(Box::new(Probe { tag, word }));
+        // SAFETY: `probe` takes a leaked `Box<Probe>` once; `word` outlives every call (the
+        // pinned memory is freed after all streams are synchronized).
+        unsafe { g.host_func(stream, Some(probe), data.cast()) }
+    };
+    g.launch(k.fill, stream, &[Ptr(pinned.addr()), I32(4), I32(5)])?;
+    call(stream, 1)?;
+    g.launch(k.add, stream, &[Ptr(pinned.addr()), I32(4), I32(1)])?;
+    call(stream, 2)?;
+    g.launch(k.add, stream, &[Ptr(pinned.addr()), I32(4), I32(10)])?;
+    call(LEGACY, 3)?;
+    g.sync(LEGACY)?;
+    g.sync(stream)?;
+    let calls = CALLS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    ensure(calls == [(1, 5), (2, 6), (3, 16)], || {
+        format!("host function calls {calls:?}")
+    })?;
+    g.destroy_stream(stream)?;
+    g.free_pinned(pinned)?;
+    let shown: Vec<String> = calls
+        .iter()
+        .map(|(tag, value)| format!("{tag}:{value}"))
+        .collect();
+    Ok(format!("host-func ok calls={}", shown.join(",")))
+}

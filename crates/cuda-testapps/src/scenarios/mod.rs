@@ -1,0 +1,192 @@
+//! The scenarios, and how each app connects to the driver before running one.
+
+// Scenario sizes and values are small: usize/i32 conversions cannot truncate.
+#![allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+
+mod graphs;
+mod launches;
+mod ordering;
+mod process;
+mod sync;
+
+use baton_cuda_sys::{
+    CU_GET_PROC_ADDRESS_DEFAULT, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
+    CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, CUresult,
+};
+
+use crate::api::{Api, Driver, Resolve};
+use crate::error::{AppError, ensure};
+use crate::gpu::{Ctx, Gpu, Kernels};
+
+/// Everything a scenario works with.
+pub struct Session {
+    /// The opened driver (to resolve more functions, e.g. with other flags).
+    pub driver: Driver,
+    /// The functions the app resolved.
+    pub gpu: Gpu,
+    /// The current context.
+    pub ctx: Ctx,
+    /// The module's functions.
+    pub k: Kernels,
+}
+
+type Scenario = fn(&Session) -> Result<String, AppError>;
+
+const SCENARIOS: &[(&str, Scenario)] = &[
+    ("order", ordering::order),
+    ("legacy", ordering::legacy),
+    ("ptds", ordering::ptds),
+    ("events", sync::events),
+    ("sync", sync::sync),
+    ("wait-value", sync::wait_value),
+    ("capture", graphs::capture),
+    ("async-alloc", graphs::async_alloc),
+    ("params", launches::params),
+    ("host-func", launches::host_func),
+    ("fork", process::fork),
+    ("exit-pending", process::exit_pending),
+];
+
+/// The names of all scenarios.
+pub const NAMES: &[&str] = &[
+    "order",
+    "legacy",
+    "ptds",
+    "events",
+    "sync",
+    "wait-value",
+    "capture",
+    "async-alloc",
+    "params",
+    "host-func",
+    "fork",
+    "exit-pending",
+];
+
+fn find(name: &str) -> Result<Scenario, AppError> {
+    SCENARIOS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, scenario)| *scenario)
+        .ok_or_else(|| AppError::UnknownScenario(name.to_owned()))
+}
+
+/// Opens the driver and probes `cuGetProcAddress_v2` as the CUDA runtime does, then uses the
+/// `cuGetProcAddress` the driver returns for itself.
+fn connect_like_runtime() -> Result<Driver, AppError> {
+    let mut driver = Driver::open()?;
+    let probe =
+        |what: &str, got: Result<_, _>, expected: (CUresult, Option<_>)| -> Result<(), AppError> {
+            let got = got.map(drop);
+            ensure(got == Err(expected), || {
+                format!("cuGetProcAddress_v2 probe {what}: {got:?}, expected {expected:?}")
+            })
+        };
+    probe(
+        "of an empty name",
+        driver.proc_address("", 12000, 0, false),
+        (CUresult::NOT_FOUND, None),
+    )?;
+    probe(
+        "of an unknown name",
+        driver.proc_address("cuNotARealFunction", 13000, 0, true),
+        (
+            CUresult::NOT_FOUND,
+            Some(CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND),
+        ),
+    )?;
+    probe(
+        "of cuLaunchKernelEx at 11000",
+        driver.proc_address("cuLaunchKernelEx", 11000, 0, true),
+        (
+            CUresult::NOT_FOUND,
+            Some(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT),
+        ),
+    )?;
+    let missing = |(code, status)| AppError::Symbol {
+        symbol: "cuGetProcAddress".into(),
+        how: format!("{code}, status {status:?}"),
+    };
+    driver
+        .proc_address("cuGetProcAddress", 11030, 0, true)
+        .map_err(missing)?;
+    driver
+        .proc_address("cuGetExportTable", 3000, 0, false)
+        .map_err(missing)?;
+    let itself = driver
+        .proc_address("cuGetProcAddress", 12000, 0, true)
+        .map_err(missing)?;
+    // SAFETY: the driver returned `itself` for "cuGetProcAddress" at version 12000.
+    unsafe { driver.use_resolved_get_proc_address(itself) };
+    Ok(driver)
+}
+
+/// `runtime-like NAME`: functions from `cuGetProcAddress_v2`, the primary context.
+pub fn runtime_like(name: &str) -> Result<String, AppError> {
+    let scenario = find(name)?;
+    let driver = connect_like_runtime()?;
+    let gpu = Gpu {
+        api: Api::load(Resolve::ProcAddress(&driver, CU_GET_PROC_ADDRESS_DEFAULT))?,
+    };
+    let ctx = gpu.init_primary()?;
+    let k = gpu.load_kernels()?;
+    scenario(&Session {
+        driver,
+        gpu,
+        ctx,
+        k,
+    })
+}
+
+/// `dlsym-direct NAME`: functions from `dlsym` by symbol name, a created context.
+pub fn dlsym_direct(name: &str) -> Result<String, AppError> {
+    let scenario = find(name)?;
+    let driver = Driver::open()?;
+    let gpu = Gpu {
+        api: Api::load(Resolve::Dlsym(&driver))?,
+    };
+    let ctx = gpu.init_created()?;
+    let k = gpu.load_kernels()?;
+    scenario(&Session {
+        driver,
+        gpu,
+        ctx,
+        k,
+    })
+}
+
+/// FNV-1a over the values, for result lines.
+pub(crate) fn checksum(values: &[i32]) -> u64 {
+    values
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+}
+
+/// `1,2,3`.
+pub(crate) fn join(values: &[i32]) -> String {
+    values
+        .iter()
+        .map(i32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_is_named() {
+        let names: Vec<_> = SCENARIOS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, NAMES);
+    }
+
+    #[test]
+    fn checksum_is_fnv1a() {
+        assert_eq!(checksum(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_ne!(checksum(&[1, 2]), checksum(&[2, 1]));
+    }
+}

@@ -1,0 +1,100 @@
+//! The other ways applications reach the driver: `dlsym` by name, and linking with `-lcuda`;
+//! and the fake driver's `FAKE_CUDA_KERNEL_US`.
+
+mod support;
+
+use std::path::Path;
+
+use support::{compile_c, linked_program, num, run};
+
+fn path(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+#[test]
+fn dlsym_direct_runs_the_order_scenario() {
+    let run = run(env!("CARGO_BIN_EXE_dlsym-direct"), &[], &[]);
+    assert_eq!(
+        run.line(),
+        "order ok streams=3 commands=288 checksum=55bad48ed06ffc44"
+    );
+    let log = &run.log;
+    log.assert_streams_fifo();
+    log.assert_launches_executed();
+    log.assert_no_errors();
+    for symbol in [
+        "cuLaunchKernel",
+        "cuMemAlloc_v2",
+        "cuCtxCreate_v2",
+        "cuMemcpyDtoHAsync_v2",
+        "cuStreamDestroy",
+    ] {
+        assert!(log.called(symbol), "{symbol} was not entered");
+    }
+    assert!(
+        !log.calls()
+            .iter()
+            .any(|c| c.starts_with("cuGetProcAddress")),
+        "dlsym-direct must not use cuGetProcAddress"
+    );
+}
+
+#[test]
+fn a_program_linked_with_lcuda_runs() {
+    let run = run(path(linked_program()), &[], &[]);
+    assert_eq!(run.line(), "linked ok streams=2 tags=20 sum=391808");
+    run.log.assert_streams_fifo();
+    run.log.assert_launches_executed();
+    assert!(run.log.called("cuCtxCreate_v2") && run.log.called("cuLaunchKernel"));
+}
+
+#[test]
+fn a_preloaded_library_does_not_capture_the_fake_drivers_own_functions() {
+    let preload = compile_c("preload.c", "libpreload.so", &["-shared", "-fPIC"]);
+    let env = [("LD_PRELOAD", path(&preload))];
+    // Control: a program bound to cuLaunchKernel at link time calls the preloaded definition.
+    let linked = run(path(linked_program()), &[], &env);
+    assert_eq!(
+        linked.code,
+        Some(1),
+        "the preload was not in effect:\n{}",
+        linked.stdout
+    );
+    assert!(
+        linked.stderr.contains("returned 12345"),
+        "{}",
+        linked.stderr
+    );
+    // cuGetProcAddress and dlsym on the driver's handle give the fake's own functions.
+    for (app, args) in [
+        (env!("CARGO_BIN_EXE_runtime-like"), &["legacy"][..]),
+        (env!("CARGO_BIN_EXE_dlsym-direct"), &[][..]),
+    ] {
+        let run = run(app, args, &env);
+        assert_eq!(run.code, Some(0), "{app}: {}", run.stderr);
+        run.log.assert_launches_executed();
+    }
+}
+
+#[test]
+fn kernel_duration_can_be_extended() {
+    let run = run(
+        env!("CARGO_BIN_EXE_runtime-like"),
+        &["legacy"],
+        &[("FAKE_CUDA_KERNEL_US", "2000")],
+    );
+    assert_eq!(run.line(), "legacy ok log=0,1,2,3 b2_before=600");
+    let kernels: Vec<_> = run
+        .log
+        .execs()
+        .into_iter()
+        .filter(|l| l["op"] == "kernel")
+        .collect();
+    assert_eq!(kernels.len(), 4);
+    for kernel in kernels {
+        assert!(
+            num(kernel, "end_ns") - num(kernel, "start_ns") >= 2_000_000,
+            "{kernel}"
+        );
+    }
+}

@@ -1,0 +1,285 @@
+//! Running the test apps against the fake driver, and reading its log.
+//!
+//! # Finding the fake driver
+//!
+//! `libfake_cuda.so` is a cdylib, which Cargo cannot build as a dependency of this package.
+//! The tests derive the target directory from their own executable
+//! (`<target>/<profile>/deps/<test>`) and run `cargo build -p baton-fake-cuda` into it once per
+//! test binary (a no-op when up to date, so the library is never stale), then take
+//! `<target>/<profile>/libfake_cuda.so` (or the copy in `deps/`). `BATON_FAKE_CUDA_LIB=<path>`
+//! skips the build and uses that file. The library is exposed as `libcuda.so.1` and
+//! `libcuda.so` (symlinks) in a fresh directory that becomes the apps' `LD_LIBRARY_PATH`.
+
+#![allow(dead_code)] // Each test binary uses a different part.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// How long one app may run before the test kills it and fails (a deadlock, not slowness).
+const APP_LIMIT: Duration = Duration::from_secs(120);
+
+/// A fresh directory under Cargo's temporary directory for integration tests.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fake-cuda-{}-{n}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create a temporary directory");
+    dir
+}
+
+/// `<target>/<profile>` of this test executable.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let deps = exe.parent().expect("the test executable's directory");
+    deps.parent().expect("the profile directory").to_path_buf()
+}
+
+/// Builds (or finds) `libfake_cuda.so`; see the module documentation.
+pub fn fake_library() -> &'static Path {
+    static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
+    LIBRARY.get_or_init(|| {
+        if let Some(path) = std::env::var_os("BATON_FAKE_CUDA_LIB") {
+            return PathBuf::from(path);
+        }
+        let profile = profile_dir();
+        let target = profile.parent().expect("the target directory");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = Command::new(cargo);
+        build
+            .args(["build", "--quiet", "-p", "baton-fake-cuda"])
+            .env("CARGO_TARGET_DIR", target);
+        match profile.file_name().and_then(|name| name.to_str()) {
+            Some("debug") | None => {}
+            Some("release") => {
+                build.arg("--release");
+            }
+            Some(other) => {
+                build.args(["--profile", other]);
+            }
+        }
+        build.current_dir(env!("CARGO_MANIFEST_DIR"));
+        let status = build.status().expect("run cargo to build baton-fake-cuda");
+        assert!(
+            status.success(),
+            "cargo build -p baton-fake-cuda failed: {status}"
+        );
+        [
+            profile.join("libfake_cuda.so"),
+            profile.join("deps").join("libfake_cuda.so"),
+        ]
+        .into_iter()
+        .find(|path| path.exists())
+        .unwrap_or_else(|| panic!("libfake_cuda.so not found in {}", profile.display()))
+    })
+}
+
+/// A directory holding the fake driver as `libcuda.so.1` and `libcuda.so`.
+pub fn driver_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = temp_dir("driver");
+        for name in ["libcuda.so.1", "libcuda.so"] {
+            std::os::unix::fs::symlink(fake_library(), dir.join(name))
+                .expect("link the fake driver");
+        }
+        dir
+    })
+}
+
+/// Compiles the C file `tests/data/<name>` with `cc` (or `$CC`) and `args`; the output path.
+pub fn compile_c(name: &str, output: &str, args: &[&str]) -> PathBuf {
+    let exe = temp_dir("cc").join(output);
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&compiler)
+        .args(["-std=c99", "-Wall", "-Werror", "-O1"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("run the C compiler {compiler:?} (these tests need one): {e}"));
+    assert!(status.success(), "compiling {name} failed: {status}");
+    exe
+}
+
+/// `linked.c`, linked with `-lcuda` against the fake driver.
+pub fn linked_program() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let dir = driver_dir().to_str().expect("a UTF-8 path").to_owned();
+        compile_c("linked.c", "linked", &["-L", &dir, "-lcuda"])
+    })
+}
+
+/// One finished run of an app.
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub log: Log,
+}
+
+impl Run {
+    /// The one line the app printed, after checking it exited 0.
+    pub fn line(&self) -> &str {
+        assert_eq!(self.code, Some(0), "exit code; stderr:\n{}", self.stderr);
+        self.stdout.trim_end()
+    }
+}
+
+/// Runs `exe args…` against the fake driver with a fresh log, extra environment `env`.
+pub fn run(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let dir = temp_dir("run");
+    let log_path = dir.join("fake-cuda.log");
+    let mut command = Command::new(exe);
+    command
+        .args(args)
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("FAKE_CUDA_LOG", &log_path)
+        .env_remove("FAKE_CUDA_KERNEL_US")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {exe}: {e}"));
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    let output = match finished.recv_timeout(APP_LIMIT) {
+        Ok(output) => output.expect("wait for the app"),
+        Err(_) => {
+            // SAFETY: `pid` is our own child, which has not been reaped (the waiting thread
+            // still waits for it).
+            unsafe { libc::kill(libc::pid_t::try_from(pid).expect("a pid"), libc::SIGKILL) };
+            panic!("{exe} {args:?} did not finish within {APP_LIMIT:?} (deadlock?)");
+        }
+    };
+    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let lines = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON log line"))
+        .collect();
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        log: Log { lines },
+    }
+}
+
+/// The fake driver's log of one run.
+pub struct Log {
+    pub lines: Vec<Value>,
+}
+
+/// The `u64` field `key` of a log line.
+pub fn num(line: &Value, key: &str) -> u64 {
+    line[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} in {line}"))
+}
+
+impl Log {
+    /// The symbols entered, in order.
+    pub fn calls(&self) -> Vec<&str> {
+        self.lines
+            .iter()
+            .filter(|l| l["ev"] == "call")
+            .filter_map(|l| l["fn"].as_str())
+            .collect()
+    }
+
+    /// Whether `symbol` was entered.
+    pub fn called(&self, symbol: &str) -> bool {
+        self.calls().contains(&symbol)
+    }
+
+    /// Executed commands (graph nodes included).
+    pub fn execs(&self) -> Vec<&Value> {
+        self.lines.iter().filter(|l| l["ev"] == "exec").collect()
+    }
+
+    /// Executed kernels named `name`.
+    pub fn kernels(&self, name: &str) -> Vec<&Value> {
+        self.execs()
+            .into_iter()
+            .filter(|l| l["op"] == "kernel" && l["name"] == name)
+            .collect()
+    }
+
+    /// The one executed `append_tag` with tag `tag`.
+    pub fn tag(&self, tag: i64) -> &Value {
+        let found: Vec<_> = self
+            .kernels("append_tag")
+            .into_iter()
+            .filter(|l| l["args"][2] == tag)
+            .collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "append_tag {tag} executed {} times",
+            found.len()
+        );
+        found[0]
+    }
+
+    /// Every stream's commands executed exactly once each, in submission order, one at a time:
+    /// per (pid, stream), the non-node exec lines have `cmd` 0, 1, 2, … and do not overlap.
+    pub fn assert_streams_fifo(&self) {
+        let mut streams: std::collections::BTreeMap<(u64, u64), Vec<&Value>> = Default::default();
+        for line in self.execs().into_iter().filter(|l| l.get("node").is_none()) {
+            streams
+                .entry((num(line, "pid"), num(line, "stream")))
+                .or_default()
+                .push(line);
+        }
+        for ((pid, stream), lines) in streams {
+            for (index, line) in lines.iter().enumerate() {
+                assert_eq!(
+                    num(line, "cmd"),
+                    index as u64,
+                    "pid {pid} stream {stream}: command order at {line}"
+                );
+                assert!(num(line, "start_ns") <= num(line, "end_ns"), "{line}");
+                if index > 0 {
+                    assert!(
+                        num(line, "start_ns") >= num(lines[index - 1], "end_ns"),
+                        "overlap at {line}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every launch call of the run executed exactly one kernel (no capture involved).
+    pub fn assert_launches_executed(&self) {
+        let launches = self
+            .calls()
+            .iter()
+            .filter(|c| c.starts_with("cuLaunchKernel") || c.starts_with("cuLaunchCooperative"))
+            .count();
+        let kernels = self.execs().iter().filter(|l| l["op"] == "kernel").count();
+        assert_eq!(kernels, launches, "kernels executed vs launch calls");
+    }
+
+    /// No line carries an error.
+    pub fn assert_no_errors(&self) {
+        for line in self.execs() {
+            assert!(line.get("error").is_none(), "command failed: {line}");
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! Modules, libraries, functions and kernels.
+//!
+//! # Image format
+//!
+//! A module or library image is a NUL-terminated text: the word `.fake_cuda_module`, then the
+//! names of the built-in kernels it contains (see [`crate::kernels`]), separated by whitespace;
+//! `*` stands for all of them. Anything else (an ELF cubin, a fatbin, PTX) is
+//! `CUDA_ERROR_INVALID_IMAGE`.
+//!
+//! A `CUkernel` (library kernel) is accepted wherever a `CUfunction` is, as by the real driver
+//! (the CUDA runtime launches kernels that way); `cuKernelGetFunction` returns a distinct
+//! `CUfunction` for it.
+
+use std::ffi::{CStr, c_char, c_uint, c_void};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use baton_cuda_sys::{
+    CUfunction, CUjit_option, CUkernel, CUlibrary, CUlibraryOption, CUmodule, CUresult,
+};
+
+use crate::entry::{CuResult, exports, put};
+use crate::kernels::{self, KernelDef};
+use crate::state::{Global, Handle, Kind, initialized, lock, raw_of, to_ptr};
+
+/// The first word of a fake module image.
+const MAGIC: &str = ".fake_cuda_module";
+
+/// A function (`CUfunction`) or a library kernel (`CUkernel`).
+pub(crate) struct Function {
+    pub handle: Handle,
+    pub def: &'static KernelDef,
+    /// For a kernel: the function `cuKernelGetFunction` returns, created on first use.
+    function: OnceLock<u64>,
+}
+
+/// A loaded module: its functions by name.
+pub(crate) struct Module {
+    functions: Vec<(&'static str, u64)>,
+}
+
+/// A loaded library: its kernels by name.
+pub(crate) struct Library {
+    kernels: Mutex<Vec<(&'static str, u64)>>,
+}
+
+fn new_function(g: &Global, kind: Kind, def: &'static KernelDef) -> u64 {
+    let function = Arc::new(Function {
+        handle: g.handle(kind),
+        def,
+        function: OnceLock::new(),
+    });
+    let raw = function.handle.raw;
+    g.functions.insert(raw, function);
+    raw
+}
+
+/// The kernels an image names.
+///
+/// # Safety
+///
+/// `image` must be NULL or point to readable memory that is NUL-terminated or at least 4 bytes
+/// long and starts with a binary magic number.
+unsafe fn parse_image(image: *const c_void) -> CuResult<Vec<&'static KernelDef>> {
+    if image.is_null() {
+        return Err(CUresult::INVALID_VALUE);
+    }
+    // SAFETY: a valid image (text or binary) is at least 4 bytes long, per the contract above.
+    let head = unsafe { image.cast::<[u8; 4]>().read_unaligned() };
+    if head == *b"\x7fELF"
+        || head == 0x466243b1u32.to_le_bytes()
+        || head == 0xba55ed50u32.to_le_bytes()
+    {
+        return Err(CUresult::INVALID_IMAGE);
+    }
+    // SAFETY: a text image is NUL-terminated, per the contract above.
+    let text = unsafe { CStr::from_ptr(image.cast::<c_char>()) }
+        .to_str()
+        .map_err(|_| CUresult::INVALID_IMAGE)?;
+    let mut words = text.split_whitespace();
+    if words.next() != Some(MAGIC) {
+        return Err(CUresult::INVALID_IMAGE);
+    }
+    let mut defs: Vec<&'static KernelDef> = Vec::new();
+    for word in words {
+        if word == "*" {
+            defs.extend(kernels::BUILTINS.iter());
+        } else {
+            defs.push(kernels::find(word).ok_or(CUresult::INVALID_IMAGE)?);
+        }
+    }
+    defs.sort_by_key(|def| def.name());
+    defs.dedup_by_key(|def| def.name());
+    Ok(defs)
+}
+
+unsafe fn name_arg<'a>(name: *const c_char) -> CuResult<&'a str> {
+    if name.is_null() {
+        return Err(CUresult::INVALID_VALUE);
+    }
+    // SAFETY: a non-NULL name is a NUL-terminated string, as the API requires.
+    unsafe { CStr::from_ptr(name) }
+        .to_str()
+        .map_err(|_| CUresult::NOT_FOUND)
+}
+
+unsafe fn module_load(out: *mut CUmodule, image: *const c_void) -> CuResult<()> {
+    let g = initialized()?;
+    crate::context::current()?;
+    if out.is_null() {
+        return Err(CUresult::INVALID_VALUE);
+    }
+    // SAFETY: the caller passes a module image, as the API requires.
+    let defs = unsafe { parse_image(image)? };
+    let functions = defs
+        .into_iter()
+        .map(|def| (def.name(), new_function(g, Kind::Function, def)))
+        .collect();
+    let handle = g.handle(Kind::Module);
+    g.modules.insert(handle.raw, Arc::new(Module { functions }));
+    // SAFETY: `out` is not NULL and the caller guarantees it is writable.
+    unsafe { put(out, to_ptr(handle.raw)) }
+}
+
+unsafe fn module_get_function(
+    out: *mut CUfunction,
+    module: CUmodule,
+    name: *const c_char,
+) -> CuResult<()> {
+    let g = initialized()?;
+    let module = g
+        .modules
+        .get(raw_of(module))
+        .ok_or(CUresult::INVALID_HANDLE)?;
+    // SAFETY: forwarded from the caller.
+    let name = unsafe { name_arg(name)? };
+    let raw = module
+        .functions
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or(CUresult::NOT_FOUND)?
+        .1;
+    // SAFETY: the caller guarantees `out` is NULL or writable.
+    unsafe { put(out, to_ptr(raw)) }
+}
+
+fn module_unload(module: CUmodule) -> CuResult<()> {
+    let g = initialized()?;
+    let module = g
+        .modules
+        .remove(raw_of(module))
+        .ok_or(CUresult::INVALID_HANDLE)?;
+    for (_, raw) in &module.functions {
+        g.functions.remove(*raw);
+    }
+    Ok(())
+}
+
+/// The option arrays of `cuLibraryLoadData`: checked for consistency, otherwise ignored.
+struct LibraryOptions {
+    jit: (*mut CUjit_option, *mut *mut c_void, c_uint),
+    library: (*mut CUlibraryOption, *mut *mut c_void, c_uint),
+}
+
+impl LibraryOptions {
+    fn check(&self) -> CuResult<()> {
+        let (keys, values, count) = self.jit;
+        let jit_ok = count == 0 || (!keys.is_null() && !values.is_null());
+        let (keys, values, count) = self.library;
+        let library_ok = count == 0 || (!keys.is_null() && !values.is_null());
+        if jit_ok && library_ok {
+            Ok(())
+        } else {
+            Err(CUresult::INVALID_VALUE)
+        }
+    }
+}
+
+unsafe fn library_load(
+    out: *mut CUlibrary,
+    code: *const c_void,
+    options: &LibraryOptions,
+) -> CuResult<()> {
+    let g = initialized()?;
+    options.check()?;
+    if out.is_null() {
+        return Err(CUresult::INVALID_VALUE);
+    }
+    // SAFETY: the caller passes a library image, as the API requires.
+    let defs = unsafe { parse_image(code)? };
+    let kernels = defs
+        .into_iter()
+        .map(|def| (def.name(), new_function(g, Kind::Kernel, def)))
+        .collect();
+    let handle = g.handle(Kind::Library);
+    g.libraries.insert(
+        handle.raw,
+        Arc::new(Library {
+            kernels: Mutex::new(kernels),
+        }),
+    );
+    // SAFETY: `out` is not NULL and the caller guarantees it is writable.
+    unsafe { put(out, to_ptr(handle.raw)) }
+}
+
+fn library_unload(library: CUlibrary) -> CuResult<()> {
+    let g = initialized()?;
+    let library = g
+        .libraries
+        .remove(raw_of(library))
+        .ok_or(CUresult::INVALID_HANDLE)?;
+    for (_, raw) in lock(&library.kernels).iter() {
+        if let Some(kernel) = g.functions.remove(*raw) {
+            if let Some(function) = kernel.function.get() {
+                g.functions.remove(*function);
+            }
+        }
+    }
+    Ok(())
+}
+
+unsafe fn library_get_kernel(
+    out: *mut CUkernel,
+    library: CUlibrary,
+    name: *const c_char,
+) -> CuResult<()> {
+    let g = initialized()?;
+    let library = g
+        .libraries
+        .get(raw_of(library))
+        .ok_or(CUresult::INVALID_HANDLE)?;
+    // SAFETY: forwarded from the caller.
+    let name = unsafe { name_arg(name)? };
+    let raw = lock(&library.kernels)
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or(CUresult::NOT_FOUND)?
+        .1;
+    // SAFETY: the caller guarantees `out` is NULL or writable.
+    unsafe { put(out, to_ptr(raw)) }
+}
+
+/// The function or kernel a handle names.
+pub(crate) fn find_function(raw: u64) -> CuResult<Arc<Function>> {
+    initialized()?
+        .functions
+        .get(raw)
+        .ok_or(CUresult::INVALID_HANDLE)
+}
+
+unsafe fn kernel_get_function(out: *mut CUfunction, kernel: CUkernel) -> CuResult<()> {
+    let g = initialized()?;
+    crate::context::current()?;
+    let kernel = find_function(raw_of(kernel))?;
+    let raw = *kernel
+        .function
+        .get_or_init(|| new_function(g, Kind::Function, kernel.def));
+    // SAFETY: the caller guarantees `out` is NULL or writable.
+    unsafe { put(out, to_ptr(raw)) }
+}
+
+unsafe fn param_info(raw: u64, index: usize, offset: *mut usize, size: *mut usize) -> CuResult<()> {
+    let function = find_function(raw)?;
+    let (param_offset, param_size) = function
+        .def
+        .param_info(index)
+        .ok_or(CUresult::INVALID_VALUE)?;
+    // SAFETY: the caller guarantees each pointer is NULL or writable.
+    unsafe {
+        put(offset, param_offset)?;
+        put(size, param_size)
+    }
+}
+
+unsafe fn get_name(out: *mut *const c_char, raw: u64) -> CuResult<()> {
+    let function = find_function(raw)?;
+    // SAFETY: the caller guarantees `out` is NULL or writable; the name is a static C string.
+    unsafe { put(out, function.def.name.as_ptr()) }
+}
+
+exports! {
+    /// Loads a fake module image (see the module documentation).
+    fn cuModuleLoadData(module: *mut CUmodule, image: *const c_void): PFN_cuModuleLoadData => module_load(module, image);
+    /// Returns a module's function by name.
+    fn cuModuleGetFunction(hfunc: *mut CUfunction, hmod: CUmodule, name: *const c_char): PFN_cuModuleGetFunction
+        => module_get_function(hfunc, hmod, name);
+    /// Unloads a module.
+    fn cuModuleUnload(hmod: CUmodule): PFN_cuModuleUnload => module_unload(hmod);
+    /// Loads a fake library image (options are ignored).
+    fn cuLibraryLoadData(
+        library: *mut CUlibrary, code: *const c_void, jitOptions: *mut CUjit_option, jitOptionsValues: *mut *mut c_void,
+        numJitOptions: c_uint, libraryOptions: *mut CUlibraryOption, libraryOptionValues: *mut *mut c_void,
+        numLibraryOptions: c_uint,
+    ): PFN_cuLibraryLoadData => library_load(library, code, &LibraryOptions {
+        jit: (jitOptions, jitOptionsValues, numJitOptions),
+        library: (libraryOptions, libraryOptionValues, numLibraryOptions),
+    });
+    /// Unloads a library.
+    fn cuLibraryUnload(library: CUlibrary): PFN_cuLibraryUnload => library_unload(library);
+    /// Returns a library's kernel by name.
+    fn cuLibraryGetKernel(pKernel: *mut CUkernel, library: CUlibrary, name: *const c_char): PFN_cuLibraryGetKernel
+        => library_get_kernel(pKernel, library, name);
+    /// Returns the function of a kernel in the current context.
+    fn cuKernelGetFunction(pFunc: *mut CUfunction, kernel: CUkernel): PFN_cuKernelGetFunction => kernel_get_function(pFunc, kernel);
+    /// Offset and size of a kernel parameter; `CUDA_ERROR_INVALID_VALUE` past the last one.
+    fn cuKernelGetParamInfo(kernel: CUkernel, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize): PFN_cuKernelGetParamInfo
+        => param_info(raw_of(kernel), paramIndex, paramOffset, paramSize);
+    /// Offset and size of a function parameter; `CUDA_ERROR_INVALID_VALUE` past the last one.
+    fn cuFuncGetParamInfo(func: CUfunction, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize): PFN_cuFuncGetParamInfo
+        => param_info(raw_of(func), paramIndex, paramOffset, paramSize);
+    /// The kernel's name.
+    fn cuKernelGetName(name: *mut *const c_char, hfunc: CUkernel): PFN_cuKernelGetName => get_name(name, raw_of(hfunc));
+    /// The function's name.
+    fn cuFuncGetName(name: *mut *const c_char, hfunc: CUfunction): PFN_cuFuncGetName => get_name(name, raw_of(hfunc));
+}
