@@ -21,6 +21,8 @@ enum Command {
     /// Show what Baton does: an HP service and a BE flood on one device, alone, natively and
     /// under Baton, with latency and throughput side by side.
     Demo(cmd::demo::DemoArgs),
+    /// Run a program with its GPU work scheduled by Baton (no code change needed).
+    Run(cmd::run::RunArgs),
     /// Scheduling policies.
     Policy(cmd::policy::PolicyArgs),
 }
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Run(args) => cmd::run::run(args),
         Command::Policy(args) => cmd::policy::run(args),
     };
     match result {

@@ -89,11 +89,16 @@ pub trait HwQueue: Send + Sync + 'static {
     fn launch(&self, cmd: Self::Command) -> Result<(), HwError>;
 
     /// A sync point after every command launched so far: it is reached once they all complete.
-    /// Called right after a launch, it is that command's sync point.
+    /// Called only right after a launch, on the launching thread, so it is that command's sync
+    /// point and sits in the queue exactly where the application's own order puts it.
     fn sync_point(&self) -> Result<Self::SyncPoint, HwError>;
 
     /// Whether `sp` has been reached. Never blocks.
     fn is_reached(&self, sp: &Self::SyncPoint) -> Result<bool, HwError>;
+
+    /// Whether every command launched so far has completed. Never blocks, and never adds
+    /// anything to the hardware queue (the application may be querying or synchronizing it).
+    fn query_idle(&self) -> Result<bool, HwError>;
 
     /// Blocks until `sp` is reached.
     fn wait(&self, sp: &Self::SyncPoint) -> Result<(), HwError>;

@@ -19,6 +19,7 @@
 mod clock;
 mod command;
 mod config;
+mod dependency;
 mod error;
 mod event;
 mod hwqueue;
@@ -32,6 +33,7 @@ pub mod testing;
 pub use clock::{Clock, ManualClock, MonotonicClock, Nanos};
 pub use command::{CommandKind, CommandProps, CommandSeq, CommandState, HwCommand};
 pub use config::{LaunchConfig, Priority};
+pub use dependency::{Dependency, LaunchProgress};
 pub use error::{ConfigError, XQueueError};
 pub use event::{EventSink, NullSink, QueueEvent, QueueState, XQueueId};
 pub use hwqueue::{HwError, HwQueue, InflightRange};

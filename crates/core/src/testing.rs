@@ -5,7 +5,9 @@
 //! - [`ScriptedHwQueue`] records every launch and completes commands only when the test says
 //!   so (or at once, in auto mode), checking the in-flight window as it goes.
 
-use crate::sync::{self, Arc, Condvar, Mutex};
+use std::sync::Arc;
+
+use crate::sync::{self, Condvar, Mutex};
 use crate::{CommandKind, HwCommand, HwError, HwQueue, InflightRange, Level};
 
 /// A command carrying a number the test chose.
@@ -37,6 +39,9 @@ impl HwQueue for NoopHwQueue {
         Ok(())
     }
     fn is_reached(&self, _sp: &()) -> Result<bool, HwError> {
+        Ok(true)
+    }
+    fn query_idle(&self) -> Result<bool, HwError> {
         Ok(true)
     }
     fn wait(&self, _sp: &()) -> Result<(), HwError> {
@@ -71,6 +76,9 @@ impl HwQueue for LaggingHwQueue {
         Ok(())
     }
     fn is_reached(&self, _sp: &()) -> Result<bool, HwError> {
+        Ok(true)
+    }
+    fn query_idle(&self) -> Result<bool, HwError> {
         Ok(true)
     }
     fn wait(&self, _sp: &()) -> Result<(), HwError> {
@@ -231,6 +239,10 @@ impl HwQueue for ScriptedHwQueue {
 
     fn is_reached(&self, sp: &usize) -> Result<bool, HwError> {
         Ok(self.with(|s| s.done >= *sp))
+    }
+
+    fn query_idle(&self) -> Result<bool, HwError> {
+        Ok(self.with(|s| s.done >= s.launched.len()))
     }
 
     fn wait(&self, sp: &usize) -> Result<(), HwError> {

@@ -43,14 +43,20 @@
 //! `submitted == completed` is Idle, anything else is Ready. Each change is reported to the
 //! [`EventSink`] after the state lock is released, numbered so the receiver can order them.
 
+mod shared;
+
 use std::collections::VecDeque;
 use std::sync::Arc as StdArc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
-use crate::sync::{self, Arc, Condvar, Mutex, MutexGuard, thread};
+use shared::{Buffered, Pending, Shared, State, spawn_worker};
+
+use crate::dependency::{DemandWaker, Dependency, LaunchProgress};
+use crate::sync::{self, Condvar, Mutex, MutexGuard, thread};
 use crate::{
     Clock, CommandSeq, CommandState, EventSink, HwError, HwQueue, InflightRange, LaunchConfig,
-    Level, MonotonicClock, NullSink, QueueEvent, QueueState, XQueueError, XQueueId,
+    Level, MonotonicClock, NullSink, QueueState, XQueueError, XQueueId,
 };
 
 /// How an XQueue learns that its hardware made progress.
@@ -198,317 +204,22 @@ impl<H: HwQueue> XQueueBuilder<H> {
             worker_cv: Condvar::new(),
             progress_cv: Condvar::new(),
             pending: std::sync::atomic::AtomicU64::new(0),
+            progress: Arc::new(LaunchProgress::new()),
         });
+        let waker: Weak<dyn DemandWaker> = Arc::downgrade(&shared) as Weak<dyn DemandWaker>;
+        shared.progress.set_owner(waker);
         let worker = match self.drive {
-            Drive::Worker => {
-                let s = Arc::clone(&shared);
-                Some(spawn_worker(s))
-            }
+            Drive::Worker => Some(spawn_worker(Arc::clone(&shared))),
             Drive::External => None,
         };
         Ok(XQueue { shared, worker })
     }
 }
 
-#[cfg(not(loom))]
-fn spawn_worker<H: HwQueue>(shared: Arc<Shared<H>>) -> thread::JoinHandle<()> {
-    let name = format!("baton-xq-{}", shared.id.0);
-    match thread::Builder::new()
-        .name(name)
-        .spawn(move || shared.worker_loop())
-    {
-        Ok(handle) => handle,
-        // Without a worker the queue cannot make progress behind the fast path; failing to
-        // create a thread is as fatal as failing to allocate.
-        Err(e) => panic!("cannot start an XQueue launch worker thread: {e}"),
-    }
-}
-
-#[cfg(loom)]
-fn spawn_worker<H: HwQueue>(shared: Arc<Shared<H>>) -> thread::JoinHandle<()> {
-    thread::spawn(move || shared.worker_loop())
-}
-
 /// A preemptible queue over one hardware queue. See the module documentation.
 pub struct XQueue<H: HwQueue> {
     shared: Arc<Shared<H>>,
     worker: Option<thread::JoinHandle<()>>,
-}
-
-struct Shared<H: HwQueue> {
-    id: XQueueId,
-    hw: H,
-    clock: StdArc<dyn Clock>,
-    sink: StdArc<dyn EventSink>,
-    drive: Drive,
-    state: Mutex<State<H>>,
-    /// Serializes suspend/resume/level changes, which call slow hardware operations outside
-    /// the state lock.
-    control: Mutex<()>,
-    /// Wakes the launch worker.
-    worker_cv: Condvar,
-    /// Wakes threads blocked in `wait` on a command that is still buffered.
-    progress_cv: Condvar,
-    /// `submitted - launched`, published under the state lock for lock-free readers.
-    pending: std::sync::atomic::AtomicU64,
-}
-
-struct State<H: HwQueue> {
-    buffer: VecDeque<H::Command>,
-    submitted: u64,
-    launched: u64,
-    completed: u64,
-    /// `(end, sp)`: `sp` is reached once every command before `end` completed. Ends increase.
-    sync_points: VecDeque<(u64, H::SyncPoint)>,
-    /// Launches since the last sync point.
-    since_sync: u32,
-    suspended: bool,
-    level: Level,
-    config: LaunchConfig,
-    /// Idle/Ready transitions so far.
-    transitions: u64,
-    /// An error from work the worker launched on the application's behalf, reported by the
-    /// next wait.
-    deferred_error: Option<HwError>,
-    shutdown: bool,
-    worker_sleeping: bool,
-    waiters: u32,
-}
-
-impl<H: HwQueue> State<H> {
-    fn inflight(&self) -> u64 {
-        self.launched - self.completed
-    }
-
-    fn window_open(&self) -> bool {
-        self.inflight() < u64::from(self.config.threshold())
-    }
-
-    /// The end of the last sync point, or `completed` if there is none outstanding.
-    fn covered(&self) -> u64 {
-        self.sync_points
-            .back()
-            .map_or(self.completed, |(end, _)| *end)
-    }
-
-    fn record_error(&mut self, e: HwError) {
-        if self.deferred_error.is_none() {
-            self.deferred_error = Some(e);
-        }
-    }
-}
-
-/// Events gathered under the lock, emitted after it is released. A call produces at most two
-/// transitions (Idle then Ready in `submit`), so they stay inline; the overflow vector is there
-/// only so that no event could ever be dropped.
-struct Pending {
-    inline: [Option<QueueEvent>; 2],
-    more: Vec<QueueEvent>,
-}
-
-impl Pending {
-    fn new() -> Pending {
-        Pending {
-            inline: [None, None],
-            more: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, e: QueueEvent) {
-        match self.inline.iter_mut().find(|s| s.is_none()) {
-            Some(slot) => *slot = Some(e),
-            None => self.more.push(e),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.inline[0].is_none()
-    }
-
-    fn emit(self, sink: &dyn EventSink) {
-        for e in self.inline.into_iter().flatten().chain(self.more) {
-            sink.on_queue_event(e);
-        }
-    }
-}
-
-impl<H: HwQueue> Shared<H> {
-    fn transition(&self, st: &mut State<H>, to: QueueState, ev: &mut Pending) {
-        st.transitions += 1;
-        ev.push(QueueEvent {
-            queue: self.id,
-            state: to,
-            at: self.clock.now(),
-            transition: st.transitions,
-        });
-    }
-
-    fn wake_worker(&self, st: &State<H>) {
-        if st.worker_sleeping {
-            self.worker_cv.notify_one();
-        }
-    }
-
-    /// Marks every command before `end` complete.
-    fn complete_to(&self, st: &mut State<H>, end: u64, ev: &mut Pending) {
-        if end <= st.completed {
-            return;
-        }
-        st.completed = end.min(st.launched);
-        while st
-            .sync_points
-            .front()
-            .is_some_and(|(e, _)| *e <= st.completed)
-        {
-            st.sync_points.pop_front();
-        }
-        if st.waiters > 0 {
-            self.progress_cv.notify_all();
-        }
-        if st.completed == st.submitted {
-            self.transition(st, QueueState::Idle, ev);
-        }
-    }
-
-    /// Takes every reached sync point from the front without blocking.
-    fn reap(&self, st: &mut State<H>, ev: &mut Pending) {
-        while let Some((end, sp)) = st.sync_points.front() {
-            let end = *end;
-            match self.hw.is_reached(sp) {
-                Ok(true) => self.complete_to(st, end, ev),
-                Ok(false) => break,
-                Err(e) => {
-                    // The work behind it is lost to the error; report it and move on.
-                    st.record_error(e);
-                    self.complete_to(st, end, ev);
-                }
-            }
-        }
-    }
-
-    fn add_sync_point(&self, st: &mut State<H>) {
-        match self.hw.sync_point() {
-            Ok(sp) => {
-                st.sync_points.push_back((st.launched, sp));
-                st.since_sync = 0;
-            }
-            Err(e) => st.record_error(e),
-        }
-    }
-
-    fn publish_pending(&self, st: &State<H>) {
-        self.pending.store(
-            st.submitted - st.launched,
-            std::sync::atomic::Ordering::Release,
-        );
-    }
-
-    fn after_launch(&self, st: &mut State<H>) {
-        st.launched += 1;
-        st.since_sync += 1;
-        if st.since_sync >= st.config.batch() {
-            self.add_sync_point(st);
-        }
-    }
-
-    /// Launches from the buffer's front while the queue runs and the window has room.
-    fn launch_buffered(&self, st: &mut State<H>) {
-        let before = st.launched;
-        while !st.suspended && st.window_open() {
-            let Some(cmd) = st.buffer.pop_front() else {
-                break;
-            };
-            if let Err(e) = self.hw.launch(cmd) {
-                // The command cannot run; it counts as launched so order and counts hold, and
-                // the application learns of the failure at its next synchronization.
-                st.record_error(e);
-            }
-            self.after_launch(st);
-        }
-        if st.launched > before {
-            self.publish_pending(st);
-            if st.waiters > 0 {
-                self.progress_cv.notify_all();
-            }
-        }
-    }
-
-    /// One step of progress without blocking: reap, launch, and if nothing more can be
-    /// launched now, make sure a sync point covers the last in-flight command (otherwise its
-    /// completion, and the queue's return to Idle, would go unnoticed).
-    fn poll_locked(&self, st: &mut State<H>, ev: &mut Pending) {
-        self.reap(st, ev);
-        self.launch_buffered(st);
-        let stalled = st.buffer.is_empty() || st.suspended || !st.window_open();
-        if stalled && st.launched > st.covered() {
-            self.add_sync_point(st);
-            self.reap(st, ev);
-        }
-    }
-
-    fn worker_loop(&self) {
-        let mut ev = Pending::new();
-        let mut st = sync::lock(&self.state);
-        if let Err(e) = self.hw.on_create() {
-            st.record_error(e);
-        }
-        loop {
-            if !st.suspended && !st.buffer.is_empty() && st.window_open() {
-                self.launch_buffered(&mut st);
-                continue;
-            }
-            if st.inflight() > 0 {
-                if st.sync_points.is_empty() {
-                    self.add_sync_point(&mut st);
-                }
-                let Some((end, sp)) = st.sync_points.front().map(|(e, s)| (*e, s.clone())) else {
-                    // The hardware could not give a sync point; fall back to a full sync.
-                    let end = st.launched;
-                    drop(st);
-                    ev.emit(&*self.sink);
-                    ev = Pending::new();
-                    let r = self.hw.synchronize();
-                    st = sync::lock(&self.state);
-                    if let Err(e) = r {
-                        st.record_error(e);
-                    }
-                    self.complete_to(&mut st, end, &mut ev);
-                    continue;
-                };
-                drop(st);
-                ev.emit(&*self.sink);
-                ev = Pending::new();
-                let r = self.hw.wait(&sp);
-                drop(sp);
-                st = sync::lock(&self.state);
-                if let Err(e) = r {
-                    st.record_error(e);
-                }
-                self.complete_to(&mut st, end, &mut ev);
-                continue;
-            }
-            if st.shutdown && st.buffer.is_empty() {
-                break;
-            }
-            if !ev.is_empty() {
-                drop(st);
-                ev.emit(&*self.sink);
-                ev = Pending::new();
-                st = sync::lock(&self.state);
-                continue;
-            }
-            st.worker_sleeping = true;
-            st = sync::wait(&self.worker_cv, st);
-            st.worker_sleeping = false;
-        }
-        drop(st);
-        ev.emit(&*self.sink);
-    }
-
-    fn unlock_and_emit(&self, st: MutexGuard<'_, State<H>>, ev: Pending) {
-        drop(st);
-        ev.emit(&*self.sink);
-    }
 }
 
 impl<H: HwQueue> XQueue<H> {
@@ -543,22 +254,40 @@ impl<H: HwQueue> XQueue<H> {
         let slot = std::cell::Cell::new(Some(cmd));
         self.submit_with(
             |hw| slot.take().map_or(Ok(()), |c| hw.launch(c)),
-            || {
-                slot.take()
-                    .expect("submit_with calls exactly one of its closures, once")
-            },
+            || slot.take(),
         )
     }
 
     /// Submits a command that is only built if it has to wait: on the fast path `direct`
     /// launches it straight from the caller's arguments (an interposer passes the application's
     /// own pointers, copying nothing); otherwise `defer` builds an owned command for the buffer.
-    /// Exactly one of the two is called, once.
+    ///
+    /// If `defer` cannot make a faithful copy (it returns `None`), the caller waits until every
+    /// command before it has been launched, and `direct` launches it then, in its place: such a
+    /// command is never reordered, only delayed, and counts like any other.
     pub fn submit_with<D, F>(&self, direct: D, defer: F) -> Result<CommandSeq, XQueueError>
     where
         D: FnOnce(&H) -> Result<(), HwError>,
-        F: FnOnce() -> H::Command,
+        F: FnOnce() -> Option<H::Command>,
     {
+        self.submit_after(Vec::new(), direct, defer)
+    }
+
+    /// [`XQueue::submit_with`] for a command that must reach the hardware only after
+    /// `deps` (commands of other queues) have. While one is unsatisfied the command waits in the
+    /// buffer — the caller does not block — and the queues depended on are asked to launch what
+    /// is needed even if they are suspended.
+    pub fn submit_after<D, F>(
+        &self,
+        mut deps: Vec<Dependency>,
+        direct: D,
+        defer: F,
+    ) -> Result<CommandSeq, XQueueError>
+    where
+        D: FnOnce(&H) -> Result<(), HwError>,
+        F: FnOnce() -> Option<H::Command>,
+    {
+        deps.retain(|d| !d.is_satisfied());
         let sh = &*self.shared;
         let mut ev = Pending::new();
         let mut st = sync::lock(&sh.state);
@@ -566,7 +295,7 @@ impl<H: HwQueue> XQueue<H> {
             return Err(XQueueError::ShuttingDown);
         }
         let seq = CommandSeq(st.submitted);
-        let direct_ok = st.buffer.is_empty() && !st.suspended;
+        let direct_ok = st.buffer.is_empty() && !st.suspended && deps.is_empty();
         if direct_ok && !st.window_open() {
             sh.reap(&mut st, &mut ev);
         }
@@ -575,6 +304,7 @@ impl<H: HwQueue> XQueue<H> {
             direct(&sh.hw)?;
             st.submitted += 1;
             sh.after_launch(&mut st);
+            sh.progress.advance(st.launched);
             if was_idle {
                 sh.transition(&mut st, QueueState::Ready, &mut ev);
                 sh.wake_worker(&st);
@@ -582,7 +312,18 @@ impl<H: HwQueue> XQueue<H> {
             sh.unlock_and_emit(st, ev);
             return Ok(seq);
         }
-        st.buffer.push_back(defer());
+        let Some(cmd) = defer() else {
+            // No faithful copy: wait for the dependencies and for everything before it to be
+            // launched, then launch directly, in place.
+            drop(st);
+            ev.emit(&*sh.sink);
+            for d in &deps {
+                d.wait_satisfied();
+            }
+            return self.launch_in_place(direct, false);
+        };
+        let demand = deps.clone();
+        st.buffer.push_back(Buffered { cmd, deps });
         st.submitted += 1;
         sh.publish_pending(&st);
         if was_idle {
@@ -590,7 +331,95 @@ impl<H: HwQueue> XQueue<H> {
         }
         sh.wake_worker(&st);
         sh.unlock_and_emit(st, ev);
+        for d in &demand {
+            d.demand();
+        }
         Ok(seq)
+    }
+
+    /// Runs a synchronous operation — one that returns only when it has completed, such as a
+    /// synchronous copy — as the queue's next command: once `deps` are satisfied and everything
+    /// submitted before has been launched, `direct` runs on the caller's thread. No sync point
+    /// is added after it (the application may query its queue the moment the call returns and
+    /// must find it idle), and on success it and every command before it count as complete.
+    /// Blocks while the queue is suspended with commands buffered.
+    pub fn run_synchronous<D>(
+        &self,
+        deps: Vec<Dependency>,
+        direct: D,
+    ) -> Result<CommandSeq, XQueueError>
+    where
+        D: FnOnce(&H) -> Result<(), HwError>,
+    {
+        for d in &deps {
+            d.wait_satisfied();
+        }
+        self.launch_in_place(direct, true)
+    }
+
+    /// Launches through `direct` once the buffer is empty, as the next command (see
+    /// [`XQueue::submit_with`] and [`XQueue::run_synchronous`]). Blocks while the queue is
+    /// suspended with commands buffered.
+    fn launch_in_place<D>(&self, direct: D, synchronous: bool) -> Result<CommandSeq, XQueueError>
+    where
+        D: FnOnce(&H) -> Result<(), HwError>,
+    {
+        let sh = &*self.shared;
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&sh.state);
+        while !st.buffer.is_empty() {
+            st = self.wait_for_progress(st, &mut ev)?;
+        }
+        if st.shutdown {
+            return Err(XQueueError::ShuttingDown);
+        }
+        let seq = CommandSeq(st.submitted);
+        let was_idle = st.completed == st.submitted;
+        if synchronous {
+            // Runs and completes before anything else can be launched: the queue stays as it
+            // was, Idle or Ready, and knows everything up to here is done.
+            direct(&sh.hw)?;
+            st.submitted += 1;
+            st.launched += 1;
+            st.since_sync = 0;
+            sh.publish_pending(&st);
+            let done = st.launched;
+            if was_idle {
+                // Idle before and after: no transition to report.
+                st.completed = done;
+                st.sync_points.clear();
+            } else {
+                sh.complete_to(&mut st, done, &mut ev);
+            }
+            sh.unlock_and_emit(st, ev);
+            return Ok(seq);
+        }
+        direct(&sh.hw)?;
+        st.submitted += 1;
+        sh.after_launch(&mut st);
+        sh.publish_pending(&st);
+        if was_idle {
+            sh.transition(&mut st, QueueState::Ready, &mut ev);
+            sh.wake_worker(&st);
+        }
+        sh.unlock_and_emit(st, ev);
+        Ok(seq)
+    }
+
+    /// A dependency on command `seq` of this queue reaching the hardware, or `None` if it
+    /// already has (or was never submitted).
+    pub fn dependency_on(&self, seq: CommandSeq) -> Option<Dependency> {
+        let st = sync::lock(&self.shared.state);
+        (seq.0 >= st.launched && seq.0 < st.submitted)
+            .then(|| Dependency::new(self.shared.progress.clone(), seq.0 + 1))
+    }
+
+    /// A dependency on every command submitted so far reaching the hardware, or `None` if they
+    /// all have.
+    pub fn dependency_on_all(&self) -> Option<Dependency> {
+        let st = sync::lock(&self.shared.state);
+        (st.launched < st.submitted)
+            .then(|| Dependency::new(self.shared.progress.clone(), st.submitted))
     }
 
     /// Whether some submitted command has not been launched yet. Lock-free: an interposer asks
@@ -735,10 +564,9 @@ impl<H: HwQueue> XQueue<H> {
         }
         if seq.0 >= st.completed && seq.0 < st.launched {
             sh.reap(&mut st, &mut ev);
-            if seq.0 >= st.completed && st.buffer.is_empty() && st.launched > st.covered() {
-                // Nothing covers it yet: ask for a sync point so a later query can tell.
-                sh.add_sync_point(&mut st);
-                sh.reap(&mut st, &mut ev);
+            if seq.0 >= st.completed && st.launched > st.covered() {
+                // No sync point covers it: ask the hardware whether everything is done.
+                sh.reap_idle(&mut st, &mut ev);
             }
         }
         let state = if seq.0 < st.completed {
@@ -973,6 +801,17 @@ impl<H: HwQueue> XQueue<H> {
             submitted: st.submitted,
             completed: st.completed,
         }
+    }
+
+    /// Stops accepting commands and lets everything already submitted run (a suspended queue
+    /// is resumed for that), without waiting: the launch worker drains the buffer and exits on
+    /// its own. For owners that share the queue and cannot call [`XQueue::shutdown`].
+    pub fn close(&self) {
+        sync::lock(&self.shared.state).shutdown = true;
+        let _ = self.resume(ResumeFlags::default());
+        let st = sync::lock(&self.shared.state);
+        self.shared.worker_cv.notify_one();
+        drop(st);
     }
 
     /// Stops accepting commands and, on a worker-driven queue, waits until everything already

@@ -212,6 +212,11 @@ impl HwQueue for SimQueue {
         Ok(self.sim.with(|d| d.done(sp.stream) >= sp.count))
     }
 
+    fn query_idle(&self) -> Result<bool, HwError> {
+        let s = self.stream;
+        Ok(self.sim.with(|d| d.done(s) >= d.launched(s)))
+    }
+
     fn wait(&self, sp: &SimSyncPoint) -> Result<(), HwError> {
         self.sim.wait_done(sp.stream, sp.count)
     }

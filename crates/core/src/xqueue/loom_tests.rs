@@ -95,3 +95,36 @@ fn loom_flush_returns_after_a_concurrent_resume() {
         ctl.join().unwrap();
     });
 }
+
+#[test]
+fn loom_a_dependency_on_a_suspended_queue_never_deadlocks() {
+    loom::model(|| {
+        let (ha, hb) = (
+            ScriptedHwQueue::new(Level::L1),
+            ScriptedHwQueue::new(Level::L1),
+        );
+        ha.set_auto_complete(true);
+        hb.set_auto_complete(true);
+        let a = XQueue::builder(ha.clone())
+            .config(LaunchConfig::new(1, 1).unwrap())
+            .build()
+            .unwrap();
+        let b = XQueue::builder(hb.clone())
+            .config(LaunchConfig::new(1, 1).unwrap())
+            .build()
+            .unwrap();
+        a.suspend(SuspendFlags::default()).unwrap();
+        let x = a.submit(TestCommand(1)).unwrap();
+        let dep = a.dependency_on(x).unwrap();
+        b.submit_after(
+            vec![dep],
+            |h| h.launch(TestCommand(9)),
+            || Some(TestCommand(2)),
+        )
+        .unwrap();
+        hb.wait_launched(1);
+        assert_eq!(ha.script().launched, vec![1]);
+        drop(b);
+        drop(a);
+    });
+}

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::testing::{ScriptedHwQueue, TestCommand};
-use crate::{ManualClock, Nanos};
+use crate::{ManualClock, Nanos, QueueEvent};
 
 /// Records every event it receives.
 #[derive(Default)]
@@ -565,7 +565,7 @@ fn submit_with_builds_the_command_only_when_it_must_wait() {
             |h| h.launch(TestCommand(100 + i)),
             || {
                 built += 1;
-                TestCommand(i)
+                Some(TestCommand(i))
             },
         )
         .unwrap();
@@ -649,4 +649,156 @@ fn synchronize_and_query_with_the_hardware() {
     hw.complete_all();
     assert_eq!(q.synchronize_with(|_| Ok(7)), Ok(7));
     assert_eq!(q.status().completed, 9);
+}
+
+#[test]
+fn a_closed_queue_refuses_new_work_and_drains_the_rest() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    hw.set_auto_complete(true);
+    let q = XQueue::builder(hw.clone()).build().unwrap();
+    q.suspend(SuspendFlags::default()).unwrap();
+    submit_n_worker(&q, 3);
+    q.close();
+    assert_eq!(q.submit(TestCommand(9)), Err(XQueueError::ShuttingDown));
+    q.wait_all().unwrap();
+    assert_eq!(hw.script().launched, vec![0, 1, 2]);
+}
+
+#[test]
+fn a_dependency_holds_a_command_in_its_buffer_without_blocking_the_caller() {
+    let (ha, hb) = (
+        ScriptedHwQueue::new(Level::L1),
+        ScriptedHwQueue::new(Level::L1),
+    );
+    let a = external(&ha, 1, 1);
+    let b = external(&hb, 4, 2);
+    a.submit(TestCommand(1)).unwrap();
+    let x = a.submit(TestCommand(2)).unwrap(); // buffered: A's window is full
+    let dep = a.dependency_on(x).expect("not launched yet");
+    assert!(!dep.is_satisfied());
+    // B's command must follow A's #2 to the hardware: it waits in B's buffer.
+    b.submit_after(
+        vec![dep.clone()],
+        |h| h.launch(TestCommand(99)),
+        || Some(TestCommand(10)),
+    )
+    .unwrap();
+    b.submit(TestCommand(11)).unwrap();
+    assert!(hb.script().launched.is_empty());
+    ha.complete_all();
+    a.poll();
+    assert_eq!(ha.script().launched, vec![1, 2]);
+    assert!(dep.is_satisfied());
+    b.poll();
+    assert_eq!(hb.script().launched, vec![10, 11]);
+    assert!(a.dependency_on(x).is_none());
+    assert!(a.dependency_on_all().is_none());
+}
+
+#[test]
+fn a_suspended_queue_launches_what_another_queue_waits_for_and_no_more() {
+    let (ha, hb) = (
+        ScriptedHwQueue::new(Level::L1),
+        ScriptedHwQueue::new(Level::L1),
+    );
+    let a = external(&ha, 8, 4);
+    let b = external(&hb, 8, 4);
+    a.suspend(SuspendFlags::default()).unwrap();
+    let x = a.submit(TestCommand(1)).unwrap();
+    let dep = a.dependency_on(x).unwrap();
+    a.submit(TestCommand(2)).unwrap();
+    b.submit_after(
+        vec![dep],
+        |h| h.launch(TestCommand(99)),
+        || Some(TestCommand(10)),
+    )
+    .unwrap();
+    a.poll();
+    // Priority inheritance at launch: #1 goes out despite the suspension; #2 does not.
+    assert_eq!(ha.script().launched, vec![1]);
+    assert!(a.status().suspended);
+    b.poll();
+    assert_eq!(hb.script().launched, vec![10]);
+}
+
+#[test]
+fn worker_driven_queues_resolve_dependencies_on_a_suspended_queue() {
+    let (ha, hb) = (
+        ScriptedHwQueue::new(Level::L1),
+        ScriptedHwQueue::new(Level::L1),
+    );
+    ha.set_auto_complete(true);
+    hb.set_auto_complete(true);
+    let a = XQueue::builder(ha.clone()).build().unwrap();
+    let b = XQueue::builder(hb.clone()).build().unwrap();
+    a.suspend(SuspendFlags::default()).unwrap();
+    let x = a.submit(TestCommand(1)).unwrap();
+    a.submit(TestCommand(2)).unwrap();
+    let dep = a.dependency_on(x).unwrap();
+    b.submit_after(
+        vec![dep],
+        |h| h.launch(TestCommand(99)),
+        || Some(TestCommand(10)),
+    )
+    .unwrap();
+    // B's wait returns although A stays suspended: A launched the command B needed.
+    b.wait_all().unwrap();
+    assert_eq!(hb.script().launched, vec![10]);
+    assert_eq!(ha.script().launched, vec![1]);
+    a.resume(ResumeFlags::default()).unwrap();
+    a.wait_all().unwrap();
+    assert_eq!(ha.script().launched, vec![1, 2]);
+}
+
+#[test]
+fn a_command_that_cannot_be_copied_launches_in_place_after_the_buffer() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    hw.set_auto_complete(true);
+    let q = StdArc::new(
+        XQueue::builder(hw.clone())
+            .config(LaunchConfig::new(2, 1).unwrap())
+            .build()
+            .unwrap(),
+    );
+    q.suspend(SuspendFlags::default()).unwrap();
+    submit_n_worker(&q, 3);
+    let t = {
+        let q = q.clone();
+        std::thread::spawn(move || q.submit_with(|h| h.launch(TestCommand(50)), || None))
+    };
+    q.resume(ResumeFlags::default()).unwrap();
+    assert_eq!(t.join().unwrap(), Ok(CommandSeq(3)));
+    q.wait_all().unwrap();
+    assert_eq!(hw.script().launched, vec![0, 1, 2, 50]);
+    assert_eq!(q.status().submitted, 4);
+}
+
+#[test]
+fn a_synchronous_operation_adds_no_sync_point_and_completes_the_queue() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let rec = StdArc::new(Recorder::default());
+    let q = XQueue::builder(hw.clone())
+        .drive(Drive::External)
+        .config(LaunchConfig::new(2, 1).unwrap())
+        .sink(rec.clone())
+        .build()
+        .unwrap();
+    // Idle before and after: no event, no sync point.
+    let seq = q
+        .run_synchronous(Vec::new(), |h| h.launch(TestCommand(7)))
+        .unwrap();
+    assert_eq!(seq, CommandSeq(0));
+    assert_eq!(hw.script().sync_points, 0);
+    assert_eq!(q.status().state, QueueState::Idle);
+    assert!(rec.states().is_empty());
+    // Ready before: the synchronous operation completes everything, the queue turns Idle.
+    q.submit(TestCommand(1)).unwrap();
+    let points = hw.script().sync_points;
+    hw.complete_all();
+    q.run_synchronous(Vec::new(), |h| h.launch(TestCommand(2)))
+        .unwrap();
+    assert_eq!(hw.script().sync_points, points);
+    assert_eq!(q.status().completed, 3);
+    assert_eq!(rec.states(), vec![QueueState::Ready, QueueState::Idle]);
+    assert_eq!(hw.script().launched, vec![7, 1, 2]);
 }

@@ -6,6 +6,7 @@
 mod graphs;
 mod launches;
 mod ordering;
+pub mod priority;
 mod process;
 mod sync;
 
@@ -45,6 +46,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("host-func", launches::host_func),
     ("fork", process::fork),
     ("exit-pending", process::exit_pending),
+    ("priority", priority::priority),
 ];
 
 /// The names of all scenarios.
@@ -61,6 +63,7 @@ pub const NAMES: &[&str] = &[
     "host-func",
     "fork",
     "exit-pending",
+    "priority",
 ];
 
 fn find(name: &str) -> Result<Scenario, AppError> {

@@ -48,36 +48,64 @@ pub fn fake_library() -> &'static Path {
         if let Some(path) = std::env::var_os("BATON_FAKE_CUDA_LIB") {
             return PathBuf::from(path);
         }
-        let profile = profile_dir();
-        let target = profile.parent().expect("the target directory");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut build = Command::new(cargo);
-        build
-            .args(["build", "--quiet", "-p", "baton-fake-cuda"])
-            .env("CARGO_TARGET_DIR", target);
-        match profile.file_name().and_then(|name| name.to_str()) {
-            Some("debug") | None => {}
-            Some("release") => {
-                build.arg("--release");
-            }
-            Some(other) => {
-                build.args(["--profile", other]);
-            }
+        build_cdylib("baton-fake-cuda", "libfake_cuda.so")
+    })
+}
+
+/// Builds (or finds) Baton's `libbaton_interposer.so` the same way as the fake driver;
+/// `BATON_INTERPOSER_LIB=<path>` skips the build.
+pub fn interposer_library() -> &'static Path {
+    static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
+    LIBRARY.get_or_init(|| {
+        if let Some(path) = std::env::var_os("BATON_INTERPOSER_LIB") {
+            return PathBuf::from(path);
         }
-        build.current_dir(env!("CARGO_MANIFEST_DIR"));
-        let status = build.status().expect("run cargo to build baton-fake-cuda");
-        assert!(
-            status.success(),
-            "cargo build -p baton-fake-cuda failed: {status}"
-        );
-        [
-            profile.join("libfake_cuda.so"),
-            profile.join("deps").join("libfake_cuda.so"),
-        ]
+        build_cdylib("baton-interposer", "libbaton_interposer.so")
+    })
+}
+
+/// Builds (or finds) the `baton` executable; `BATON_BIN=<path>` skips the build.
+pub fn baton_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(path) = std::env::var_os("BATON_BIN") {
+            return PathBuf::from(path);
+        }
+        build_cdylib("baton-cli", "baton")
+    })
+}
+
+/// Runs `cargo build -p package` into this test's target directory and profile; the path of
+/// the artifact `file` it produced (a cdylib or an executable).
+fn build_cdylib(package: &str, file: &str) -> PathBuf {
+    let profile = profile_dir();
+    let target = profile.parent().expect("the target directory");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .args(["build", "--quiet", "-p", package])
+        .env("CARGO_TARGET_DIR", target);
+    match profile.file_name().and_then(|name| name.to_str()) {
+        Some("debug") | None => {}
+        Some("release") => {
+            build.arg("--release");
+        }
+        Some(other) => {
+            build.args(["--profile", other]);
+        }
+    }
+    build.current_dir(env!("CARGO_MANIFEST_DIR"));
+    let status = build
+        .status()
+        .unwrap_or_else(|e| panic!("run cargo to build {package}: {e}"));
+    assert!(
+        status.success(),
+        "cargo build -p {package} failed: {status}"
+    );
+    [profile.join(file), profile.join("deps").join(file)]
         .into_iter()
         .find(|path| path.exists())
-        .unwrap_or_else(|| panic!("libfake_cuda.so not found in {}", profile.display()))
-    })
+        .unwrap_or_else(|| panic!("{file} not found in {}", profile.display()))
 }
 
 /// A directory holding the fake driver as `libcuda.so.1` and `libcuda.so`.

@@ -1,0 +1,180 @@
+//! `baton run`: runs an unmodified program with its GPU work scheduled by Baton.
+//!
+//! The program is started with the interposer preloaded (`LD_PRELOAD`), and the settings given
+//! here passed as `BATON_*` variables; `baton run` then *becomes* the program (exec), so its
+//! exit status, signals and process id are the program's own.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context as _, bail};
+use baton_core::{LaunchConfig, Level, Priority};
+use clap::Args;
+
+/// The interposer's file name.
+pub const INTERPOSER: &str = "libbaton_interposer.so";
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Priority of the program's GPU work, −100 to 100; higher runs first.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    priority: Option<i64>,
+    /// Preemption level: 1 (progressive launch), 2 (deactivate), 3 (interrupt); capped at
+    /// what the device supports.
+    #[arg(long, value_name = "L")]
+    level: Option<Level>,
+    /// Commands in flight per queue (default 16).
+    #[arg(long, value_name = "N")]
+    threshold: Option<u32>,
+    /// Commands between sync points (default 8, smaller than the threshold).
+    #[arg(long, value_name = "N")]
+    batch: Option<u32>,
+    /// Schedule inside the process only (stream priorities become queue priorities), without
+    /// the daemon.
+    #[arg(long)]
+    local: bool,
+    /// The local policy (see `baton policy list`).
+    #[arg(long, value_name = "NAME")]
+    policy: Option<String>,
+    /// The real CUDA driver library (an absolute path), if it is not found by the usual search.
+    #[arg(long, value_name = "PATH")]
+    cuda_lib: Option<PathBuf>,
+    /// The interposer library [default: next to the baton executable, or $BATON_INTERPOSER].
+    #[arg(long, value_name = "PATH")]
+    interposer: Option<PathBuf>,
+    /// The program and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<OsString>,
+}
+
+impl RunArgs {
+    /// The `BATON_*` variables these settings become.
+    fn env(&self) -> anyhow::Result<Vec<(&'static str, OsString)>> {
+        let mut env: Vec<(&'static str, OsString)> = Vec::new();
+        if let Some(p) = self.priority {
+            let p = Priority::new(p).context("invalid --priority")?;
+            env.push(("BATON_PRIORITY", p.to_string().into()));
+        }
+        if let Some(l) = self.level {
+            env.push(("BATON_LEVEL", l.number().to_string().into()));
+        }
+        if self.threshold.is_some() || self.batch.is_some() {
+            let t = self.threshold.unwrap_or(LaunchConfig::DEFAULT_THRESHOLD);
+            let b = self
+                .batch
+                .unwrap_or(LaunchConfig::DEFAULT_BATCH.min(t.saturating_sub(1).max(1)));
+            let c = LaunchConfig::new(t, b).context("invalid --threshold/--batch")?;
+            env.push(("BATON_THRESHOLD", c.threshold().to_string().into()));
+            env.push(("BATON_BATCH", c.batch().to_string().into()));
+        }
+        if self.local {
+            env.push(("BATON_SCHEDULER", "local".into()));
+        }
+        if let Some(p) = &self.policy {
+            let policy = baton_policies::by_name(p).context("invalid --policy")?;
+            env.push(("BATON_POLICY", policy.name().into()));
+        }
+        if let Some(lib) = &self.cuda_lib {
+            if !lib.is_absolute() {
+                bail!("--cuda-lib must be an absolute path, not {}", lib.display());
+            }
+            if !lib.exists() {
+                bail!("--cuda-lib {} does not exist", lib.display());
+            }
+            env.push(("BATON_CUDA_LIB", lib.clone().into()));
+        }
+        Ok(env)
+    }
+}
+
+/// Where the interposer is: `--interposer`, `$BATON_INTERPOSER`, next to this executable, or in
+/// `../lib` or `../lib/baton` from it.
+fn find_interposer(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(p) = flag
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("BATON_INTERPOSER").map(PathBuf::from))
+    {
+        if p.is_file() {
+            return Ok(std::fs::canonicalize(&p).unwrap_or(p));
+        }
+        bail!("the interposer {} does not exist", p.display());
+    }
+    let exe = std::env::current_exe().context("cannot locate the baton executable")?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidates = [
+        dir.join(INTERPOSER),
+        dir.join("../lib").join(INTERPOSER),
+        dir.join("../lib/baton").join(INTERPOSER),
+    ];
+    for c in &candidates {
+        if c.is_file() {
+            return Ok(std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
+        }
+    }
+    bail!(
+        "cannot find {INTERPOSER} next to {} (looked in {}); build it with \
+         `cargo build --release -p baton-interposer`, or point --interposer or $BATON_INTERPOSER at it",
+        exe.display(),
+        candidates
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// `LD_PRELOAD` with the interposer first and anything already there after it.
+fn preload_value(interposer: &Path, existing: Option<OsString>) -> OsString {
+    let mut v = OsString::from(interposer);
+    if let Some(e) = existing.filter(|e| !e.is_empty()) {
+        v.push(":");
+        v.push(e);
+    }
+    v
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let env = args.env()?;
+    let interposer = find_interposer(args.interposer.as_deref())?;
+    let (program, rest) = args
+        .command
+        .split_first()
+        .context("no command given: use `baton run [OPTIONS] -- CMD [ARGS...]`")?;
+    let mut cmd = Command::new(program);
+    cmd.args(rest);
+    cmd.env(
+        "LD_PRELOAD",
+        preload_value(&interposer, std::env::var_os("LD_PRELOAD")),
+    );
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    // Only returns if the program could not be started.
+    let err = cmd.exec();
+    bail!("cannot run {}: {err}", Path::new(program).display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preload_keeps_what_was_there() {
+        let p = Path::new("/x/libbaton_interposer.so");
+        assert_eq!(
+            preload_value(p, None),
+            OsString::from("/x/libbaton_interposer.so")
+        );
+        assert_eq!(
+            preload_value(p, Some("/y/liba.so".into())),
+            OsString::from("/x/libbaton_interposer.so:/y/liba.so")
+        );
+    }
+}

@@ -1,0 +1,397 @@
+//! The queue's shared state and its launch worker (see the parent module's documentation).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::Drive;
+use crate::dependency::{DemandWaker, Dependency, LaunchProgress};
+use crate::sync::{self, Condvar, Mutex, MutexGuard, thread};
+use crate::{
+    Clock, EventSink, HwError, HwQueue, LaunchConfig, Level, QueueEvent, QueueState, XQueueId,
+};
+
+/// First pause between two idle queries of an uncovered tail; doubles up to [`IDLE_POLL_MAX`].
+pub(super) const IDLE_POLL_MIN: std::time::Duration = std::time::Duration::from_micros(20);
+/// Longest pause between two idle queries: how late, at worst, a queue notices it went idle
+/// when the application does not synchronize.
+pub(super) const IDLE_POLL_MAX: std::time::Duration = std::time::Duration::from_millis(1);
+/// How long the worker waits for a dependency before looking at its own queue again.
+const DEPENDENCY_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
+
+#[cfg(not(loom))]
+pub(super) fn spawn_worker<H: HwQueue>(shared: Arc<Shared<H>>) -> thread::JoinHandle<()> {
+    let name = format!("baton-xq-{}", shared.id.0);
+    match thread::Builder::new()
+        .name(name)
+        .spawn(move || shared.worker_loop())
+    {
+        Ok(handle) => handle,
+        // Without a worker the queue cannot make progress behind the fast path; failing to
+        // create a thread is as fatal as failing to allocate.
+        Err(e) => panic!("cannot start an XQueue launch worker thread: {e}"),
+    }
+}
+
+#[cfg(loom)]
+pub(super) fn spawn_worker<H: HwQueue>(shared: Arc<Shared<H>>) -> thread::JoinHandle<()> {
+    thread::spawn(move || shared.worker_loop())
+}
+
+pub(super) struct Shared<H: HwQueue> {
+    pub(super) id: XQueueId,
+    pub(super) hw: H,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) sink: Arc<dyn EventSink>,
+    pub(super) drive: Drive,
+    pub(super) state: Mutex<State<H>>,
+    /// Serializes suspend/resume/level changes, which call slow hardware operations outside
+    /// the state lock.
+    pub(super) control: Mutex<()>,
+    /// Wakes the launch worker.
+    pub(super) worker_cv: Condvar,
+    /// Wakes threads blocked in `wait` on a command that is still buffered.
+    pub(super) progress_cv: Condvar,
+    /// `submitted - launched`, published under the state lock for lock-free readers.
+    pub(super) pending: std::sync::atomic::AtomicU64,
+    /// Launch count for queues that depend on this one.
+    pub(super) progress: Arc<LaunchProgress>,
+}
+
+/// A buffered command and what must be launched elsewhere before it.
+pub(super) struct Buffered<C> {
+    pub(super) cmd: C,
+    pub(super) deps: Vec<Dependency>,
+}
+
+impl<C> Buffered<C> {
+    /// The first of its dependencies not yet satisfied.
+    pub(super) fn blocker(&self) -> Option<&Dependency> {
+        self.deps.iter().find(|d| !d.is_satisfied())
+    }
+}
+
+pub(super) struct State<H: HwQueue> {
+    pub(super) buffer: VecDeque<Buffered<H::Command>>,
+    pub(super) submitted: u64,
+    pub(super) launched: u64,
+    pub(super) completed: u64,
+    /// `(end, sp)`: `sp` is reached once every command before `end` completed. Ends increase.
+    pub(super) sync_points: VecDeque<(u64, H::SyncPoint)>,
+    /// Launches since the last sync point.
+    pub(super) since_sync: u32,
+    pub(super) suspended: bool,
+    pub(super) level: Level,
+    pub(super) config: LaunchConfig,
+    /// Idle/Ready transitions so far.
+    pub(super) transitions: u64,
+    /// An error from work the worker launched on the application's behalf, reported by the
+    /// next wait.
+    pub(super) deferred_error: Option<HwError>,
+    pub(super) shutdown: bool,
+    pub(super) worker_sleeping: bool,
+    pub(super) waiters: u32,
+}
+
+impl<H: HwQueue> State<H> {
+    pub(super) fn inflight(&self) -> u64 {
+        self.launched - self.completed
+    }
+
+    pub(super) fn window_open(&self) -> bool {
+        self.inflight() < u64::from(self.config.threshold())
+    }
+
+    /// The end of the last sync point, or `completed` if there is none outstanding.
+    pub(super) fn covered(&self) -> u64 {
+        self.sync_points
+            .back()
+            .map_or(self.completed, |(end, _)| *end)
+    }
+
+    pub(super) fn record_error(&mut self, e: HwError) {
+        if self.deferred_error.is_none() {
+            self.deferred_error = Some(e);
+        }
+    }
+}
+
+/// Events gathered under the lock, emitted after it is released. A call produces at most two
+/// transitions (Idle then Ready in `submit`), so they stay inline; the overflow vector is there
+/// only so that no event could ever be dropped.
+pub(super) struct Pending {
+    inline: [Option<QueueEvent>; 2],
+    more: Vec<QueueEvent>,
+}
+
+impl Pending {
+    pub(super) fn new() -> Pending {
+        Pending {
+            inline: [None, None],
+            more: Vec::new(),
+        }
+    }
+
+    pub(super) fn push(&mut self, e: QueueEvent) {
+        match self.inline.iter_mut().find(|s| s.is_none()) {
+            Some(slot) => *slot = Some(e),
+            None => self.more.push(e),
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.inline[0].is_none()
+    }
+
+    pub(super) fn emit(self, sink: &dyn EventSink) {
+        for e in self.inline.into_iter().flatten().chain(self.more) {
+            sink.on_queue_event(e);
+        }
+    }
+}
+
+impl<H: HwQueue> Shared<H> {
+    pub(super) fn transition(&self, st: &mut State<H>, to: QueueState, ev: &mut Pending) {
+        st.transitions += 1;
+        ev.push(QueueEvent {
+            queue: self.id,
+            state: to,
+            at: self.clock.now(),
+            transition: st.transitions,
+        });
+    }
+
+    pub(super) fn wake_worker(&self, st: &State<H>) {
+        if st.worker_sleeping {
+            self.worker_cv.notify_one();
+        }
+    }
+
+    /// Marks every command before `end` complete.
+    pub(super) fn complete_to(&self, st: &mut State<H>, end: u64, ev: &mut Pending) {
+        if end <= st.completed {
+            return;
+        }
+        st.completed = end.min(st.launched);
+        while st
+            .sync_points
+            .front()
+            .is_some_and(|(e, _)| *e <= st.completed)
+        {
+            st.sync_points.pop_front();
+        }
+        if st.waiters > 0 {
+            self.progress_cv.notify_all();
+        }
+        if st.completed == st.submitted {
+            self.transition(st, QueueState::Idle, ev);
+        }
+    }
+
+    /// Takes every reached sync point from the front without blocking.
+    pub(super) fn reap(&self, st: &mut State<H>, ev: &mut Pending) {
+        while let Some((end, sp)) = st.sync_points.front() {
+            let end = *end;
+            match self.hw.is_reached(sp) {
+                Ok(true) => self.complete_to(st, end, ev),
+                Ok(false) => break,
+                Err(e) => {
+                    // The work behind it is lost to the error; report it and move on.
+                    st.record_error(e);
+                    self.complete_to(st, end, ev);
+                }
+            }
+        }
+    }
+
+    pub(super) fn add_sync_point(&self, st: &mut State<H>) {
+        match self.hw.sync_point() {
+            Ok(sp) => {
+                st.sync_points.push_back((st.launched, sp));
+                st.since_sync = 0;
+            }
+            Err(e) => st.record_error(e),
+        }
+    }
+
+    pub(super) fn publish_pending(&self, st: &State<H>) {
+        self.pending.store(
+            st.submitted - st.launched,
+            std::sync::atomic::Ordering::Release,
+        );
+        self.progress.advance(st.launched);
+    }
+
+    /// Whether the buffer's front may be launched now: the window has room, and the queue runs
+    /// or another queue needs the front launched.
+    pub(super) fn can_launch(&self, st: &State<H>) -> bool {
+        !st.buffer.is_empty()
+            && st.window_open()
+            && (!st.suspended || st.launched < self.progress.demanded())
+    }
+
+    pub(super) fn after_launch(&self, st: &mut State<H>) {
+        st.launched += 1;
+        st.since_sync += 1;
+        if st.since_sync >= st.config.batch() {
+            self.add_sync_point(st);
+        }
+    }
+
+    /// Launches from the buffer's front while [`Shared::can_launch`] allows and the front's
+    /// dependencies are satisfied.
+    pub(super) fn launch_buffered(&self, st: &mut State<H>) {
+        let before = st.launched;
+        while self.can_launch(st) {
+            if st.buffer.front().is_some_and(|b| b.blocker().is_some()) {
+                break;
+            }
+            let Some(b) = st.buffer.pop_front() else {
+                break;
+            };
+            if let Err(e) = self.hw.launch(b.cmd) {
+                // The command cannot run; it counts as launched so order and counts hold, and
+                // the application learns of the failure at its next synchronization.
+                st.record_error(e);
+            }
+            self.after_launch(st);
+        }
+        if st.launched > before {
+            self.publish_pending(st);
+            if st.waiters > 0 {
+                self.progress_cv.notify_all();
+            }
+        }
+    }
+
+    /// The dependency holding the buffer's front back, if the front could otherwise launch.
+    pub(super) fn head_blocker(&self, st: &State<H>) -> Option<Dependency> {
+        if !self.can_launch(st) {
+            return None;
+        }
+        st.buffer.front().and_then(|b| b.blocker().cloned())
+    }
+
+    /// Asks the hardware, without adding anything to its queue, whether every launched command
+    /// is done: how the completion of the tail that no sync point covers is noticed.
+    pub(super) fn reap_idle(&self, st: &mut State<H>, ev: &mut Pending) {
+        if st.inflight() == 0 {
+            return;
+        }
+        match self.hw.query_idle() {
+            Ok(true) => self.complete_to(st, st.launched, ev),
+            Ok(false) => {}
+            Err(e) => {
+                // The hardware cannot say; the work behind the error is lost to it anyway.
+                st.record_error(e);
+                self.complete_to(st, st.launched, ev);
+            }
+        }
+    }
+
+    /// One step of progress without blocking: reap, launch, and if nothing more can be
+    /// launched now, ask whether the uncovered tail is done (otherwise its completion, and the
+    /// queue's return to Idle, would go unnoticed).
+    pub(super) fn poll_locked(&self, st: &mut State<H>, ev: &mut Pending) {
+        self.reap(st, ev);
+        self.launch_buffered(st);
+        let stalled = st.buffer.is_empty() || st.suspended || !st.window_open();
+        if stalled && st.launched > st.covered() {
+            self.reap_idle(st, ev);
+        }
+    }
+
+    pub(super) fn worker_loop(&self) {
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&self.state);
+        if let Err(e) = self.hw.on_create() {
+            st.record_error(e);
+        }
+        let mut poll = IDLE_POLL_MIN;
+        loop {
+            if self.can_launch(&st) {
+                let before = st.launched;
+                self.launch_buffered(&mut st);
+                if st.launched > before {
+                    continue;
+                }
+            }
+            if st.inflight() == 0 && self.can_launch(&st) {
+                // Nothing launched although the front may go: it waits for another queue. Ask
+                // that queue to launch what is needed and wait for it (or for a while, then look
+                // again). If the dependency was met in the meantime, loop and launch.
+                if let Some(dep) = self.head_blocker(&st) {
+                    drop(st);
+                    ev.emit(&*self.sink);
+                    ev = Pending::new();
+                    dep.demand();
+                    dep.wait(DEPENDENCY_WAIT);
+                    st = sync::lock(&self.state);
+                }
+                continue;
+            }
+            if st.inflight() > 0 {
+                let Some((end, sp)) = st.sync_points.front().map(|(e, s)| (*e, s.clone())) else {
+                    // The tail no sync point covers: ask the hardware (which adds nothing to the
+                    // application's queue), and ask again after a growing pause unless new work
+                    // wakes the worker first.
+                    self.reap_idle(&mut st, &mut ev);
+                    if st.inflight() == 0 {
+                        poll = IDLE_POLL_MIN;
+                        continue;
+                    }
+                    if !ev.is_empty() {
+                        drop(st);
+                        ev.emit(&*self.sink);
+                        ev = Pending::new();
+                        st = sync::lock(&self.state);
+                        continue;
+                    }
+                    st.worker_sleeping = true;
+                    st = sync::wait_timeout(&self.worker_cv, st, poll);
+                    st.worker_sleeping = false;
+                    poll = (poll * 2).min(IDLE_POLL_MAX);
+                    continue;
+                };
+                poll = IDLE_POLL_MIN;
+                drop(st);
+                ev.emit(&*self.sink);
+                ev = Pending::new();
+                let r = self.hw.wait(&sp);
+                drop(sp);
+                st = sync::lock(&self.state);
+                if let Err(e) = r {
+                    st.record_error(e);
+                }
+                self.complete_to(&mut st, end, &mut ev);
+                continue;
+            }
+            if st.shutdown && st.buffer.is_empty() {
+                break;
+            }
+            if !ev.is_empty() {
+                drop(st);
+                ev.emit(&*self.sink);
+                ev = Pending::new();
+                st = sync::lock(&self.state);
+                continue;
+            }
+            st.worker_sleeping = true;
+            st = sync::wait(&self.worker_cv, st);
+            st.worker_sleeping = false;
+        }
+        drop(st);
+        ev.emit(&*self.sink);
+    }
+
+    pub(super) fn unlock_and_emit(&self, st: MutexGuard<'_, State<H>>, ev: Pending) {
+        drop(st);
+        ev.emit(&*self.sink);
+    }
+}
+
+impl<H: HwQueue> DemandWaker for Shared<H> {
+    fn wake_for_demand(&self) {
+        let st = sync::lock(&self.state);
+        self.wake_worker(&st);
+    }
+}

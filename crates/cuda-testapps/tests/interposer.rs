@@ -1,0 +1,390 @@
+//! The CUDA interposer against the fake driver: every app and scenario under
+//! `LD_PRELOAD=libbaton_interposer.so` must give exactly the native result, with every command
+//! executed once, in each stream's order, and Baton must have seen (and counted) every launch.
+//! Small launch windows force most commands through the deferred path (deep copies, the launch
+//! worker, cross-queue dependencies).
+
+mod support;
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use support::{Log, Run, baton_binary, interposer_library, linked_program, num, run, temp_dir};
+
+const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
+
+/// Scenarios whose result must not change under Baton (all of them).
+const SCENARIOS: &[&str] = &[
+    "order",
+    "legacy",
+    "ptds",
+    "events",
+    "sync",
+    "wait-value",
+    "capture",
+    "async-alloc",
+    "params",
+    "host-func",
+    "fork",
+    "exit-pending",
+];
+
+/// Launch windows: Baton's default, and windows small enough that most commands wait.
+const WINDOWS: &[(&str, &str)] = &[("16", "8"), ("1", "1"), ("2", "1"), ("3", "2")];
+
+/// A run under Baton and what its interposer reported.
+struct Baton {
+    run: Run,
+    report: Value,
+}
+
+fn under_baton(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Baton {
+    let report_path: PathBuf = temp_dir("report").join("report.json");
+    let preload = interposer_library()
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
+    let report = report_path.to_str().expect("a UTF-8 path").to_owned();
+    let mut all: Vec<(&str, &str)> = vec![("LD_PRELOAD", &preload), ("BATON_REPORT", &report)];
+    all.extend_from_slice(env);
+    let run = run(exe, args, &all);
+    let text = std::fs::read_to_string(&report_path).unwrap_or_default();
+    let report = text
+        .lines()
+        .last()
+        .map(|l| serde_json::from_str(l).expect("a JSON report"))
+        .unwrap_or(Value::Null);
+    Baton { run, report }
+}
+
+fn launch_calls(log: &Log) -> usize {
+    log.calls()
+        .iter()
+        .filter(|c| c.starts_with("cuLaunchKernel") || c.starts_with("cuLaunchCooperative"))
+        .count()
+}
+
+/// The work a run executed: kernels (with their arguments), copies, fills and host functions,
+/// as a sorted list. Event records are left out: Baton adds its own sync points.
+fn executed_work(log: &Log) -> Vec<String> {
+    let mut v: Vec<String> = log
+        .execs()
+        .into_iter()
+        .filter(|l| {
+            matches!(
+                l["op"].as_str(),
+                Some("kernel" | "memcpy" | "memset" | "host_func")
+            )
+        })
+        .map(|l| {
+            // Addresses differ from run to run; everything else must match.
+            let args: Vec<String> = l["args"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|v| match v.as_u64() {
+                            Some(n) if n > u64::from(u32::MAX) => "ptr".to_owned(),
+                            _ => v.to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            format!("{} {} {}", l["op"], l["name"], args.join(","))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Each stream ran its commands in order, once each, without errors, and the work executed
+/// is exactly the native run's.
+fn check_log(what: &str, log: &Log, native: &Log) {
+    assert!(!log.lines.is_empty(), "{what}: empty driver log");
+    log.assert_streams_fifo();
+    log.assert_no_errors();
+    let (mine, theirs) = (executed_work(log), executed_work(native));
+    if mine != theirs {
+        let extra: Vec<_> = mine
+            .iter()
+            .filter(|w| !theirs.contains(w))
+            .take(5)
+            .collect();
+        let missing: Vec<_> = theirs
+            .iter()
+            .filter(|w| !mine.contains(w))
+            .take(5)
+            .collect();
+        panic!(
+            "{what}: executed work differs from native ({} vs {} items); extra {extra:?}, missing {missing:?}",
+            mine.len(),
+            theirs.len()
+        );
+    }
+}
+
+#[test]
+fn every_scenario_gives_the_native_result_under_baton() {
+    for scenario in SCENARIOS {
+        let native = run(RUNTIME_LIKE, &[scenario], &[]);
+        let expected = native.line().to_owned();
+        for (threshold, batch) in WINDOWS {
+            let what = format!("{scenario} (window {threshold}/{batch})");
+            let b = under_baton(
+                RUNTIME_LIKE,
+                &[scenario],
+                &[("BATON_THRESHOLD", threshold), ("BATON_BATCH", batch)],
+            );
+            assert_eq!(b.run.line(), expected, "{what}: stderr {}", b.run.stderr);
+            assert!(
+                b.run.stderr.is_empty(),
+                "{what}: Baton printed {:?}",
+                b.run.stderr
+            );
+            check_log(&what, &b.run.log, &native.log);
+            // Every launch the application made reached Baton (the fork scenario's child
+            // reports separately; its parent's count is the last report line).
+            if *scenario != "fork" {
+                assert_eq!(
+                    b.report["kernels"].as_u64(),
+                    Some(launch_calls(&native.log) as u64),
+                    "{what}: kernels Baton counted vs launches the app made; report {}",
+                    b.report
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn small_windows_defer_launches_to_the_worker_with_copied_arguments() {
+    let b = under_baton(
+        RUNTIME_LIKE,
+        &["order"],
+        &[
+            ("BATON_THRESHOLD", "2"),
+            ("BATON_BATCH", "1"),
+            ("FAKE_CUDA_KERNEL_US", "200"),
+        ],
+    );
+    assert_eq!(
+        b.run.line(),
+        "order ok streams=3 commands=288 checksum=55bad48ed06ffc44"
+    );
+    let deferred = b.report["deferred"].as_u64().unwrap_or(0);
+    assert!(
+        deferred > 100,
+        "only {deferred} commands deferred: {}",
+        b.report
+    );
+    // Deferred launches are made by launch workers, not by the application's thread.
+    let app_tid = b
+        .run
+        .log
+        .lines
+        .iter()
+        .find(|l| l["ev"] == "call" && l["fn"] == "cuStreamCreate")
+        .map(|l| num(l, "tid"))
+        .expect("the app created streams");
+    let worker_launches = b
+        .run
+        .log
+        .lines
+        .iter()
+        .filter(|l| l["ev"] == "call" && l["fn"] == "cuLaunchKernel" && num(l, "tid") != app_tid)
+        .count();
+    assert!(worker_launches > 0, "no launch came from a worker thread");
+}
+
+#[test]
+fn dlsym_and_linked_applications_are_scheduled_too() {
+    let native = run(env!("CARGO_BIN_EXE_dlsym-direct"), &[], &[]);
+    let b = under_baton(
+        env!("CARGO_BIN_EXE_dlsym-direct"),
+        &[],
+        &[("BATON_THRESHOLD", "2"), ("BATON_BATCH", "1")],
+    );
+    assert_eq!(b.run.line(), native.line());
+    check_log("dlsym-direct", &b.run.log, &native.log);
+    assert_eq!(
+        b.report["kernels"].as_u64(),
+        Some(launch_calls(&native.log) as u64)
+    );
+
+    let linked = linked_program().to_str().expect("a UTF-8 path").to_owned();
+    let native = run(&linked, &[], &[]);
+    let b = under_baton(
+        &linked,
+        &[],
+        &[("BATON_THRESHOLD", "1"), ("BATON_BATCH", "1")],
+    );
+    assert_eq!(b.run.line(), native.line());
+    check_log("linked", &b.run.log, &native.log);
+    assert!(
+        b.report["kernels"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        b.report
+    );
+}
+
+#[test]
+fn a_high_priority_stream_makes_a_low_priority_one_yield() {
+    let kernel_us = [("FAKE_CUDA_KERNEL_US", "3000")];
+    let overlap = |log: &Log| -> (usize, usize) {
+        let tag = |l: &Value| l["args"][2].as_i64().expect("an append_tag tag");
+        let kernels = log.kernels("append_tag");
+        let high: Vec<&&Value> = kernels.iter().filter(|l| tag(l) < 100).collect();
+        let start = high
+            .iter()
+            .map(|l| num(l, "start_ns"))
+            .min()
+            .expect("high kernels ran");
+        let end = high
+            .iter()
+            .map(|l| num(l, "end_ns"))
+            .max()
+            .expect("high kernels ran");
+        let low: Vec<&&Value> = kernels.iter().filter(|l| tag(l) >= 100).collect();
+        let during = low
+            .iter()
+            .filter(|l| (start..end).contains(&num(l, "start_ns")))
+            .count();
+        (during, low.len())
+    };
+    let native = run(RUNTIME_LIKE, &["priority"], &kernel_us);
+    assert_eq!(native.line(), "priority ok low=12 high=8");
+    let (native_during, _) = overlap(&native.log);
+    let mut env = kernel_us.to_vec();
+    env.extend([("BATON_THRESHOLD", "2"), ("BATON_BATCH", "1")]);
+    let b = under_baton(RUNTIME_LIKE, &["priority"], &env);
+    assert_eq!(b.run.line(), "priority ok low=12 high=8");
+    check_log("priority", &b.run.log, &native.log);
+    let (baton_during, low) = overlap(&b.run.log);
+    assert_eq!(low, 12, "every low-priority kernel still ran");
+    // Natively the low stream keeps starting kernels through the burst; under Baton it stops
+    // launching as soon as the high stream is ready, so only what was already in flight starts.
+    assert!(
+        native_during >= 5,
+        "natively only {native_during} overlapped"
+    );
+    assert!(
+        baton_during <= 2,
+        "{baton_during} low-priority kernels started during the burst"
+    );
+}
+
+#[test]
+fn disabled_baton_passes_every_call_through() {
+    let native = run(RUNTIME_LIKE, &["order"], &[]);
+    let b = under_baton(RUNTIME_LIKE, &["order"], &[("BATON_ENABLE", "off")]);
+    assert_eq!(b.run.line(), native.line());
+    assert_eq!(b.report["commands"].as_u64(), Some(0), "{}", b.report);
+    assert_eq!(b.report["enabled"], false);
+}
+
+#[test]
+fn invalid_settings_warn_once_and_the_application_runs() {
+    let native = run(RUNTIME_LIKE, &["order"], &[]);
+    let b = under_baton(
+        RUNTIME_LIKE,
+        &["order"],
+        &[("BATON_THRESHOLD", "lots"), ("BATON_LEVEL", "9")],
+    );
+    assert_eq!(b.run.line(), native.line());
+    let lines: Vec<&str> = b.run.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines.iter().all(|l| l.starts_with("baton: ignoring")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn capture_passes_through_and_graph_launches_are_scheduled() {
+    let b = under_baton(
+        RUNTIME_LIKE,
+        &["capture"],
+        &[("BATON_THRESHOLD", "1"), ("BATON_BATCH", "1")],
+    );
+    let native = run(RUNTIME_LIKE, &["capture"], &[]);
+    assert_eq!(b.run.line(), native.line());
+    assert!(
+        b.report["bypassed"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        b.report
+    );
+    assert!(
+        b.report["graph_launches"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        b.report
+    );
+}
+
+#[test]
+fn baton_run_schedules_a_program_and_exits_with_its_status() {
+    let baton = baton_binary().to_str().expect("a UTF-8 path").to_owned();
+    let lib = interposer_library()
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
+    let report = temp_dir("baton-run").join("report.json");
+    let report_s = report.to_str().expect("a UTF-8 path").to_owned();
+    let args = [
+        "run",
+        "--interposer",
+        &lib,
+        "--threshold",
+        "2",
+        "--batch",
+        "1",
+        "--priority",
+        "5",
+        "--",
+        RUNTIME_LIKE,
+        "order",
+    ];
+    let native = run(RUNTIME_LIKE, &["order"], &[]);
+    let b = run(&baton, &args, &[("BATON_REPORT", &report_s)]);
+    assert_eq!(b.line(), native.line());
+    let rep: Value =
+        serde_json::from_str(std::fs::read_to_string(&report).unwrap().trim()).unwrap();
+    assert!(rep["deferred"].as_u64().unwrap_or(0) > 0, "{rep}");
+    // The program's exit status is baton run's.
+    let failing = run(
+        &baton,
+        &[
+            "run",
+            "--interposer",
+            &lib,
+            "--",
+            RUNTIME_LIKE,
+            "no-such-scenario",
+        ],
+        &[],
+    );
+    assert_eq!(
+        failing.code,
+        run(RUNTIME_LIKE, &["no-such-scenario"], &[]).code
+    );
+    assert_ne!(failing.code, Some(0));
+    // Bad settings are refused before anything runs.
+    let bad = run(
+        &baton,
+        &[
+            "run",
+            "--interposer",
+            &lib,
+            "--priority",
+            "500",
+            "--",
+            RUNTIME_LIKE,
+            "order",
+        ],
+        &[],
+    );
+    assert_ne!(bad.code, Some(0));
+    assert!(bad.stderr.contains("priority"), "{}", bad.stderr);
+    assert!(
+        bad.log.lines.is_empty(),
+        "the program must not have started"
+    );
+}

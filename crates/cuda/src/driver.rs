@@ -1,0 +1,258 @@
+//! The driver's entry points, resolved at run time.
+
+use std::ffi::{CStr, c_uint, c_void};
+use std::path::Path;
+
+use baton_cuda_sys::*;
+
+use crate::DriverError;
+
+/// `cuThreadExchangeStreamCaptureMode` (10.1).
+#[allow(non_camel_case_types)]
+pub type PFN_cuThreadExchangeStreamCaptureMode =
+    unsafe extern "C" fn(mode: *mut CUstreamCaptureMode) -> CUresult;
+/// `cuPointerGetAttribute` (4.0).
+#[allow(non_camel_case_types)]
+pub type PFN_cuPointerGetAttribute =
+    unsafe extern "C" fn(data: *mut c_void, attribute: c_uint, ptr: CUdeviceptr) -> CUresult;
+
+macro_rules! driver {
+    ($($name:ident: $pfn:ty;)*) => {
+        /// The driver functions Baton calls, each `None` if the library does not export it.
+        /// Field names are the exact exported symbol names.
+        #[allow(non_snake_case)]
+        #[derive(Clone, Copy, Default)]
+        pub struct Driver {
+            $(
+                #[doc = concat!("`", stringify!($name), "`.")]
+                pub $name: Option<$pfn>,
+            )*
+        }
+
+        impl Driver {
+            /// The symbol names of every entry, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+
+            /// Resolves every entry through `lookup`, which receives a NUL-terminated symbol
+            /// name and returns its address or null.
+            ///
+            /// # Safety
+            /// `lookup` must return null or the address of the function exported under exactly
+            /// that name by a CUDA driver, whose C signature the field's type states.
+            pub unsafe fn resolve(mut lookup: impl FnMut(&CStr) -> *mut c_void) -> Driver {
+                Driver {
+                    $($name: {
+                        let name = concat!(stringify!($name), "\0");
+                        match CStr::from_bytes_with_nul(name.as_bytes()) {
+                            Ok(c) => {
+                                let p = lookup(c);
+                                if p.is_null() {
+                                    None
+                                } else {
+                                    // SAFETY: the caller guarantees `p` is this symbol, whose
+                                    // signature is `$pfn`; function pointers and data pointers
+                                    // have the same size on the platforms CUDA supports.
+                                    Some(unsafe { std::mem::transmute::<*mut c_void, $pfn>(p) })
+                                }
+                            }
+                            Err(_) => None,
+                        }
+                    },)*
+                }
+            }
+        }
+    };
+}
+
+driver! {
+    cuInit: PFN_cuInit;
+    cuDriverGetVersion: PFN_cuDriverGetVersion;
+    cuGetProcAddress: PFN_cuGetProcAddress;
+    cuGetProcAddress_v2: PFN_cuGetProcAddress_v2;
+    cuCtxGetCurrent: PFN_cuCtxGetCurrent;
+    cuCtxSetCurrent: PFN_cuCtxSetCurrent;
+    cuCtxPushCurrent_v2: PFN_cuCtxPushCurrent_v2;
+    cuCtxPopCurrent_v2: PFN_cuCtxPopCurrent_v2;
+    cuCtxGetDevice: PFN_cuCtxGetDevice;
+    cuCtxSynchronize: PFN_cuCtxSynchronize;
+    cuCtxDestroy_v2: PFN_cuCtxDestroy_v2;
+    cuCtxGetStreamPriorityRange: PFN_cuCtxGetStreamPriorityRange;
+    cuDevicePrimaryCtxRelease_v2: PFN_cuDevicePrimaryCtxRelease_v2;
+    cuDevicePrimaryCtxReset_v2: PFN_cuDevicePrimaryCtxRelease_v2;
+    cuThreadExchangeStreamCaptureMode: PFN_cuThreadExchangeStreamCaptureMode;
+    cuPointerGetAttribute: PFN_cuPointerGetAttribute;
+    cuFuncGetParamInfo: PFN_cuFuncGetParamInfo;
+    cuKernelGetParamInfo: PFN_cuKernelGetParamInfo;
+    cuLaunchKernel: PFN_cuLaunchKernel;
+    cuLaunchKernel_ptsz: PFN_cuLaunchKernel;
+    cuLaunchKernelEx: PFN_cuLaunchKernelEx;
+    cuLaunchKernelEx_ptsz: PFN_cuLaunchKernelEx;
+    cuLaunchCooperativeKernel: PFN_cuLaunchCooperativeKernel;
+    cuLaunchCooperativeKernel_ptsz: PFN_cuLaunchCooperativeKernel;
+    cuLaunchHostFunc: PFN_cuLaunchHostFunc;
+    cuLaunchHostFunc_ptsz: PFN_cuLaunchHostFunc;
+    cuMemAllocAsync: PFN_cuMemAllocAsync;
+    cuMemAllocAsync_ptsz: PFN_cuMemAllocAsync;
+    cuMemFreeAsync: PFN_cuMemFreeAsync;
+    cuMemFreeAsync_ptsz: PFN_cuMemFreeAsync;
+    cuMemcpy: PFN_cuMemcpy;
+    cuMemcpy_ptds: PFN_cuMemcpy;
+    cuMemcpyAsync: PFN_cuMemcpyAsync;
+    cuMemcpyAsync_ptsz: PFN_cuMemcpyAsync;
+    cuMemcpyHtoD_v2: PFN_cuMemcpyHtoD_v2;
+    cuMemcpyHtoD_v2_ptds: PFN_cuMemcpyHtoD_v2;
+    cuMemcpyDtoH_v2: PFN_cuMemcpyDtoH_v2;
+    cuMemcpyDtoH_v2_ptds: PFN_cuMemcpyDtoH_v2;
+    cuMemcpyDtoD_v2: PFN_cuMemcpyDtoD_v2;
+    cuMemcpyDtoD_v2_ptds: PFN_cuMemcpyDtoD_v2;
+    cuMemcpyHtoDAsync_v2: PFN_cuMemcpyHtoDAsync_v2;
+    cuMemcpyHtoDAsync_v2_ptsz: PFN_cuMemcpyHtoDAsync_v2;
+    cuMemcpyDtoHAsync_v2: PFN_cuMemcpyDtoHAsync_v2;
+    cuMemcpyDtoHAsync_v2_ptsz: PFN_cuMemcpyDtoHAsync_v2;
+    cuMemcpyDtoDAsync_v2: PFN_cuMemcpyDtoDAsync_v2;
+    cuMemcpyDtoDAsync_v2_ptsz: PFN_cuMemcpyDtoDAsync_v2;
+    cuMemsetD8_v2: PFN_cuMemsetD8_v2;
+    cuMemsetD8_v2_ptds: PFN_cuMemsetD8_v2;
+    cuMemsetD16_v2: PFN_cuMemsetD16_v2;
+    cuMemsetD16_v2_ptds: PFN_cuMemsetD16_v2;
+    cuMemsetD32_v2: PFN_cuMemsetD32_v2;
+    cuMemsetD32_v2_ptds: PFN_cuMemsetD32_v2;
+    cuMemsetD8Async: PFN_cuMemsetD8Async;
+    cuMemsetD8Async_ptsz: PFN_cuMemsetD8Async;
+    cuMemsetD16Async: PFN_cuMemsetD16Async;
+    cuMemsetD16Async_ptsz: PFN_cuMemsetD16Async;
+    cuMemsetD32Async: PFN_cuMemsetD32Async;
+    cuMemsetD32Async_ptsz: PFN_cuMemsetD32Async;
+    cuStreamCreate: PFN_cuStreamCreate;
+    cuStreamCreateWithPriority: PFN_cuStreamCreateWithPriority;
+    cuStreamDestroy: PFN_cuStreamDestroy;
+    cuStreamDestroy_v2: PFN_cuStreamDestroy_v2;
+    cuStreamGetCtx: PFN_cuStreamGetCtx;
+    cuStreamGetFlags: PFN_cuStreamGetFlags;
+    cuStreamGetPriority: PFN_cuStreamGetPriority;
+    cuStreamSynchronize: PFN_cuStreamSynchronize;
+    cuStreamSynchronize_ptsz: PFN_cuStreamSynchronize;
+    cuStreamQuery: PFN_cuStreamQuery;
+    cuStreamQuery_ptsz: PFN_cuStreamQuery;
+    cuStreamWaitEvent: PFN_cuStreamWaitEvent;
+    cuStreamWaitEvent_ptsz: PFN_cuStreamWaitEvent;
+    cuStreamBeginCapture: PFN_cuStreamBeginCapture;
+    cuStreamBeginCapture_ptsz: PFN_cuStreamBeginCapture;
+    cuStreamBeginCapture_v2: PFN_cuStreamBeginCapture_v2;
+    cuStreamBeginCapture_v2_ptsz: PFN_cuStreamBeginCapture_v2;
+    cuStreamEndCapture: PFN_cuStreamEndCapture;
+    cuStreamEndCapture_ptsz: PFN_cuStreamEndCapture;
+    cuStreamIsCapturing: PFN_cuStreamIsCapturing;
+    cuStreamIsCapturing_ptsz: PFN_cuStreamIsCapturing;
+    cuStreamWaitValue32_v2: PFN_cuStreamWaitValue32_v2;
+    cuStreamWaitValue32_v2_ptsz: PFN_cuStreamWaitValue32_v2;
+    cuStreamWriteValue32_v2: PFN_cuStreamWriteValue32_v2;
+    cuStreamWriteValue32_v2_ptsz: PFN_cuStreamWriteValue32_v2;
+    cuEventCreate: PFN_cuEventCreate;
+    cuEventDestroy: PFN_cuEventDestroy;
+    cuEventDestroy_v2: PFN_cuEventDestroy_v2;
+    cuEventRecord: PFN_cuEventRecord;
+    cuEventRecord_ptsz: PFN_cuEventRecord;
+    cuEventRecordWithFlags: PFN_cuEventRecordWithFlags;
+    cuEventRecordWithFlags_ptsz: PFN_cuEventRecordWithFlags;
+    cuEventQuery: PFN_cuEventQuery;
+    cuEventSynchronize: PFN_cuEventSynchronize;
+    cuEventElapsedTime: PFN_cuEventElapsedTime;
+    cuEventElapsedTime_v2: PFN_cuEventElapsedTime_v2;
+    cuGraphLaunch: PFN_cuGraphLaunch;
+    cuGraphLaunch_ptsz: PFN_cuGraphLaunch;
+    cuGraphUpload: PFN_cuGraphUpload;
+    cuGraphUpload_ptsz: PFN_cuGraphUpload;
+}
+
+/// Opens the CUDA driver library: `path` if given (it must be absolute), otherwise
+/// `libcuda.so.1` as the dynamic loader finds it. Reuses the copy already loaded if there is one.
+/// Returns the `dlopen` handle.
+pub fn open_library(path: Option<&Path>) -> Result<*mut c_void, String> {
+    let name = match path {
+        Some(p) => std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+            .map_err(|_| format!("the driver path {} contains a NUL byte", p.display()))?,
+        None => c"libcuda.so.1".to_owned(),
+    };
+    // SAFETY: `name` is a valid C string; dlopen has no other preconditions.
+    let mut h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    if h.is_null() {
+        // SAFETY: as above.
+        h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    }
+    if h.is_null() {
+        // SAFETY: dlerror returns null or a valid C string owned by libc.
+        let why = unsafe { libc::dlerror() };
+        let why = if why.is_null() {
+            "unknown reason".to_string()
+        } else {
+            // SAFETY: non-null dlerror results are valid C strings.
+            unsafe { CStr::from_ptr(why) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        return Err(format!(
+            "cannot open the CUDA driver {}: {why}",
+            name.to_string_lossy()
+        ));
+    }
+    Ok(h)
+}
+
+/// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`.
+const POINTER_MEMORY_TYPE: c_uint = 2;
+/// `CU_MEMORYTYPE_HOST`.
+const MEMORYTYPE_HOST: c_uint = 1;
+/// `CU_MEMORYTYPE_DEVICE`.
+const MEMORYTYPE_DEVICE: c_uint = 2;
+/// `CU_MEMORYTYPE_UNIFIED`.
+const MEMORYTYPE_UNIFIED: c_uint = 4;
+
+impl Driver {
+    /// Whether `ptr` is memory the driver knows — device, managed or page-locked host memory —
+    /// as opposed to pageable host memory an application may reuse the moment an asynchronous
+    /// copy call returns. `false` when the driver cannot tell.
+    pub fn is_driver_memory(&self, ptr: CUdeviceptr) -> bool {
+        let Some(get) = self.cuPointerGetAttribute else {
+            return false;
+        };
+        let mut kind: c_uint = 0;
+        // SAFETY: `kind` is a valid out-pointer of the attribute's type; any address may be
+        // asked about (unknown ones return an error).
+        let r = unsafe { get((&mut kind as *mut c_uint).cast(), POINTER_MEMORY_TYPE, ptr) };
+        r.is_success()
+            && matches!(
+                kind,
+                MEMORYTYPE_HOST | MEMORYTYPE_DEVICE | MEMORYTYPE_UNIFIED
+            )
+    }
+
+    /// The entry point called `name`, or the error a call to it would give.
+    pub fn require<F: Copy>(f: Option<F>, name: &'static str) -> Result<F, DriverError> {
+        f.ok_or(DriverError {
+            code: CUresult::NOT_FOUND,
+            call: name,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolving_from_nothing_gives_empty_entries() {
+        // SAFETY: the lookup returns null for everything, which is always allowed.
+        let d = unsafe { Driver::resolve(|_| std::ptr::null_mut()) };
+        assert!(d.cuLaunchKernel.is_none());
+        let err = Driver::require(d.cuLaunchKernel, "cuLaunchKernel").unwrap_err();
+        assert_eq!(err.code, CUresult::NOT_FOUND);
+        assert!(Driver::NAMES.contains(&"cuLaunchKernel_ptsz"));
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error_not_a_panic() {
+        let e = open_library(Some(Path::new("/nonexistent/libcuda.so.1"))).unwrap_err();
+        assert!(e.contains("cannot open the CUDA driver"), "{e}");
+    }
+}

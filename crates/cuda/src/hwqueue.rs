@@ -1,0 +1,177 @@
+//! The CUDA hardware queue: one stream, at Level 1.
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use baton_core::{HwError, HwQueue, Level};
+use baton_cuda_sys::{CU_STREAM_CAPTURE_MODE_RELAXED, CUcontext, CUresult, CUstream};
+
+use crate::{CudaCommand, Driver, DriverError, EventPool, PooledEvent, check};
+
+thread_local! {
+    static LAUNCH_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Counts stream captures in progress in the process. While one runs, application threads must
+/// not make "unsafe" driver calls such as event queries (CUDA would fail them and invalidate the
+/// capture), so the queues leave completion tracking to their launch workers, which run in
+/// relaxed capture mode.
+#[derive(Debug, Default)]
+pub struct CaptureGate {
+    active: AtomicUsize,
+}
+
+impl CaptureGate {
+    /// A capture began.
+    pub fn begin(&self) {
+        self.active.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A capture ended (or failed to begin after `begin`).
+    pub fn end(&self) {
+        let _ = self
+            .active
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// Whether any capture is in progress.
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Acquire) > 0
+    }
+}
+
+/// One CUDA stream as an XQueue's hardware queue.
+pub struct CudaHwQueue {
+    driver: &'static Driver,
+    ctx: CUcontext,
+    stream: CUstream,
+    pool: Arc<EventPool>,
+    gate: Arc<CaptureGate>,
+}
+
+// SAFETY: CUDA contexts and streams may be used from any thread.
+unsafe impl Send for CudaHwQueue {}
+// SAFETY: as above; the queue holds no interior state besides thread-safe pools.
+unsafe impl Sync for CudaHwQueue {}
+
+impl CudaHwQueue {
+    /// A queue launching onto `stream` (a real stream or `CU_STREAM_LEGACY`) of `ctx`.
+    pub fn new(
+        driver: &'static Driver,
+        ctx: CUcontext,
+        stream: CUstream,
+        pool: Arc<EventPool>,
+        gate: Arc<CaptureGate>,
+    ) -> CudaHwQueue {
+        CudaHwQueue {
+            driver,
+            ctx,
+            stream,
+            pool,
+            gate,
+        }
+    }
+
+    /// The stream commands are launched on.
+    pub fn stream(&self) -> CUstream {
+        self.stream
+    }
+
+    /// The stream's context.
+    pub fn context(&self) -> CUcontext {
+        self.ctx
+    }
+
+    /// The driver.
+    pub fn driver(&self) -> &'static Driver {
+        self.driver
+    }
+}
+
+fn hw(e: DriverError) -> HwError {
+    e.into()
+}
+
+impl HwQueue for CudaHwQueue {
+    type Command = CudaCommand;
+    type SyncPoint = Arc<PooledEvent>;
+
+    fn max_level(&self) -> Level {
+        Level::L1
+    }
+
+    fn on_create(&self) -> Result<(), HwError> {
+        LAUNCH_WORKER.with(|w| w.set(true));
+        let set = Driver::require(self.driver.cuCtxSetCurrent, "cuCtxSetCurrent").map_err(hw)?;
+        // SAFETY: the context outlives its queues.
+        check("cuCtxSetCurrent", unsafe { set(self.ctx) }).map_err(hw)?;
+        if let Some(exchange) = self.driver.cuThreadExchangeStreamCaptureMode {
+            let mut mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+            // SAFETY: `mode` is a valid in/out pointer.
+            let _ = unsafe { exchange(&mut mode) };
+        }
+        Ok(())
+    }
+
+    fn launch(&self, cmd: CudaCommand) -> Result<(), HwError> {
+        // SAFETY: the stream lives as long as its queue and the launching threads have its
+        // context current (the application's own thread, or the worker after `on_create`); the
+        // command's contents are the application's, valid by CUDA's contract.
+        unsafe { cmd.launch(self.driver, self.stream) }.map_err(hw)
+    }
+
+    fn sync_point(&self) -> Result<Arc<PooledEvent>, HwError> {
+        let ev = self.pool.get().map_err(hw)?;
+        let record = Driver::require(self.driver.cuEventRecord, "cuEventRecord").map_err(hw)?;
+        // SAFETY: the event and stream are live handles of the same context.
+        check("cuEventRecord", unsafe { record(ev.handle(), self.stream) }).map_err(hw)?;
+        Ok(Arc::new(ev))
+    }
+
+    fn is_reached(&self, sp: &Arc<PooledEvent>) -> Result<bool, HwError> {
+        if self.gate.active() && !LAUNCH_WORKER.with(Cell::get) {
+            return Ok(false);
+        }
+        let query = Driver::require(self.driver.cuEventQuery, "cuEventQuery").map_err(hw)?;
+        // SAFETY: the event is live (held by `sp`).
+        match unsafe { query(sp.handle()) } {
+            CUresult::SUCCESS => Ok(true),
+            CUresult::NOT_READY => Ok(false),
+            r => Err(hw(DriverError {
+                code: r,
+                call: "cuEventQuery",
+            })),
+        }
+    }
+
+    fn query_idle(&self) -> Result<bool, HwError> {
+        if self.gate.active() && !LAUNCH_WORKER.with(Cell::get) {
+            return Ok(false);
+        }
+        let query = Driver::require(self.driver.cuStreamQuery, "cuStreamQuery").map_err(hw)?;
+        // SAFETY: the stream is live while its queue exists.
+        match unsafe { query(self.stream) } {
+            CUresult::SUCCESS => Ok(true),
+            CUresult::NOT_READY => Ok(false),
+            r => Err(hw(DriverError {
+                code: r,
+                call: "cuStreamQuery",
+            })),
+        }
+    }
+
+    fn wait(&self, sp: &Arc<PooledEvent>) -> Result<(), HwError> {
+        let sync =
+            Driver::require(self.driver.cuEventSynchronize, "cuEventSynchronize").map_err(hw)?;
+        // SAFETY: the event is live (held by `sp`).
+        check("cuEventSynchronize", unsafe { sync(sp.handle()) }).map_err(hw)
+    }
+
+    fn synchronize(&self) -> Result<(), HwError> {
+        let sync =
+            Driver::require(self.driver.cuStreamSynchronize, "cuStreamSynchronize").map_err(hw)?;
+        // SAFETY: the stream is live while its queue exists.
+        check("cuStreamSynchronize", unsafe { sync(self.stream) }).map_err(hw)
+    }
+}

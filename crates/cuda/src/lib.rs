@@ -1,0 +1,31 @@
+//! CUDA for Baton, without linking CUDA.
+//!
+//! - [`Driver`]: the driver's entry points, resolved at run time from a library handle (never
+//!   linked at build time, so Baton builds and tests where there is no CUDA). A missing
+//!   library or symbol is a `None` entry and an error at the call, never a panic: this code
+//!   runs inside other people's processes.
+//! - [`DriverError`] and [`check`]: the thin Result layer; every call site names the driver
+//!   function it called.
+//! - [`EventPool`]: reusable events, the sync points of CUDA queues.
+//! - [`KernelArgs`]: a deep copy of a kernel launch's arguments (`kernelParams` sized by
+//!   `cuFuncGetParamInfo`/`cuKernelGetParamInfo`, or the `extra` buffer), so a launch can be
+//!   deferred after the application's call returned.
+//! - [`CudaCommand`] and [`CudaHwQueue`]: the CUDA implementation of [`baton_core::HwQueue`]
+//!   at Level 1.
+//!
+//! Raw declarations come from [`baton_cuda_sys`], re-exported as [`sys`].
+
+mod command;
+mod driver;
+mod error;
+mod events;
+mod hwqueue;
+mod params;
+
+pub use baton_cuda_sys as sys;
+pub use command::{CudaCommand, HostPtr, MemsetWidth};
+pub use driver::{Driver, open_library};
+pub use error::{DriverError, check};
+pub use events::{EventPool, PooledEvent};
+pub use hwqueue::{CaptureGate, CudaHwQueue};
+pub use params::{KernelArgs, ParamCache, ParamLayout};

@@ -1,0 +1,49 @@
+//! The boundary with the host process: no panic crosses it.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use baton_cuda::sys::CUresult;
+
+/// Runs `body`; if it panics, logs and runs `fallback` instead (normally the real driver call).
+pub(crate) fn guard(
+    name: &'static str,
+    body: impl FnOnce() -> CUresult,
+    fallback: impl FnOnce() -> CUresult,
+) -> CUresult {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::error!(
+                call = name,
+                "internal error in Baton; passing the call through"
+            );
+            catch_unwind(AssertUnwindSafe(fallback)).unwrap_or(CUresult::UNKNOWN)
+        }
+    }
+}
+
+/// A core error as the CUDA status an application expects.
+pub(crate) fn status(e: &baton_core::XQueueError) -> CUresult {
+    use baton_core::{HwError, XQueueError};
+    match e {
+        XQueueError::Hw(HwError::Backend { code, .. }) => {
+            CUresult(u32::try_from(*code).unwrap_or(CUresult::UNKNOWN.0))
+        }
+        XQueueError::ShuttingDown => CUresult::DEINITIALIZED,
+        XQueueError::UnknownCommand(_) => CUresult::INVALID_VALUE,
+        _ => CUresult::UNKNOWN,
+    }
+}
+
+/// A core result as a CUDA status.
+pub(crate) fn to_status<T>(r: Result<T, baton_core::XQueueError>) -> CUresult {
+    match r {
+        Ok(_) => CUresult::SUCCESS,
+        Err(e) => status(&e),
+    }
+}
+
+/// A CUDA status as the error type hardware queues return.
+pub(crate) fn hw(call: &'static str, r: CUresult) -> Result<(), baton_core::HwError> {
+    baton_cuda::check(call, r).map_err(Into::into)
+}

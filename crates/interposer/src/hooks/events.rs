@@ -1,0 +1,73 @@
+//! Events: records and waits are scheduled, with the cross-stream order CUDA defines kept;
+//! queries and waits on the host see buffered records as not yet done.
+
+use std::ffi::{c_float, c_uint};
+
+use baton_cuda::sys::{CUevent, CUresult, CUstream};
+
+use crate::registry::Api;
+
+macro_rules! record {
+    ($name:ident, $api:expr) => {
+        hook!($name(event: CUevent, stream: CUstream) |rt, real| {
+            // SAFETY: the application's arguments with the mapped stream.
+            rt.event_record(event, stream, $api, None, |h| unsafe { real(event, h) })
+        });
+    };
+}
+record!(cuEventRecord, Api::Plain);
+record!(cuEventRecord_ptsz, Api::PerThread);
+
+macro_rules! record_flags {
+    ($name:ident, $api:expr) => {
+        hook!($name(event: CUevent, stream: CUstream, flags: c_uint) |rt, real| {
+            // SAFETY: the application's arguments with the mapped stream.
+            rt.event_record(event, stream, $api, Some(flags), |h| unsafe { real(event, h, flags) })
+        });
+    };
+}
+record_flags!(cuEventRecordWithFlags, Api::Plain);
+record_flags!(cuEventRecordWithFlags_ptsz, Api::PerThread);
+
+macro_rules! wait_event {
+    ($name:ident, $api:expr) => {
+        hook!($name(stream: CUstream, event: CUevent, flags: c_uint) |rt, real| {
+            // SAFETY: the application's arguments with the mapped stream.
+            rt.stream_wait_event(stream, $api, event, flags, |h| unsafe { real(h, event, flags) })
+        });
+    };
+}
+wait_event!(cuStreamWaitEvent, Api::Plain);
+wait_event!(cuStreamWaitEvent_ptsz, Api::PerThread);
+
+hook!(cuEventQuery(event: CUevent) |rt, real| {
+    // SAFETY: the application's argument.
+    rt.event_query(event, || unsafe { real(event) })
+});
+
+hook!(cuEventSynchronize(event: CUevent) |rt, real| {
+    // SAFETY: the application's argument.
+    rt.event_synchronize(event, || unsafe { real(event) })
+});
+
+macro_rules! destroy {
+    ($name:ident) => {
+        hook!($name(event: CUevent) |rt, real| {
+            let handle = event as usize;
+            // SAFETY: the application's event, destroyed once no buffered command names it.
+            rt.event_destroy(event, move || unsafe { real(handle as CUevent) })
+        });
+    };
+}
+destroy!(cuEventDestroy);
+destroy!(cuEventDestroy_v2);
+
+hook!(cuEventElapsedTime(ms: *mut c_float, start: CUevent, end: CUevent) |rt, real| {
+    // SAFETY: the application's arguments.
+    rt.event_elapsed(start, end, || unsafe { real(ms, start, end) })
+});
+
+hook!(cuEventElapsedTime_v2(ms: *mut c_float, start: CUevent, end: CUevent) |rt, real| {
+    // SAFETY: the application's arguments.
+    rt.event_elapsed(start, end, || unsafe { real(ms, start, end) })
+});

@@ -1,0 +1,97 @@
+//! Stream synchronization, queries, destruction, capture and graph launches.
+
+use baton_cuda::CudaCommand;
+use baton_cuda::sys::{CUgraph, CUgraphExec, CUresult, CUstream, CUstreamCaptureMode};
+
+use crate::ops::Count;
+use crate::registry::Api;
+
+macro_rules! per_api {
+    ($mac:ident: $plain:ident, $ptsz:ident) => {
+        $mac!($plain, Api::Plain);
+        $mac!($ptsz, Api::PerThread);
+    };
+}
+
+macro_rules! synchronize {
+    ($name:ident, $api:expr) => {
+        hook!($name(stream: CUstream) |rt, real| {
+            // SAFETY: the application's stream, mapped.
+            rt.stream_synchronize(stream, $api, |h| unsafe { real(h) })
+        });
+    };
+}
+per_api!(synchronize: cuStreamSynchronize, cuStreamSynchronize_ptsz);
+
+macro_rules! query {
+    ($name:ident, $api:expr) => {
+        hook!($name(stream: CUstream) |rt, real| {
+            // SAFETY: the application's stream, mapped.
+            rt.stream_query(stream, $api, |h| unsafe { real(h) })
+        });
+    };
+}
+per_api!(query: cuStreamQuery, cuStreamQuery_ptsz);
+
+macro_rules! destroy {
+    ($name:ident) => {
+        hook!($name(stream: CUstream) |rt, real| {
+            // SAFETY: the application's stream, destroyed once Baton no longer uses it.
+            rt.stream_destroy(stream, move |h| unsafe { real(h) })
+        });
+    };
+}
+destroy!(cuStreamDestroy);
+destroy!(cuStreamDestroy_v2);
+
+macro_rules! begin_capture_v1 {
+    ($name:ident, $api:expr) => {
+        hook!($name(stream: CUstream) |rt, real| {
+            // SAFETY: the application's stream, mapped.
+            rt.begin_capture(stream, $api, |h| unsafe { real(h) })
+        });
+    };
+}
+per_api!(begin_capture_v1: cuStreamBeginCapture, cuStreamBeginCapture_ptsz);
+
+macro_rules! begin_capture {
+    ($name:ident, $api:expr) => {
+        hook!($name(stream: CUstream, mode: CUstreamCaptureMode) |rt, real| {
+            // SAFETY: the application's arguments, stream mapped.
+            rt.begin_capture(stream, $api, |h| unsafe { real(h, mode) })
+        });
+    };
+}
+per_api!(begin_capture: cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz);
+
+macro_rules! end_capture {
+    ($name:ident, $api:expr) => {
+        hook!($name(stream: CUstream, graph: *mut CUgraph) |rt, real| {
+            // SAFETY: the application's arguments, stream mapped.
+            rt.end_capture(stream, $api, |h| unsafe { real(h, graph) })
+        });
+    };
+}
+per_api!(end_capture: cuStreamEndCapture, cuStreamEndCapture_ptsz);
+
+macro_rules! graph_launch {
+    ($name:ident, $api:expr) => {
+        hook!($name(exec: CUgraphExec, stream: CUstream) |rt, real| {
+            let defer = move || Some(CudaCommand::GraphLaunch(exec));
+            // SAFETY: the application's arguments, stream mapped.
+            rt.scheduled(stream, $api, Count::Graph, |h| unsafe { real(exec, h) }, defer)
+        });
+    };
+}
+per_api!(graph_launch: cuGraphLaunch, cuGraphLaunch_ptsz);
+
+macro_rules! graph_upload {
+    ($name:ident, $api:expr) => {
+        hook!($name(exec: CUgraphExec, stream: CUstream) |rt, real| {
+            let defer = move || Some(CudaCommand::GraphUpload(exec));
+            // SAFETY: the application's arguments, stream mapped.
+            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(exec, h) }, defer)
+        });
+    };
+}
+per_api!(graph_upload: cuGraphUpload, cuGraphUpload_ptsz);

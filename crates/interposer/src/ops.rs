@@ -1,0 +1,547 @@
+//! What the hooks do, independent of each function's exact signature.
+//!
+//! Every stream operation becomes a command of the stream's XQueue: `direct` launches it with
+//! the application's own arguments on the caller's thread when nothing holds it back;
+//! otherwise `defer` builds an owned copy that the queue launches later, in order. When no
+//! faithful copy can be made (host memory the application may reuse as soon as the call
+//! returns, arguments whose layout the driver will not tell), `defer` says so and the command
+//! is launched in place once everything before it has been — delayed, never reordered. While a
+//! stream is being captured into a graph, its calls go straight to the driver (capture
+//! records, it does not execute).
+//!
+//! CUDA orders some commands across streams; the driver enforces that order only if the
+//! commands reach it in that order, so each command carries launch *dependencies* on the
+//! commands of other queues it must follow:
+//! - work on the legacy default stream follows earlier work on every blocking stream of the
+//!   context, and work on a blocking stream follows earlier legacy-stream work;
+//! - a wait on an event follows the event's last record; a new record of an event follows the
+//!   earlier waits on it (CUDA binds a wait to the record current when the wait was issued).
+//!
+//! A dependent command waits in its queue's buffer; the application's thread does not block
+//! (as `cuStreamWaitEvent` never does natively), and a suspended queue still launches what
+//! another queue waits for.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use baton_core::{CommandSeq, CommandState, Dependency};
+use baton_cuda::CudaCommand;
+use baton_cuda::sys::{
+    CU_STREAM_CAPTURE_STATUS_ACTIVE, CUevent, CUresult, CUstream, CUstreamCaptureStatus,
+};
+
+use crate::ffi::{hw, status, to_status};
+use crate::registry::{Api, StreamEntry, StreamKind};
+use crate::runtime::EventTrack;
+use crate::runtime::Runtime;
+
+/// How a call will be counted in the report.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Count {
+    Kernel,
+    Graph,
+    Other,
+}
+
+impl Runtime {
+    /// The handle to pass to the driver for `e` when the application named `stream`: the
+    /// application's own, except for per-thread default streams (Baton's stand-in stream).
+    fn handle_for(e: &StreamEntry, stream: CUstream) -> CUstream {
+        if e.kind == StreamKind::PerThread {
+            e.handle
+        } else {
+            stream
+        }
+    }
+
+    /// Whether `e` is being captured (asked of the driver only while some capture runs).
+    fn capturing(&self, e: &StreamEntry, handle: CUstream) -> bool {
+        if !self.gate.active() {
+            return false;
+        }
+        if e.capturing.load(Ordering::Acquire) {
+            return true;
+        }
+        let Some(is) = self.driver.cuStreamIsCapturing else {
+            return false;
+        };
+        let mut st = CUstreamCaptureStatus::default();
+        // SAFETY: `handle` is the application's stream (or Baton's); `st` is a valid out-pointer.
+        let r = unsafe { is(handle, &mut st) };
+        r.is_success() && st == CU_STREAM_CAPTURE_STATUS_ACTIVE
+    }
+
+    /// What the legacy-stream rules make `e`'s next command depend on.
+    fn implicit_deps(&self, e: &StreamEntry) -> Vec<Dependency> {
+        match e.kind {
+            StreamKind::Legacy => {
+                let b = e.ctx.blocking.read().unwrap_or_else(|p| p.into_inner());
+                if !b.iter().any(|s| s.xq.has_pending()) {
+                    return Vec::new();
+                }
+                b.iter().filter_map(|s| s.xq.dependency_on_all()).collect()
+            }
+            StreamKind::PerThread | StreamKind::Regular { blocking: true } => e
+                .ctx
+                .legacy
+                .get()
+                .filter(|l| l.xq.has_pending())
+                .and_then(|l| l.xq.dependency_on_all())
+                .into_iter()
+                .collect(),
+            StreamKind::Regular { blocking: false } => Vec::new(),
+        }
+    }
+
+    /// A stream operation; see the module documentation. `defer` returns `None` when the
+    /// operation cannot be copied faithfully.
+    pub(crate) fn scheduled(
+        &self,
+        stream: CUstream,
+        api: Api,
+        count: Count,
+        direct: impl FnOnce(CUstream) -> CUresult,
+        defer: impl FnOnce() -> Option<CudaCommand>,
+    ) -> CUresult {
+        if !self.cfg.enabled {
+            return direct(stream);
+        }
+        let Some(e) = self.entry(stream, api) else {
+            return direct(stream);
+        };
+        self.scheduled_on(&e, stream, count, Vec::new(), direct, defer)
+            .0
+    }
+
+    /// [`Runtime::scheduled`] on a known entry, after `deps`; also returns the command's
+    /// position if it became one.
+    pub(crate) fn scheduled_on(
+        &self,
+        e: &Arc<StreamEntry>,
+        stream: CUstream,
+        count: Count,
+        mut deps: Vec<Dependency>,
+        direct: impl FnOnce(CUstream) -> CUresult,
+        defer: impl FnOnce() -> Option<CudaCommand>,
+    ) -> (CUresult, Option<CommandSeq>) {
+        match count {
+            Count::Kernel => {
+                self.stats.kernels.fetch_add(1, Ordering::Relaxed);
+            }
+            Count::Graph => {
+                self.stats.graphs.fetch_add(1, Ordering::Relaxed);
+            }
+            Count::Other => {}
+        }
+        let handle = Self::handle_for(e, stream);
+        if self.capturing(e, handle) {
+            self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
+            return (direct(handle), None);
+        }
+        deps.extend(self.implicit_deps(e));
+        self.stats.commands.fetch_add(1, Ordering::Relaxed);
+        let r = e.xq.submit_after(
+            deps,
+            |_| hw("launch", direct(handle)),
+            || {
+                let c = defer();
+                let counter = if c.is_some() {
+                    &self.stats.deferred
+                } else {
+                    &self.stats.in_order
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                c
+            },
+        );
+        match r {
+            Ok(seq) => (CUresult::SUCCESS, Some(seq)),
+            Err(x) => (status(&x), None),
+        }
+    }
+
+    /// An operation that returns only once it has completed (a synchronous copy): runs in
+    /// place after everything before it, adds nothing to the stream, and leaves its queue
+    /// knowing everything up to it is done.
+    pub(crate) fn synchronous(
+        &self,
+        stream: CUstream,
+        api: Api,
+        call: impl FnOnce(CUstream) -> CUresult,
+    ) -> CUresult {
+        if !self.cfg.enabled {
+            return call(stream);
+        }
+        let Some(e) = self.entry(stream, api) else {
+            return call(stream);
+        };
+        let handle = Self::handle_for(&e, stream);
+        if self.capturing(&e, handle) {
+            self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
+            return call(handle);
+        }
+        self.stats.commands.fetch_add(1, Ordering::Relaxed);
+        self.stats.in_order.fetch_add(1, Ordering::Relaxed);
+        let deps = self.implicit_deps(&e);
+        to_status(e.xq.run_synchronous(deps, |_| hw("synchronous", call(handle))))
+    }
+
+    /// `cuStreamSynchronize`: every earlier command launched, then the driver's own wait; on
+    /// success the queue knows its launched work is done.
+    pub(crate) fn stream_synchronize(
+        &self,
+        stream: CUstream,
+        api: Api,
+        real: impl FnOnce(CUstream) -> CUresult,
+    ) -> CUresult {
+        if !self.cfg.enabled {
+            return real(stream);
+        }
+        let Some(e) = self.entry(stream, api) else {
+            return real(stream);
+        };
+        let handle = Self::handle_for(&e, stream);
+        if e.kind == StreamKind::Legacy {
+            // The legacy stream's work waits for the blocking streams' earlier work: it must
+            // all have reached the driver.
+            for d in self.implicit_deps(&e) {
+                d.wait_satisfied();
+            }
+        }
+        to_status(e.xq.synchronize_with(|_| hw("cuStreamSynchronize", real(handle))))
+    }
+
+    /// `cuStreamQuery`: not ready while commands are still buffered.
+    pub(crate) fn stream_query(
+        &self,
+        stream: CUstream,
+        api: Api,
+        real: impl FnOnce(CUstream) -> CUresult,
+    ) -> CUresult {
+        if !self.cfg.enabled {
+            return real(stream);
+        }
+        let Some(e) = self.entry(stream, api) else {
+            return real(stream);
+        };
+        let handle = Self::handle_for(&e, stream);
+        let r = e.xq.query_with(|_| match real(handle) {
+            CUresult::SUCCESS => Ok(true),
+            CUresult::NOT_READY => Ok(false),
+            other => hw("cuStreamQuery", other).map(|()| false),
+        });
+        match r {
+            Ok(true) => CUresult::SUCCESS,
+            Ok(false) => CUresult::NOT_READY,
+            Err(x) => status(&x),
+        }
+    }
+
+    /// `cuCtxSynchronize`: every queue of the current context launched, then the driver's wait.
+    pub(crate) fn ctx_synchronize(&self, real: impl FnOnce() -> CUresult) -> CUresult {
+        if !self.cfg.enabled {
+            return real();
+        }
+        let Some(ctx) = self.current_context() else {
+            return real();
+        };
+        let entries = self.reg.of_context(ctx);
+        for e in &entries {
+            let _ = e.xq.flush();
+        }
+        let r = real();
+        if r.is_success() {
+            for e in &entries {
+                let _ = e.xq.query_with(|_| Ok(true));
+            }
+        }
+        r
+    }
+
+    /// `cuEventRecord[WithFlags]`.
+    pub(crate) fn event_record(
+        &self,
+        event: CUevent,
+        stream: CUstream,
+        api: Api,
+        flags: Option<u32>,
+        direct: impl FnOnce(CUstream) -> CUresult,
+    ) -> CUresult {
+        if !self.cfg.enabled {
+            return direct(stream);
+        }
+        let Some(e) = self.entry(stream, api) else {
+            return direct(stream);
+        };
+        let key = event as usize;
+        if self.capturing(&e, Self::handle_for(&e, stream)) {
+            let r = direct(Self::handle_for(&e, stream));
+            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            let t = ev.entry(key).or_default();
+            t.record = None;
+            t.captured = true;
+            return r;
+        }
+        // Waits issued before this record must reach the driver before it does.
+        let waits = {
+            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            ev.get_mut(&key)
+                .map(|t| std::mem::take(&mut t.waits))
+                .unwrap_or_default()
+        };
+        let deps: Vec<Dependency> = waits
+            .iter()
+            .filter(|(q, _)| !Arc::ptr_eq(q, &e))
+            .filter_map(|(q, seq)| q.xq.dependency_on(*seq))
+            .collect();
+        let (r, seq) = self.scheduled_on(&e, stream, Count::Other, deps, direct, || {
+            Some(CudaCommand::EventRecord { event, flags })
+        });
+        if let Some(seq) = seq {
+            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            let t = ev.entry(key).or_default();
+            t.record = Some((e.clone(), seq));
+            t.captured = false;
+        }
+        r
+    }
+
+    /// `cuStreamWaitEvent`.
+    pub(crate) fn stream_wait_event(
+        &self,
+        stream: CUstream,
+        api: Api,
+        event: CUevent,
+        flags: u32,
+        direct: impl FnOnce(CUstream) -> CUresult,
+    ) -> CUresult {
+        if !self.cfg.enabled {
+            return direct(stream);
+        }
+        let Some(e) = self.entry(stream, api) else {
+            return direct(stream);
+        };
+        let handle = Self::handle_for(&e, stream);
+        let key = event as usize;
+        let (record, captured) = {
+            let ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            ev.get(&key)
+                .map(|t| (t.record.clone(), t.captured))
+                .unwrap_or((None, false))
+        };
+        if captured && self.gate.active() {
+            // Waiting on captured work joins this stream to the capture: what it holds must run
+            // first, and from now on its calls go to the capture.
+            let _ = e.xq.flush();
+            self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
+            return direct(handle);
+        }
+        let deps: Vec<Dependency> = record
+            .iter()
+            .filter(|(q, _)| !Arc::ptr_eq(q, &e))
+            .filter_map(|(q, seq)| q.xq.dependency_on(*seq))
+            .collect();
+        let (r, seq) = self.scheduled_on(&e, stream, Count::Other, deps, direct, || {
+            Some(CudaCommand::WaitEvent { event, flags })
+        });
+        if let Some(seq) = seq {
+            if e.xq.query(seq) == Ok(CommandState::Pending) {
+                let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+                let t = ev.entry(key).or_default();
+                t.waits
+                    .retain(|(q, s)| q.xq.query(*s) == Ok(CommandState::Pending));
+                t.waits.push((e.clone(), seq));
+            }
+        }
+        r
+    }
+
+    /// The queue and position of `event`'s last record, if Baton knows it.
+    fn last_record(&self, event: CUevent) -> Option<(Arc<StreamEntry>, CommandSeq)> {
+        let ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        ev.get(&(event as usize)).and_then(|t| t.record.clone())
+    }
+
+    /// `cuEventQuery`: not ready while its record is still buffered.
+    pub(crate) fn event_query(&self, event: CUevent, real: impl FnOnce() -> CUresult) -> CUresult {
+        if let Some((q, seq)) = self.last_record(event) {
+            if q.xq.query(seq) == Ok(CommandState::Pending) {
+                return CUresult::NOT_READY;
+            }
+        }
+        real()
+    }
+
+    /// `cuEventSynchronize`: its record launched, then the driver's wait.
+    pub(crate) fn event_synchronize(
+        &self,
+        event: CUevent,
+        real: impl FnOnce() -> CUresult,
+    ) -> CUresult {
+        if let Some((q, seq)) = self.last_record(event) {
+            let _ = q.xq.wait_launched(seq);
+        }
+        real()
+    }
+
+    /// `cuEventElapsedTime`: not ready while either record is buffered.
+    pub(crate) fn event_elapsed(
+        &self,
+        a: CUevent,
+        b: CUevent,
+        real: impl FnOnce() -> CUresult,
+    ) -> CUresult {
+        for ev in [a, b] {
+            if let Some((q, seq)) = self.last_record(ev) {
+                if q.xq.query(seq) == Ok(CommandState::Pending) {
+                    return CUresult::NOT_READY;
+                }
+            }
+        }
+        real()
+    }
+
+    /// `cuEventDestroy`: the driver must not lose an event a buffered command still names, so
+    /// while one is buffered the destruction waits in the background (the call returns at once,
+    /// as the driver's does).
+    pub(crate) fn event_destroy(
+        &self,
+        event: CUevent,
+        real: impl FnOnce() -> CUresult + Send + 'static,
+    ) -> CUresult {
+        let t: Option<EventTrack> = self
+            .events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(event as usize));
+        let pending: Vec<(Arc<StreamEntry>, CommandSeq)> = t
+            .map(|t| t.waits.into_iter().chain(t.record).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(q, s)| q.xq.query(*s) == Ok(CommandState::Pending))
+            .collect();
+        if pending.is_empty() {
+            return real();
+        }
+        let spawned = std::thread::Builder::new()
+            .name("baton-retire".into())
+            .spawn(move || {
+                for (q, seq) in pending {
+                    let _ = q.xq.wait_launched(seq);
+                }
+                real()
+            });
+        match spawned {
+            Ok(_) => CUresult::SUCCESS,
+            Err(_) => CUresult::OUT_OF_MEMORY,
+        }
+    }
+
+    /// `cuStreamBeginCapture`: what the stream holds runs first; then its calls go to the capture.
+    pub(crate) fn begin_capture(
+        &self,
+        stream: CUstream,
+        api: Api,
+        real: impl FnOnce(CUstream) -> CUresult,
+    ) -> CUresult {
+        if !self.cfg.enabled {
+            return real(stream);
+        }
+        let Some(e) = self.entry(stream, api) else {
+            return real(stream);
+        };
+        let _ = e.xq.flush();
+        self.gate.begin();
+        let r = real(Self::handle_for(&e, stream));
+        if r.is_success() {
+            e.capturing.store(true, Ordering::Release);
+        } else {
+            self.gate.end();
+        }
+        r
+    }
+
+    /// `cuStreamEndCapture`.
+    pub(crate) fn end_capture(
+        &self,
+        stream: CUstream,
+        api: Api,
+        real: impl FnOnce(CUstream) -> CUresult,
+    ) -> CUresult {
+        if !self.cfg.enabled {
+            return real(stream);
+        }
+        let Some(e) = self.entry(stream, api) else {
+            return real(stream);
+        };
+        let r = real(Self::handle_for(&e, stream));
+        if e.capturing.swap(false, Ordering::AcqRel) {
+            self.gate.end();
+        }
+        r
+    }
+
+    /// The handle an unscheduled call (an allocation) should use for `stream`.
+    pub(crate) fn plain_handle(&self, stream: CUstream, api: Api) -> CUstream {
+        if !self.cfg.enabled {
+            return stream;
+        }
+        match self.entry(stream, api) {
+            Some(e) => Self::handle_for(&e, stream),
+            None => stream,
+        }
+    }
+
+    /// `cuStreamDestroy`: the queue stops taking commands, drains in the background, and the
+    /// stream is destroyed after it; the call returns at once, as the driver's does.
+    pub(crate) fn stream_destroy(
+        &self,
+        stream: CUstream,
+        real: impl FnOnce(CUstream) -> CUresult + Send + 'static,
+    ) -> CUresult {
+        let Some(e) = self.reg.remove_stream(stream) else {
+            return real(stream);
+        };
+        self.unregister(&e);
+        e.xq.close();
+        let handle = stream as usize;
+        let spawned = std::thread::Builder::new()
+            .name("baton-retire".into())
+            .spawn(move || {
+                let _ = e.xq.wait_all();
+                drop(e);
+                real(handle as CUstream)
+            });
+        match spawned {
+            Ok(_) => CUresult::SUCCESS,
+            Err(_) => CUresult::OUT_OF_MEMORY,
+        }
+    }
+
+    /// A context is going away: launch and finish everything Baton holds for it first.
+    pub(crate) fn context_closing(
+        &self,
+        ctx: Option<baton_cuda::sys::CUcontext>,
+        device: Option<i32>,
+    ) {
+        let entries: Vec<Arc<StreamEntry>> = self
+            .reg
+            .all()
+            .into_iter()
+            .filter(|e| {
+                ctx.is_none_or(|c| e.ctx.ctx == c) && device.is_none_or(|d| e.ctx.device == d)
+            })
+            .collect();
+        for e in &entries {
+            let _ = e.xq.resume(baton_core::ResumeFlags::default());
+            let _ = e.xq.flush();
+            let _ = e.xq.wait_all();
+            self.unregister(e);
+            e.xq.close();
+        }
+        let ctxs: Vec<_> = entries.iter().map(|e| e.ctx.ctx).collect();
+        for c in ctxs {
+            self.reg.remove_context(c);
+        }
+    }
+}

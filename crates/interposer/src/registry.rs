@@ -1,0 +1,457 @@
+//! Which XQueue stands for which stream.
+//!
+//! - Every regular stream has an entry keyed by its handle, created on first use (streams
+//!   made before Baton saw them included).
+//! - The legacy default stream of each context has one entry; its commands are launched on
+//!   `CU_STREAM_LEGACY`, which means the same stream from any thread.
+//! - The per-thread default stream of each (context, thread) becomes a real blocking stream
+//!   Baton creates: like the per-thread default stream it synchronizes with the legacy stream
+//!   and nothing else, but a launch worker can reach it from another thread.
+//!
+//! A thread-local cache remembers the last entries a thread used; a generation number bumped
+//! when a stream is destroyed invalidates it.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use baton_agent::QueueMeta;
+use baton_core::{Priority, XQueue};
+use baton_cuda::sys::{
+    CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
+};
+use baton_cuda::{CudaHwQueue, EventPool};
+use baton_policies::{DeviceId, QueueHints};
+
+use crate::runtime::Runtime;
+
+/// What kind of stream an entry stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamKind {
+    /// The legacy default stream of a context.
+    Legacy,
+    /// A thread's per-thread default stream (backed by a stream Baton created).
+    PerThread,
+    /// A stream the application created; `blocking` unless created non-blocking.
+    Regular { blocking: bool },
+}
+
+/// One stream and its XQueue.
+pub(crate) struct StreamEntry {
+    /// The handle commands are launched on.
+    pub(crate) handle: CUstream,
+    pub(crate) kind: StreamKind,
+    pub(crate) ctx: Arc<CtxState>,
+    pub(crate) xq: Arc<XQueue<CudaHwQueue>>,
+    /// Whether this stream is being captured into a graph (then calls bypass the queue).
+    pub(crate) capturing: AtomicBool,
+}
+
+// SAFETY: the handle is a CUDA stream, usable from any thread; the rest is thread-safe.
+unsafe impl Send for StreamEntry {}
+// SAFETY: as above.
+unsafe impl Sync for StreamEntry {}
+
+/// Per-context state.
+pub(crate) struct CtxState {
+    pub(crate) ctx: CUcontext,
+    pub(crate) device: i32,
+    pub(crate) pool: Arc<EventPool>,
+    pub(crate) legacy: OnceLock<Arc<StreamEntry>>,
+    /// Blocking streams (regular and per-thread), which the legacy stream synchronizes with.
+    pub(crate) blocking: RwLock<Vec<Arc<StreamEntry>>>,
+}
+
+// SAFETY: the context handle is usable from any thread; the rest is thread-safe.
+unsafe impl Send for CtxState {}
+// SAFETY: as above.
+unsafe impl Sync for CtxState {}
+
+/// All entries of the process.
+#[derive(Default)]
+pub(crate) struct Registry {
+    streams: RwLock<HashMap<usize, Arc<StreamEntry>>>,
+    ctxs: RwLock<HashMap<usize, Arc<CtxState>>>,
+    per_thread: RwLock<HashMap<(usize, u64), Arc<StreamEntry>>>,
+    generation: AtomicU64,
+}
+
+/// The calling thread's last lookups.
+#[derive(Default)]
+struct Cache {
+    owner: usize,
+    generation: u64,
+    stream: Option<(usize, Arc<StreamEntry>)>,
+    ctx: Option<(usize, Arc<StreamEntry>, Option<Arc<StreamEntry>>)>,
+}
+
+thread_local! {
+    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+    static THREAD_NO: u64 = next_thread_no();
+}
+
+fn next_thread_no() -> u64 {
+    static N: AtomicU64 = AtomicU64::new(1);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Registry {
+    fn current_generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Every entry (for context-wide synchronization, destruction and exit).
+    pub(crate) fn all(&self) -> Vec<Arc<StreamEntry>> {
+        let mut v: Vec<Arc<StreamEntry>> = self
+            .streams
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        v.extend(
+            self.per_thread
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+                .cloned(),
+        );
+        for c in self.ctxs.read().unwrap_or_else(|p| p.into_inner()).values() {
+            if let Some(l) = c.legacy.get() {
+                v.push(l.clone());
+            }
+        }
+        v
+    }
+
+    /// Entries of context `ctx`.
+    pub(crate) fn of_context(&self, ctx: CUcontext) -> Vec<Arc<StreamEntry>> {
+        self.all()
+            .into_iter()
+            .filter(|e| e.ctx.ctx == ctx)
+            .collect()
+    }
+
+    /// Forgets a regular stream's entry (it is being destroyed) and returns it.
+    pub(crate) fn remove_stream(&self, handle: CUstream) -> Option<Arc<StreamEntry>> {
+        let e = self
+            .streams
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(handle as usize));
+        if let Some(e) = &e {
+            e.ctx
+                .blocking
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|b| !Arc::ptr_eq(b, e));
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
+        e
+    }
+
+    /// Forgets every entry of context `ctx` (it is being destroyed) and returns them.
+    pub(crate) fn remove_context(&self, ctx: CUcontext) -> Vec<Arc<StreamEntry>> {
+        let gone = self.of_context(ctx);
+        self.streams
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, e| e.ctx.ctx != ctx);
+        self.per_thread
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(c, _), _| *c != ctx as usize);
+        self.ctxs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(ctx as usize));
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        gone
+    }
+}
+
+/// Which family of entry points an application called: the plain one (stream 0 is the legacy
+/// stream) or the `_ptsz`/`_ptds` one (stream 0 is the per-thread stream).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Api {
+    Plain,
+    PerThread,
+}
+
+impl Runtime {
+    /// The entry for `stream` as the application named it, or `None` when the call should go
+    /// straight to the driver (no current context, an invalid handle: the driver reports it).
+    pub(crate) fn entry(&self, stream: CUstream, api: Api) -> Option<Arc<StreamEntry>> {
+        let owner = self as *const Runtime as usize;
+        let generation = self.reg.current_generation();
+        let h = stream as usize;
+        let special = h == 0 || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+        if !special {
+            let hit = CACHE.with(|c| {
+                let c = c.borrow();
+                (c.owner == owner && c.generation == generation)
+                    .then(|| {
+                        c.stream
+                            .as_ref()
+                            .filter(|(k, _)| *k == h)
+                            .map(|(_, e)| e.clone())
+                    })
+                    .flatten()
+            });
+            if hit.is_some() {
+                return hit;
+            }
+            let e = self.regular(stream)?;
+            CACHE.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.owner != owner || c.generation != generation {
+                    *c = Cache {
+                        owner,
+                        generation,
+                        ..Cache::default()
+                    };
+                }
+                c.stream = Some((h, e.clone()));
+            });
+            return Some(e);
+        }
+        let per_thread = stream == CU_STREAM_PER_THREAD || (h == 0 && api == Api::PerThread);
+        let ctx = self.current_context()?;
+        let hit = CACHE.with(|c| {
+            let c = c.borrow();
+            if c.owner != owner || c.generation != generation {
+                return None;
+            }
+            let (k, legacy, ptds) = c.ctx.as_ref()?;
+            if *k != ctx as usize {
+                return None;
+            }
+            if per_thread {
+                ptds.clone()
+            } else {
+                Some(legacy.clone())
+            }
+        });
+        if hit.is_some() {
+            return hit;
+        }
+        let state = self.context(ctx)?;
+        let legacy = self.legacy(&state)?;
+        let ptds = if per_thread {
+            Some(self.per_thread(&state)?)
+        } else {
+            None
+        };
+        CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.owner != owner || c.generation != generation {
+                *c = Cache {
+                    owner,
+                    generation,
+                    ..Cache::default()
+                };
+            }
+            let keep = match &c.ctx {
+                Some((k, _, p)) if *k == ctx as usize => p.clone(),
+                _ => None,
+            };
+            c.ctx = Some((ctx as usize, legacy.clone(), ptds.clone().or(keep)));
+        });
+        if per_thread { ptds } else { Some(legacy) }
+    }
+
+    /// The calling thread's current context, if any.
+    pub(crate) fn current_context(&self) -> Option<CUcontext> {
+        let get = self.driver.cuCtxGetCurrent?;
+        let mut ctx: CUcontext = std::ptr::null_mut();
+        // SAFETY: `ctx` is a valid out-pointer.
+        let r = unsafe { get(&mut ctx) };
+        (r.is_success() && !ctx.is_null()).then_some(ctx)
+    }
+
+    /// The state of context `ctx`, created on first use.
+    pub(crate) fn context(&self, ctx: CUcontext) -> Option<Arc<CtxState>> {
+        if let Some(s) = self
+            .reg
+            .ctxs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(ctx as usize))
+        {
+            return Some(s.clone());
+        }
+        let device = self.context_device(ctx);
+        let state = Arc::new(CtxState {
+            ctx,
+            device,
+            pool: EventPool::new(self.driver, ctx),
+            legacy: OnceLock::new(),
+            blocking: RwLock::new(Vec::new()),
+        });
+        let mut w = self.reg.ctxs.write().unwrap_or_else(|p| p.into_inner());
+        Some(w.entry(ctx as usize).or_insert(state).clone())
+    }
+
+    fn context_device(&self, ctx: CUcontext) -> i32 {
+        let (Some(push), Some(pop), Some(dev)) = (
+            self.driver.cuCtxPushCurrent_v2,
+            self.driver.cuCtxPopCurrent_v2,
+            self.driver.cuCtxGetDevice,
+        ) else {
+            return 0;
+        };
+        let mut d = 0;
+        // SAFETY: push/pop are balanced; `d` and `old` are valid out-pointers.
+        unsafe {
+            if push(ctx).is_success() {
+                let _ = dev(&mut d);
+                let mut old = std::ptr::null_mut();
+                let _ = pop(&mut old);
+            }
+        }
+        d
+    }
+
+    fn legacy(&self, state: &Arc<CtxState>) -> Option<Arc<StreamEntry>> {
+        if let Some(e) = state.legacy.get() {
+            return Some(e.clone());
+        }
+        let e = self.new_entry(state, CU_STREAM_LEGACY, StreamKind::Legacy, 0)?;
+        Some(state.legacy.get_or_init(|| e).clone())
+    }
+
+    fn per_thread(&self, state: &Arc<CtxState>) -> Option<Arc<StreamEntry>> {
+        let key = (state.ctx as usize, THREAD_NO.with(|n| *n));
+        if let Some(e) = self
+            .reg
+            .per_thread
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Some(e.clone());
+        }
+        let create = self.driver.cuStreamCreate?;
+        let mut s: CUstream = std::ptr::null_mut();
+        // SAFETY: `s` is a valid out-pointer; the context is current on this thread.
+        if !unsafe { create(&mut s, 0) }.is_success() {
+            return None;
+        }
+        let e = self.new_entry(state, s, StreamKind::PerThread, 0)?;
+        state
+            .blocking
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(e.clone());
+        self.reg
+            .per_thread
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, e.clone());
+        Some(e)
+    }
+
+    /// The entry of a regular stream, created on first use.
+    pub(crate) fn regular(&self, stream: CUstream) -> Option<Arc<StreamEntry>> {
+        if let Some(e) = self
+            .reg
+            .streams
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(stream as usize))
+        {
+            return Some(e.clone());
+        }
+        let d = self.driver;
+        let mut ctx: CUcontext = std::ptr::null_mut();
+        let mut flags = 0u32;
+        let mut prio = 0i32;
+        // SAFETY: valid out-pointers; an invalid handle makes the driver return an error.
+        unsafe {
+            if !d.cuStreamGetCtx?(stream, &mut ctx).is_success() || ctx.is_null() {
+                return None;
+            }
+            if let Some(f) = d.cuStreamGetFlags {
+                let _ = f(stream, &mut flags);
+            }
+            if let Some(f) = d.cuStreamGetPriority {
+                let _ = f(stream, &mut prio);
+            }
+        }
+        let state = self.context(ctx)?;
+        let blocking = flags & CU_STREAM_NON_BLOCKING == 0;
+        let e = self.new_entry(&state, stream, StreamKind::Regular { blocking }, prio)?;
+        let mut w = self.reg.streams.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(existing) = w.get(&(stream as usize)) {
+            return Some(existing.clone());
+        }
+        w.insert(stream as usize, e.clone());
+        drop(w);
+        if blocking {
+            state
+                .blocking
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(e.clone());
+        }
+        Some(e)
+    }
+
+    /// A new XQueue over `handle`, registered with the local scheduler. `cuda_priority` is the
+    /// stream's CUDA priority (lower is more urgent).
+    fn new_entry(
+        &self,
+        state: &Arc<CtxState>,
+        handle: CUstream,
+        kind: StreamKind,
+        cuda_priority: i32,
+    ) -> Option<Arc<StreamEntry>> {
+        let hw = CudaHwQueue::new(
+            self.driver,
+            state.ctx,
+            handle,
+            state.pool.clone(),
+            self.gate.clone(),
+        );
+        let level = self.cfg.level.min(baton_core::HwQueue::max_level(&hw));
+        let mut b = XQueue::builder(hw)
+            .level(level)
+            .config(self.cfg.launch)
+            .clock(self.clock.clone());
+        if let Some(s) = &self.sched {
+            b = b.sink(s.inbox());
+        }
+        let xq = Arc::new(b.build().ok()?);
+        // CUDA stream priorities count down from 0 (least urgent); Baton's count up.
+        let priority =
+            Priority::clamped(i64::from(self.cfg.priority.get()) - i64::from(cuda_priority));
+        if let Some(s) = &self.sched {
+            let meta = QueueMeta {
+                pid: std::process::id(),
+                device: DeviceId(u32::try_from(state.device).unwrap_or(0)),
+                hints: QueueHints { priority },
+            };
+            s.lock()
+                .register(xq.clone(), meta, baton_core::Clock::now(&*self.clock));
+        }
+        self.stats.streams.fetch_add(1, Ordering::Relaxed);
+        crate::runtime::ensure_exit_drain();
+        Some(Arc::new(StreamEntry {
+            handle,
+            kind,
+            ctx: state.clone(),
+            xq,
+            capturing: AtomicBool::new(false),
+        }))
+    }
+
+    /// Stops scheduling `e`'s queue (its stream is going away).
+    pub(crate) fn unregister(&self, e: &StreamEntry) {
+        if let Some(s) = &self.sched {
+            let _ = s
+                .lock()
+                .unregister(e.xq.id(), baton_core::Clock::now(&*self.clock));
+        }
+    }
+}

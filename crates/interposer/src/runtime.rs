@@ -1,0 +1,241 @@
+//! The interposer's process-wide state, created on the first intercepted call.
+//!
+//! `get()` is one atomic load once initialized. Initialization takes a spin lock that a forked
+//! child can never find held (the child handler clears the state; see `reset_in_child`), opens
+//! the real driver, resolves its functions with the *real* `dlsym` (never the hook, so there is
+//! no re-entry), and starts the local scheduler thread when scheduling is local.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use baton_agent::{AgentConfig, LocalScheduler, SchedulerMode, SchedulerThread};
+use baton_core::{CommandSeq, MonotonicClock};
+use baton_cuda::{CaptureGate, Driver, ParamCache};
+
+use crate::registry::{Registry, StreamEntry};
+use crate::table::HookMap;
+
+/// Counters reported at exit when `BATON_REPORT` names a file.
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub(crate) kernels: AtomicU64,
+    pub(crate) graphs: AtomicU64,
+    pub(crate) commands: AtomicU64,
+    pub(crate) deferred: AtomicU64,
+    pub(crate) in_order: AtomicU64,
+    pub(crate) bypassed: AtomicU64,
+    pub(crate) streams: AtomicU64,
+}
+
+/// Where an event was last recorded, and the waits on it not yet launched.
+#[derive(Default)]
+pub(crate) struct EventTrack {
+    pub(crate) record: Option<(Arc<StreamEntry>, CommandSeq)>,
+    pub(crate) waits: Vec<(Arc<StreamEntry>, CommandSeq)>,
+    /// Recorded on a stream being captured (a wait on it joins the capture).
+    pub(crate) captured: bool,
+}
+
+/// Everything the hooks share.
+pub(crate) struct Runtime {
+    pub(crate) cfg: AgentConfig,
+    pub(crate) driver: &'static Driver,
+    pub(crate) hooks: HookMap,
+    pub(crate) reg: Registry,
+    pub(crate) events: Mutex<HashMap<usize, EventTrack>>,
+    pub(crate) gate: Arc<CaptureGate>,
+    pub(crate) params: ParamCache,
+    pub(crate) sched: Option<SchedulerThread>,
+    pub(crate) clock: Arc<MonotonicClock>,
+    pub(crate) stats: Stats,
+}
+
+static STATE: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
+static INIT_LOCK: AtomicBool = AtomicBool::new(false);
+/// Set once initialization failed for good: every hook then passes calls through.
+static BROKEN: AtomicBool = AtomicBool::new(false);
+
+/// The runtime, initialized on first use; `None` if the driver cannot be opened.
+pub(crate) fn get() -> Option<&'static Runtime> {
+    let p = STATE.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: a published runtime is leaked and never freed.
+        return Some(unsafe { &*p });
+    }
+    init()
+}
+
+fn init() -> Option<&'static Runtime> {
+    if BROKEN.load(Ordering::Acquire) {
+        return None;
+    }
+    while INIT_LOCK
+        .compare_exchange_weak(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        std::thread::yield_now();
+    }
+    let p = STATE.load(Ordering::Acquire);
+    let result = if !p.is_null() {
+        // SAFETY: see `get`.
+        Some(unsafe { &*p })
+    } else {
+        match build() {
+            Ok(rt) => {
+                let rt: &'static Runtime = Box::leak(Box::new(rt));
+                STATE.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+                register_process_hooks();
+                Some(rt)
+            }
+            Err(why) => {
+                // One line, to stderr: the application runs on, unscheduled.
+                eprintln!("baton: {why}; running without Baton");
+                BROKEN.store(true, Ordering::Release);
+                None
+            }
+        }
+    };
+    INIT_LOCK.store(false, Ordering::Release);
+    result
+}
+
+fn build() -> Result<Runtime, String> {
+    let cfg = AgentConfig::from_env();
+    for w in cfg.warnings() {
+        eprintln!("{w}");
+    }
+    if let Some(filter) = &cfg.log {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+    let handle = baton_cuda::open_library(cfg.cuda_lib.as_deref())?;
+    // SAFETY: the lookup is the real dlsym on the driver's handle, which returns the driver's
+    // own exports, whose signatures the table declares.
+    let driver: &'static Driver = Box::leak(Box::new(unsafe {
+        Driver::resolve(|name| crate::dlsym::lookup(handle, name.as_ptr()))
+    }));
+    let hooks = HookMap::build(handle);
+    let clock = Arc::new(MonotonicClock::new());
+    let sched = if cfg.enabled && cfg.scheduler == SchedulerMode::Local {
+        let policy = baton_policies::by_name(&cfg.policy).map_err(|e| e.to_string())?;
+        let s = SchedulerThread::start(LocalScheduler::new(policy), clock.clone())
+            .map_err(|e| format!("cannot start the scheduler thread: {e}"))?;
+        Some(s)
+    } else {
+        None
+    };
+    tracing::info!(
+        intercepted = hooks.len(),
+        scheduler = %cfg.scheduler,
+        enabled = cfg.enabled,
+        "Baton interposer ready"
+    );
+    Ok(Runtime {
+        cfg,
+        driver,
+        hooks,
+        reg: Registry::default(),
+        events: Mutex::new(HashMap::new()),
+        gate: Arc::new(CaptureGate::default()),
+        params: ParamCache::new(),
+        sched,
+        clock,
+        stats: Stats::default(),
+    })
+}
+
+/// Fork handling, registered once per process image.
+fn register_process_hooks() {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if DONE.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    // SAFETY: the handlers are `extern "C" fn()` with no preconditions.
+    unsafe {
+        libc::pthread_atfork(None, None, Some(reset_in_child));
+        if std::env::var_os("BATON_REPORT").is_some() {
+            libc::atexit(report_at_exit);
+        }
+    }
+}
+
+/// Whether this process image registered [`at_exit`] yet.
+static EXIT_DRAIN: AtomicBool = AtomicBool::new(false);
+
+/// Registers the exit drain, once. Called when the first queue is created: by then the driver
+/// and the CUDA runtime have registered their own exit teardown, and exit handlers run
+/// last-registered first, so buffered work is launched before the driver goes away.
+pub(crate) fn ensure_exit_drain() {
+    if !EXIT_DRAIN.swap(true, Ordering::AcqRel) {
+        // SAFETY: the handler is an `extern "C" fn()` with no preconditions.
+        unsafe { libc::atexit(at_exit) };
+    }
+}
+
+/// In a forked child: forget the parent's state (its threads do not exist here; its locks may
+/// be held forever). The parent's objects are leaked, never touched. A new runtime is built on
+/// the child's first call, and registers its exit drain again after the child's driver did.
+extern "C" fn reset_in_child() {
+    STATE.store(std::ptr::null_mut(), Ordering::Release);
+    INIT_LOCK.store(false, Ordering::Release);
+    BROKEN.store(false, Ordering::Release);
+    EXIT_DRAIN.store(false, Ordering::Release);
+}
+
+/// At exit: every buffered command is handed to the driver, as if the application had launched
+/// it directly, and the report is written if asked for.
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let p = STATE.load(Ordering::Acquire);
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: see `get`.
+        let rt = unsafe { &*p };
+        // No logging here: thread-local state may already be gone.
+        for e in rt.reg.all() {
+            let _ = e.xq.resume(baton_core::ResumeFlags::default());
+            let _ = e.xq.flush();
+        }
+    });
+}
+
+/// At exit, last of Baton's handlers: writes the report if `BATON_REPORT` asks for one.
+extern "C" fn report_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let p = STATE.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: see `get`.
+            unsafe { &*p }.write_report();
+        }
+    });
+}
+
+impl Runtime {
+    fn write_report(&self) {
+        let Some(path) = std::env::var_os("BATON_REPORT") else {
+            return;
+        };
+        let s = &self.stats;
+        let v = serde_json::json!({
+            "pid": std::process::id(),
+            "kernels": s.kernels.load(Ordering::Relaxed),
+            "graph_launches": s.graphs.load(Ordering::Relaxed),
+            "commands": s.commands.load(Ordering::Relaxed),
+            "deferred": s.deferred.load(Ordering::Relaxed),
+            "in_order": s.in_order.load(Ordering::Relaxed),
+            "bypassed": s.bypassed.load(Ordering::Relaxed),
+            "streams": s.streams.load(Ordering::Relaxed),
+            "scheduler": self.cfg.scheduler.to_string(),
+            "enabled": self.cfg.enabled,
+        });
+        let mut p = std::path::PathBuf::from(path);
+        if p.is_dir() {
+            p.push(format!("baton-report-{}.json", std::process::id()));
+        }
+        let _ = std::fs::write(p, format!("{v}\n"));
+    }
+}
