@@ -342,4 +342,46 @@ pfn! {
     PFN_cuGraphExecDestroy(hGraphExec: CUgraphExec);
     /// `cuGraphDestroy` (10.0).
     PFN_cuGraphDestroy(hGraph: CUgraph);
+
+    /// `cuThreadExchangeStreamCaptureMode` (10.1).
+    PFN_cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode);
+    /// `cuPointerGetAttribute` (4.0); `attribute` is a `CUpointer_attribute`.
+    PFN_cuPointerGetAttribute(data: *mut c_void, attribute: c_uint, ptr: CUdeviceptr);
+
+    /// `cuMemcpy2D_v2` (3.2), and `_ptds`; `pCopy` points to a `CUDA_MEMCPY2D`.
+    PFN_cuMemcpy2D_v2(pCopy: *const c_void);
+    /// `cuMemcpy2DUnaligned_v2` (3.2), and `_ptds`.
+    PFN_cuMemcpy2DUnaligned_v2(pCopy: *const c_void);
+    /// `cuMemcpy2DAsync_v2` (3.2), and `_ptsz`.
+    PFN_cuMemcpy2DAsync_v2(pCopy: *const c_void, hStream: CUstream);
+    /// `cuMemcpy3D_v2` (3.2), and `_ptds`; `pCopy` points to a `CUDA_MEMCPY3D`.
+    PFN_cuMemcpy3D_v2(pCopy: *const c_void);
+    /// `cuMemcpy3DAsync_v2` (3.2), and `_ptsz`.
+    PFN_cuMemcpy3DAsync_v2(pCopy: *const c_void, hStream: CUstream);
+    /// `cuMemcpyPeer` (4.0), and `_ptds`.
+    PFN_cuMemcpyPeer(dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: usize);
+    /// `cuMemcpyPeerAsync` (4.0), and `_ptsz`.
+    PFN_cuMemcpyPeerAsync(
+        dstDevice: CUdeviceptr,
+        dstContext: CUcontext,
+        srcDevice: CUdeviceptr,
+        srcContext: CUcontext,
+        ByteCount: usize,
+        hStream: CUstream,
+    );
+    /// `cuMemsetD2D8Async` (3.2), and `_ptsz`.
+    PFN_cuMemsetD2D8Async(dstDevice: CUdeviceptr, dstPitch: usize, uc: u8, Width: usize, Height: usize, hStream: CUstream);
+    /// `cuMemsetD2D16Async` (3.2), and `_ptsz`.
+    PFN_cuMemsetD2D16Async(dstDevice: CUdeviceptr, dstPitch: usize, us: c_ushort, Width: usize, Height: usize, hStream: CUstream);
+    /// `cuMemsetD2D32Async` (3.2), and `_ptsz`.
+    PFN_cuMemsetD2D32Async(dstDevice: CUdeviceptr, dstPitch: usize, ui: c_uint, Width: usize, Height: usize, hStream: CUstream);
+    /// `cuMemPrefetchAsync` (8.0), and `_ptsz`.
+    PFN_cuMemPrefetchAsync(devPtr: CUdeviceptr, count: usize, dstDevice: CUdevice, hStream: CUstream);
+    /// `cuStreamWaitValue64_v2` (11.7), and `_ptsz`.
+    PFN_cuStreamWaitValue64_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint64_t, flags: c_uint);
+    /// `cuStreamWriteValue64_v2` (11.7), and `_ptsz`.
+    PFN_cuStreamWriteValue64_v2(stream: CUstream, addr: CUdeviceptr, value: cuuint64_t, flags: c_uint);
+    /// `cuStreamBatchMemOp_v2` (11.7), and `_ptsz`; `paramArray` points to
+    /// `CUstreamBatchMemOpParams`.
+    PFN_cuStreamBatchMemOp_v2(stream: CUstream, count: c_uint, paramArray: *mut c_void, flags: c_uint);
 }

@@ -7,15 +7,6 @@ use baton_cuda_sys::*;
 
 use crate::DriverError;
 
-/// `cuThreadExchangeStreamCaptureMode` (10.1).
-#[allow(non_camel_case_types)]
-pub type PFN_cuThreadExchangeStreamCaptureMode =
-    unsafe extern "C" fn(mode: *mut CUstreamCaptureMode) -> CUresult;
-/// `cuPointerGetAttribute` (4.0).
-#[allow(non_camel_case_types)]
-pub type PFN_cuPointerGetAttribute =
-    unsafe extern "C" fn(data: *mut c_void, attribute: c_uint, ptr: CUdeviceptr) -> CUresult;
-
 macro_rules! driver {
     ($($name:ident: $pfn:ty;)*) => {
         /// The driver functions Baton calls, each `None` if the library does not export it.
@@ -163,6 +154,34 @@ driver! {
     cuGraphLaunch_ptsz: PFN_cuGraphLaunch;
     cuGraphUpload: PFN_cuGraphUpload;
     cuGraphUpload_ptsz: PFN_cuGraphUpload;
+    cuMemcpy2D_v2: PFN_cuMemcpy2D_v2;
+    cuMemcpy2D_v2_ptds: PFN_cuMemcpy2D_v2;
+    cuMemcpy2DUnaligned_v2: PFN_cuMemcpy2DUnaligned_v2;
+    cuMemcpy2DUnaligned_v2_ptds: PFN_cuMemcpy2DUnaligned_v2;
+    cuMemcpy2DAsync_v2: PFN_cuMemcpy2DAsync_v2;
+    cuMemcpy2DAsync_v2_ptsz: PFN_cuMemcpy2DAsync_v2;
+    cuMemcpy3D_v2: PFN_cuMemcpy3D_v2;
+    cuMemcpy3D_v2_ptds: PFN_cuMemcpy3D_v2;
+    cuMemcpy3DAsync_v2: PFN_cuMemcpy3DAsync_v2;
+    cuMemcpy3DAsync_v2_ptsz: PFN_cuMemcpy3DAsync_v2;
+    cuMemcpyPeer: PFN_cuMemcpyPeer;
+    cuMemcpyPeer_ptds: PFN_cuMemcpyPeer;
+    cuMemcpyPeerAsync: PFN_cuMemcpyPeerAsync;
+    cuMemcpyPeerAsync_ptsz: PFN_cuMemcpyPeerAsync;
+    cuMemsetD2D8Async: PFN_cuMemsetD2D8Async;
+    cuMemsetD2D8Async_ptsz: PFN_cuMemsetD2D8Async;
+    cuMemsetD2D16Async: PFN_cuMemsetD2D16Async;
+    cuMemsetD2D16Async_ptsz: PFN_cuMemsetD2D16Async;
+    cuMemsetD2D32Async: PFN_cuMemsetD2D32Async;
+    cuMemsetD2D32Async_ptsz: PFN_cuMemsetD2D32Async;
+    cuMemPrefetchAsync: PFN_cuMemPrefetchAsync;
+    cuMemPrefetchAsync_ptsz: PFN_cuMemPrefetchAsync;
+    cuStreamWaitValue64_v2: PFN_cuStreamWaitValue64_v2;
+    cuStreamWaitValue64_v2_ptsz: PFN_cuStreamWaitValue64_v2;
+    cuStreamWriteValue64_v2: PFN_cuStreamWriteValue64_v2;
+    cuStreamWriteValue64_v2_ptsz: PFN_cuStreamWriteValue64_v2;
+    cuStreamBatchMemOp_v2: PFN_cuStreamBatchMemOp_v2;
+    cuStreamBatchMemOp_v2_ptsz: PFN_cuStreamBatchMemOp_v2;
 }
 
 /// Opens the CUDA driver library: `path` if given (it must be absolute), otherwise

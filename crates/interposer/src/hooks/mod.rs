@@ -34,6 +34,7 @@ mod context;
 mod events;
 mod launch;
 mod memory;
+mod more;
 mod procaddr;
 mod streams;
 
@@ -41,5 +42,6 @@ pub(crate) use context::*;
 pub(crate) use events::*;
 pub(crate) use launch::*;
 pub(crate) use memory::*;
+pub(crate) use more::*;
 pub(crate) use procaddr::*;
 pub(crate) use streams::*;
