@@ -19,8 +19,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/out}
 mkdir -p "$OUT"
 QUICK=0; [ "${1:-}" = "--quick" ] && QUICK=1
-BATON=$ROOT/target/release/baton
-LIB=$ROOT/target/release/libbaton_interposer.so
+BATON=${BATON_BIN:-$ROOT/target/release/baton}
+LIB=${BATON_LIB:-$ROOT/target/release/libbaton_interposer.so}
 APPS=$ROOT/scripts/gpu/apps
 W=$(mktemp -d)
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false

@@ -1,0 +1,160 @@
+//! What `baton list` and `baton top` show: every scheduled process and its queues.
+//!
+//! The CLI prints [`ProcessList`] as a table, or as JSON with `serde_json` for
+//! `baton list --json` (field names are the JSON keys; enums are `snake_case`).
+
+use baton_core::LaunchConfig;
+use serde::{Deserialize, Serialize};
+
+use crate::hint::check_hint_set;
+use crate::{
+    ClientId, DeviceRef, Hint, LaunchWindow, MAX_COMMAND_LINE_LEN, MAX_LABEL_LEN,
+    MAX_LIST_PROCESSES, MAX_LIST_QUEUES, MAX_NAME_LEN, MAX_QUEUES_PER_CLIENT, ProtocolError,
+    QueueId, Scope, WireLevel, check,
+};
+
+/// The highest command rate a row may claim (a sanity bound, far above any device).
+pub const MAX_COMMANDS_PER_SEC: f64 = 1e12;
+
+/// Scheduled processes (answer to [`Request::List`](crate::Request::List)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcessList {
+    /// The processes, by pid; at most [`MAX_LIST_PROCESSES`], with at most [`MAX_LIST_QUEUES`]
+    /// queues in all.
+    pub processes: Vec<ProcessRow>,
+    /// Whether processes or queues were left out to respect those limits (ask for one pid to
+    /// see it whole).
+    pub truncated: bool,
+}
+
+/// One process.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcessRow {
+    /// Its pid, as the daemon sees it.
+    pub pid: u32,
+    /// Its user, from the socket's credentials.
+    pub uid: u32,
+    /// Its connection.
+    pub client: ClientId,
+    /// Its short name.
+    pub name: String,
+    /// Its command line, arguments joined by spaces; may be empty.
+    pub command: String,
+    /// How long it has been connected, in nanoseconds.
+    pub connected_ns: u64,
+    /// Process-wide hints in force.
+    pub hints: Vec<Hint>,
+    /// Its queues, by id.
+    pub queues: Vec<QueueRow>,
+}
+
+/// One queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueueRow {
+    /// Its id in the process.
+    pub queue: QueueId,
+    /// The agent's description of it; may be empty.
+    pub label: String,
+    /// Its device.
+    pub device: DeviceRef,
+    /// Whether it has unfinished work.
+    pub ready: bool,
+    /// Whether the scheduler holds it suspended.
+    pub suspended: bool,
+    /// How long it has been ready or idle, in nanoseconds.
+    pub since_ns: u64,
+    /// Its level; at most `max_level`.
+    pub level: WireLevel,
+    /// The highest level it supports.
+    pub max_level: WireLevel,
+    /// Its launch window.
+    pub launch: LaunchWindow,
+    /// Commands in flight.
+    pub in_flight: u32,
+    /// Commands submitted, not yet launched.
+    pub buffered: u64,
+    /// Commands launched since creation.
+    pub launched: u64,
+    /// Commands completed since creation; at most `launched`.
+    pub completed: u64,
+    /// Commands completed per second, recently.
+    pub commands_per_sec: f64,
+    /// Its share of its device's time, recently, in percent (0 to 100).
+    pub device_share: f64,
+    /// Hints in force for this queue.
+    pub hints: Vec<Hint>,
+}
+
+impl ProcessList {
+    pub(crate) fn validate(&self) -> Result<(), ProtocolError> {
+        check::list_len("processes", self.processes.len(), MAX_LIST_PROCESSES)?;
+        let queues: usize = self.processes.iter().map(|p| p.queues.len()).sum();
+        if queues > MAX_LIST_QUEUES {
+            return Err(ProtocolError::invalid(
+                "processes",
+                format!("{queues} queues in all, the limit is {MAX_LIST_QUEUES}"),
+            ));
+        }
+        for (i, p) in self.processes.iter().enumerate() {
+            p.validate()
+                .map_err(|e| e.within(&check::at("processes", i)))?;
+        }
+        check::unique("processes", self.processes.iter().map(|p| p.pid))
+    }
+}
+
+impl ProcessRow {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        check::pid("pid", self.pid)?;
+        check::text("name", &self.name, MAX_NAME_LEN)?;
+        check::text_or_empty("command", &self.command, MAX_COMMAND_LINE_LEN)?;
+        check_hint_set("hints", &self.hints, Scope::Process)?;
+        check::list_len("queues", self.queues.len(), MAX_QUEUES_PER_CLIENT)?;
+        for (i, q) in self.queues.iter().enumerate() {
+            q.validate()
+                .map_err(|e| e.within(&check::at("queues", i)))?;
+        }
+        check::unique("queues", self.queues.iter().map(|q| q.queue))
+    }
+}
+
+impl QueueRow {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        check::text_or_empty("label", &self.label, MAX_LABEL_LEN)?;
+        self.device.validate().map_err(|e| e.within("device"))?;
+        self.level.validate()?;
+        self.max_level
+            .validate()
+            .map_err(|e| ProtocolError::invalid("max_level", e.to_string()))?;
+        if self.level > self.max_level {
+            return Err(ProtocolError::invalid(
+                "level",
+                format!(
+                    "level {} is above the maximum {}",
+                    self.level.0, self.max_level.0
+                ),
+            ));
+        }
+        self.launch.validate()?;
+        check::range("in_flight", self.in_flight, 0, LaunchConfig::MAX_THRESHOLD)?;
+        if self.completed > self.launched {
+            return Err(ProtocolError::invalid(
+                "completed",
+                format!(
+                    "{} commands completed but only {} launched",
+                    self.completed, self.launched
+                ),
+            ));
+        }
+        check::real(
+            "commands_per_sec",
+            self.commands_per_sec,
+            MAX_COMMANDS_PER_SEC,
+        )?;
+        check::real("device_share", self.device_share, 100.0)?;
+        check_hint_set("hints", &self.hints, Scope::Queue)
+    }
+}
+
+#[cfg(test)]
+mod tests;
