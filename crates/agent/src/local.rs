@@ -48,6 +48,10 @@ struct Entry {
     ctl: Arc<dyn QueueControl>,
     view: QueueView,
     last_transition: u64,
+    /// Whether the queue is asked to report going idle without the application's help.
+    watch: bool,
+    /// Whether the queue reports its transitions at all.
+    reporting: bool,
 }
 
 /// Runs a policy over registered queues. Single-threaded: wrap it in [`SchedulerThread`](crate::SchedulerThread)
@@ -110,6 +114,8 @@ impl LocalScheduler {
                 ctl,
                 view,
                 last_transition: 0,
+                watch: true,
+                reporting: true,
             },
         );
         self.reschedule(now);
@@ -216,6 +222,46 @@ impl LocalScheduler {
             };
             let ctl = Arc::clone(&e.ctl);
             self.apply(&ctl, kind, now);
+        }
+        self.update_attention(&views, now);
+    }
+
+    /// Asks each queue for only the reports decisions can depend on. A queue reports its
+    /// transitions only if the policy says they can change a decision (each report wakes the
+    /// scheduler). A queue going idle matters only while some queue is suspended (it may be
+    /// what holds that queue back): then every ready queue is watched, so it reports idle even
+    /// if its application never synchronizes; otherwise no launch worker polls for it.
+    fn update_attention(&mut self, views: &[QueueView], now: Nanos) {
+        let snap = Snapshot { now, queues: views };
+        let any_suspended = self.entries.values().any(|e| e.view.suspended);
+        let mut stale = false;
+        for e in self.entries.values_mut() {
+            let report = self.policy.wants_events(&snap, &e.view);
+            if e.reporting != report {
+                e.reporting = report;
+                e.ctl.set_reporting(report);
+                if report {
+                    // Its transitions went unreported: read its state now rather than wait
+                    // for the event it just re-sent.
+                    let st = e.ctl.status();
+                    if st.transitions > e.last_transition {
+                        e.last_transition = st.transitions;
+                        let ready = st.state == QueueState::Ready;
+                        stale |= ready != e.view.ready;
+                        e.view.ready = ready;
+                        e.view.since = now;
+                    }
+                }
+            }
+            let watch = report && any_suspended && e.view.ready;
+            if e.watch != watch {
+                e.watch = watch;
+                e.ctl.set_idle_watch(watch);
+            }
+        }
+        if stale {
+            // Decide again with the fresh states; reporting flags do not change twice in a row.
+            self.reschedule(now);
         }
     }
 
@@ -344,5 +390,30 @@ mod tests {
         // Removing the queue that held a suspended peer back lets it run again.
         s.unregister(b.id(), Nanos(4)).unwrap();
         assert!(!a.status().suspended);
+    }
+
+    #[test]
+    fn only_queues_whose_events_matter_report_them() {
+        let inbox = Arc::new(Inbox::new());
+        let (_a, a) = queue(&inbox);
+        let (_b, b) = queue(&inbox);
+        let mut s = LocalScheduler::new(Box::new(Hpf));
+        s.register(a.clone(), meta(0), Nanos(0));
+        s.register(b.clone(), meta(0), Nanos(0));
+        // Equal priorities: HPF can never suspend either, so neither reports.
+        a.submit(TestCommand(0)).unwrap();
+        b.submit(TestCommand(0)).unwrap();
+        assert!(inbox.drain().is_empty());
+        // B now outranks A: B reports (and its current state is taken at once), A stays muted.
+        s.set_hint(b.id(), Hint::priority(9).unwrap(), Nanos(1))
+            .unwrap();
+        assert!(a.status().suspended);
+        assert!(s.views().iter().any(|v| v.id == b.id() && v.ready));
+        s.on_events(inbox.drain(), Nanos(2));
+        a.submit(TestCommand(1)).unwrap();
+        assert!(
+            inbox.drain().is_empty(),
+            "A's events cannot change a decision"
+        );
     }
 }

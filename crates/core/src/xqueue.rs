@@ -105,6 +105,8 @@ pub struct XQueueStatus {
     pub submitted: u64,
     /// Commands known complete.
     pub completed: u64,
+    /// Idle/Ready transitions so far (see [`QueueEvent::transition`](crate::QueueEvent)).
+    pub transitions: u64,
 }
 
 /// What a scheduler can do with a queue, whatever its hardware: the object-safe face of
@@ -122,6 +124,11 @@ pub trait QueueControl: Send + Sync {
     fn set_level(&self, level: Level) -> Result<(), XQueueError>;
     /// Changes the launch window.
     fn set_launch_config(&self, config: LaunchConfig);
+    /// Whether the queue must report going idle even if its application never synchronizes;
+    /// see [`XQueue::set_idle_watch`].
+    fn set_idle_watch(&self, on: bool);
+    /// Whether the queue reports its Idle/Ready transitions; see [`XQueue::set_reporting`].
+    fn set_reporting(&self, on: bool);
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -199,6 +206,8 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 shutdown: false,
                 worker_sleeping: false,
                 waiters: 0,
+                watch_idle: true,
+                reporting: true,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),
@@ -768,6 +777,49 @@ impl<H: HwQueue> XQueue<H> {
         Ok(())
     }
 
+    /// Whether the launch worker follows the in-flight tail so the queue reports Idle even when
+    /// the application never synchronizes (default: yes). A scheduler turns it off while no
+    /// decision depends on this queue going idle: the worker then stays asleep through a burst
+    /// of launches instead of polling the hardware.
+    pub fn set_idle_watch(&self, on: bool) {
+        let sh = &*self.shared;
+        let mut st = sync::lock(&sh.state);
+        if st.watch_idle != on {
+            st.watch_idle = on;
+            if on && st.inflight() > 0 {
+                sh.wake_worker(&st);
+            }
+        }
+        drop(st);
+    }
+
+    /// Whether Idle/Ready transitions are reported to the sink (default: yes). A scheduler
+    /// turns reporting off for queues none of its decisions depend on, sparing a wake-up per
+    /// transition. Turning it back on reports the current state at once (with the current
+    /// transition number), so the receiver is never left with a stale view.
+    pub fn set_reporting(&self, on: bool) {
+        let sh = &*self.shared;
+        let mut st = sync::lock(&sh.state);
+        if st.reporting == on {
+            return;
+        }
+        st.reporting = on;
+        let mut ev = Pending::new();
+        if on && st.transitions > 0 {
+            ev.push(crate::QueueEvent {
+                queue: sh.id,
+                state: if st.submitted == st.completed {
+                    QueueState::Idle
+                } else {
+                    QueueState::Ready
+                },
+                at: sh.clock.now(),
+                transition: st.transitions,
+            });
+        }
+        sh.unlock_and_emit(st, ev);
+    }
+
     /// Changes the launch window; takes effect with the next launch.
     pub fn set_launch_config(&self, config: LaunchConfig) {
         let sh = &*self.shared;
@@ -800,6 +852,7 @@ impl<H: HwQueue> XQueue<H> {
             inflight: st.launched - st.completed,
             submitted: st.submitted,
             completed: st.completed,
+            transitions: st.transitions,
         }
     }
 
@@ -863,6 +916,12 @@ impl<H: HwQueue> QueueControl for XQueue<H> {
     }
     fn set_launch_config(&self, config: LaunchConfig) {
         XQueue::set_launch_config(self, config)
+    }
+    fn set_idle_watch(&self, on: bool) {
+        XQueue::set_idle_watch(self, on)
+    }
+    fn set_reporting(&self, on: bool) {
+        XQueue::set_reporting(self, on)
     }
 }
 

@@ -1,6 +1,6 @@
 //! Highest priority first, per device.
 
-use crate::{Decision, Policy, Snapshot};
+use crate::{Decision, Policy, QueueView, Snapshot};
 
 /// **HPF** — highest priority first, per device.
 ///
@@ -36,6 +36,12 @@ impl Policy for Hpf {
             }
         }
         d
+    }
+
+    /// Only a queue that outranks another queue on its device can make HPF suspend anything.
+    fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        snap.on_device(queue.device)
+            .any(|q| q.hints.priority < queue.hints.priority)
     }
 }
 
@@ -79,6 +85,22 @@ mod tests {
     fn lower_priorities_yield_to_a_ready_higher_one() {
         let qs = [q(1, 0, 10, true), q(2, 0, 0, true), q(3, 0, 0, false)];
         assert_eq!(decide(&qs), vec![2, 3]);
+    }
+
+    #[test]
+    fn only_queues_that_outrank_another_need_to_report() {
+        let qs = [
+            q(1, 0, 10, true),
+            q(2, 0, 0, true),
+            q(3, 1, 5, false),
+            q(4, 1, 5, true),
+        ];
+        let snap = Snapshot {
+            now: Nanos::ZERO,
+            queues: &qs,
+        };
+        let wants: Vec<bool> = qs.iter().map(|v| Hpf.wants_events(&snap, v)).collect();
+        assert_eq!(wants, vec![true, false, false, false]);
     }
 
     #[test]

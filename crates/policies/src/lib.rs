@@ -30,4 +30,12 @@ pub trait Policy: Send {
     /// Decides which queues run now. Called on every queue event, hint change and requested
     /// wake-up; must be cheap (a decision across 100 processes within tens of microseconds).
     fn decide(&mut self, snapshot: &Snapshot<'_>) -> Decision;
+
+    /// Whether `queue`'s Idle/Ready transitions can change this policy's decisions. Queues
+    /// for which it says no are not asked to report them (each report wakes the scheduler);
+    /// the answer is asked again after every decision. Default: every queue matters.
+    fn wants_events(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
+        let _ = (snapshot, queue);
+        true
+    }
 }

@@ -90,6 +90,11 @@ pub(super) struct State<H: HwQueue> {
     pub(super) shutdown: bool,
     pub(super) worker_sleeping: bool,
     pub(super) waiters: u32,
+    /// Whether someone (a scheduler) needs to hear promptly when the queue goes idle, even if
+    /// the application does not synchronize: then the worker follows the in-flight tail.
+    pub(super) watch_idle: bool,
+    /// Whether Idle/Ready transitions go to the sink (they are always counted).
+    pub(super) reporting: bool,
 }
 
 impl<H: HwQueue> State<H> {
@@ -152,6 +157,9 @@ impl Pending {
 impl<H: HwQueue> Shared<H> {
     pub(super) fn transition(&self, st: &mut State<H>, to: QueueState, ev: &mut Pending) {
         st.transitions += 1;
+        if !st.reporting {
+            return;
+        }
         ev.push(QueueEvent {
             queue: self.id,
             state: to,
@@ -330,39 +338,52 @@ impl<H: HwQueue> Shared<H> {
                 continue;
             }
             if st.inflight() > 0 {
-                let Some((end, sp)) = st.sync_points.front().map(|(e, s)| (*e, s.clone())) else {
-                    // The tail no sync point covers: ask the hardware (which adds nothing to the
-                    // application's queue), and ask again after a growing pause unless new work
-                    // wakes the worker first.
-                    self.reap_idle(&mut st, &mut ev);
-                    if st.inflight() == 0 {
+                // Blocking on a sync point is worth it only when a launch waits for it (buffered
+                // commands that may go once the window frees up, or a drain at shutdown). Merely
+                // following the tail to see the queue go idle polls without blocking, with
+                // growing pauses — and only while someone needs to know (the idle watch).
+                let launch_waits = !st.buffer.is_empty()
+                    && (!st.suspended || st.launched < self.progress.demanded());
+                if launch_waits || st.shutdown {
+                    if let Some((end, sp)) = st.sync_points.front().map(|(e, s)| (*e, s.clone())) {
                         poll = IDLE_POLL_MIN;
-                        continue;
-                    }
-                    if !ev.is_empty() {
                         drop(st);
                         ev.emit(&*self.sink);
                         ev = Pending::new();
+                        let r = self.hw.wait(&sp);
+                        drop(sp);
                         st = sync::lock(&self.state);
+                        if let Err(e) = r {
+                            st.record_error(e);
+                        }
+                        self.complete_to(&mut st, end, &mut ev);
                         continue;
                     }
-                    st.worker_sleeping = true;
-                    st = sync::wait_timeout(&self.worker_cv, st, poll);
-                    st.worker_sleeping = false;
-                    poll = (poll * 2).min(IDLE_POLL_MAX);
-                    continue;
-                };
-                poll = IDLE_POLL_MIN;
-                drop(st);
-                ev.emit(&*self.sink);
-                ev = Pending::new();
-                let r = self.hw.wait(&sp);
-                drop(sp);
-                st = sync::lock(&self.state);
-                if let Err(e) = r {
-                    st.record_error(e);
                 }
-                self.complete_to(&mut st, end, &mut ev);
+                self.reap(&mut st, &mut ev);
+                self.reap_idle(&mut st, &mut ev);
+                if st.inflight() == 0 {
+                    poll = IDLE_POLL_MIN;
+                    continue;
+                }
+                if !ev.is_empty() {
+                    drop(st);
+                    ev.emit(&*self.sink);
+                    ev = Pending::new();
+                    st = sync::lock(&self.state);
+                    continue;
+                }
+                st.worker_sleeping = true;
+                if launch_waits || st.shutdown || st.watch_idle {
+                    st = sync::wait_timeout(&self.worker_cv, st, poll);
+                    poll = (poll * 2).min(IDLE_POLL_MAX);
+                } else {
+                    // Nobody waits for this tail: the application's own synchronization, a
+                    // full window or a new idle watch will bring the worker back.
+                    st = sync::wait(&self.worker_cv, st);
+                    poll = IDLE_POLL_MIN;
+                }
+                st.worker_sleeping = false;
                 continue;
             }
             if st.shutdown && st.buffer.is_empty() {

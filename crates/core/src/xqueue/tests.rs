@@ -802,3 +802,50 @@ fn a_synchronous_operation_adds_no_sync_point_and_completes_the_queue() {
     assert_eq!(rec.states(), vec![QueueState::Ready, QueueState::Idle]);
     assert_eq!(hw.script().launched, vec![7, 1, 2]);
 }
+
+#[test]
+fn muted_queues_count_transitions_and_reannounce_when_unmuted() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let rec = StdArc::new(Recorder::default());
+    let q = XQueue::builder(hw.clone())
+        .drive(Drive::External)
+        .sink(rec.clone())
+        .build()
+        .unwrap();
+    q.set_reporting(false);
+    q.submit(TestCommand(0)).unwrap();
+    hw.complete_all();
+    q.poll();
+    q.submit(TestCommand(1)).unwrap();
+    assert!(rec.states().is_empty(), "a muted queue reported");
+    assert_eq!(q.status().transitions, 3);
+    q.set_reporting(true);
+    let events = rec.0.lock().unwrap().clone();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].state, events[0].transition),
+        (QueueState::Ready, 3)
+    );
+}
+
+#[test]
+fn an_unwatched_worker_leaves_idle_detection_to_the_application() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    hw.set_auto_complete(true);
+    let rec = StdArc::new(Recorder::default());
+    let q = XQueue::builder(hw.clone())
+        .config(LaunchConfig::new(16, 8).unwrap())
+        .sink(rec.clone())
+        .build()
+        .unwrap();
+    q.set_idle_watch(false);
+    q.submit(TestCommand(0)).unwrap();
+    // Nothing makes the queue look at the finished command: it stays Ready…
+    assert_eq!(q.status().state, QueueState::Ready);
+    // …until someone watches (the worker then notices) or the application synchronizes.
+    q.set_idle_watch(true);
+    while q.status().state != QueueState::Idle {
+        std::thread::yield_now();
+    }
+    assert_eq!(rec.states(), vec![QueueState::Ready, QueueState::Idle]);
+}
