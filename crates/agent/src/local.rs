@@ -338,10 +338,16 @@ impl LocalScheduler {
                 *running.entry(e.view.device).or_default() += 1;
             }
         }
+        // Each running queue gets dt / n; the remainder goes to the first ones, so no time is
+        // lost to rounding however short the interval.
+        let mut handed: BTreeMap<DeviceId, u64> = BTreeMap::new();
         for e in self.entries.values_mut() {
             if e.view.ready && !e.view.suspended {
                 let n = running.get(&e.view.device).copied().unwrap_or(1).max(1);
-                e.view.served += Nanos(dt.0 / n);
+                let k = handed.entry(e.view.device).or_default();
+                let extra = u64::from(*k < dt.0 % n);
+                *k += 1;
+                e.view.served += Nanos(dt.0 / n + extra);
             }
         }
     }

@@ -17,7 +17,7 @@ use crate::{Decision, Policy, QueueView, Snapshot};
 /// every deadline. `k > 1` suits devices that run several queues concurrently.
 ///
 /// Reads: `Deadline` (10 µs..=1 h), [`GlobalHint::K`](crate::GlobalHint::K) (1..=1024,
-/// default 1). Reports `deadline_misses`: jobs that completed after their deadline.
+/// default 1). Reports `deadline_misses`: jobs (readiness periods) that overran their deadline.
 /// Work-conserving per device.
 #[derive(Clone, Debug, Default)]
 pub struct Kedf {
@@ -30,13 +30,20 @@ impl Policy for Kedf {
     }
 
     fn decide(&mut self, snap: &Snapshot<'_>) -> Decision {
-        self.misses.observe(snap.queues);
+        self.misses.observe(snap.queues, snap.now);
         let k = snap.global.k.unwrap_or(1).max(1) as usize;
         let mut d = Decision::default();
         for dev in snap.devices() {
             let mut ready: Vec<&QueueView> = snap.on_device(dev).filter(|q| q.ready).collect();
             ready.sort_by_key(|q| (absolute_deadline(q), q.id));
             d.suspend.extend(ready.iter().skip(k).map(|q| q.id));
+            // Wake at the next deadline, to notice overruns as they happen.
+            for q in &ready {
+                let due = absolute_deadline(q);
+                if due >= snap.now && due < Nanos::MAX {
+                    d.wake(due + Nanos(1));
+                }
+            }
             if ready.len() >= k {
                 d.suspend
                     .extend(snap.on_device(dev).filter(|q| !q.ready).map(|q| q.id));
@@ -55,26 +62,37 @@ pub(crate) fn absolute_deadline(q: &QueueView) -> Nanos {
     q.hints.deadline.map_or(Nanos::MAX, |d| q.since + d)
 }
 
-/// Counts jobs that completed later than their queue's deadline hint, from the job counts and
-/// last-job latencies the snapshots carry. If several jobs of a queue complete between two
-/// decisions, only the last one is judged.
+/// Counts jobs (readiness periods) that overran their queue's deadline hint: once when a
+/// ready queue passes its deadline, or when a job completes late without having been seen
+/// overdue. A queue that stays ready across several application jobs (overload) counts as one
+/// job, so under overload the count is a lower bound. If several jobs of a queue complete
+/// between two decisions, only the last one is judged.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct MissCounter {
-    seen: BTreeMap<XQueueId, u64>,
+    /// Per queue: jobs seen, and the release of the last job counted as overdue.
+    seen: BTreeMap<XQueueId, (u64, Option<Nanos>)>,
     pub(crate) misses: u64,
 }
 
 impl MissCounter {
-    pub(crate) fn observe(&mut self, queues: &[QueueView]) {
+    pub(crate) fn observe(&mut self, queues: &[QueueView], now: Nanos) {
         for q in queues {
-            let seen = self.seen.entry(q.id).or_insert(q.jobs);
+            let Some(d) = q.hints.deadline else {
+                continue;
+            };
+            let (seen, flagged) = self.seen.entry(q.id).or_insert((q.jobs, None));
             if q.jobs > *seen {
                 *seen = q.jobs;
-                if let (Some(d), Some(l)) = (q.hints.deadline, q.last_job) {
-                    if l > d {
+                if let Some(l) = q.last_job {
+                    let release = q.since.saturating_sub(l);
+                    if l > d && *flagged != Some(release) {
                         self.misses += 1;
                     }
                 }
+            }
+            if q.ready && now > q.since + d && *flagged != Some(q.since) {
+                *flagged = Some(q.since);
+                self.misses += 1;
             }
         }
     }
@@ -118,15 +136,28 @@ mod tests {
     #[test]
     fn late_jobs_are_counted() {
         let mut p = Kedf::default();
-        let mut a = q(1, 0, Some(5), true);
+        let mut a = q(1, 0, Some(5), false);
         p.decide(&Snapshot::new(Nanos::ZERO, &[a]));
         a.jobs = 1;
+        a.since = Nanos::from_millis(4);
         a.last_job = Some(Nanos::from_millis(4));
         p.decide(&Snapshot::new(Nanos::ZERO, &[a]));
         a.jobs = 2;
+        a.since = Nanos::from_millis(16);
         a.last_job = Some(Nanos::from_millis(6));
         p.decide(&Snapshot::new(Nanos::ZERO, &[a]));
         p.decide(&Snapshot::new(Nanos::ZERO, &[a]));
         assert_eq!(p.counters(), vec![("deadline_misses", 1)]);
+        // Seen overdue while still running, then completing late: one miss, not two.
+        a.ready = true;
+        a.since = Nanos::from_millis(20);
+        p.decide(&Snapshot::new(Nanos::from_millis(26), &[a]));
+        assert_eq!(p.counters(), vec![("deadline_misses", 2)]);
+        a.ready = false;
+        a.jobs = 3;
+        a.since = Nanos::from_millis(27);
+        a.last_job = Some(Nanos::from_millis(7));
+        p.decide(&Snapshot::new(Nanos::from_millis(27), &[a]));
+        assert_eq!(p.counters(), vec![("deadline_misses", 2)]);
     }
 }

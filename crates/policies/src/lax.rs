@@ -38,7 +38,7 @@ impl Policy for Lax {
     }
 
     fn decide(&mut self, snap: &Snapshot<'_>) -> Decision {
-        self.misses.observe(snap.queues);
+        self.misses.observe(snap.queues, snap.now);
         let now = snap.now;
         let mut d = rank_first(snap, Scope::PerDevice, |q| effective(q, now));
         for q in snap.queues.iter().filter(|q| q.ready) {

@@ -15,6 +15,9 @@ pub const MLFQ_DEFAULT_QUANTUM: Nanos = Nanos::from_millis(2);
 /// How many top-level quanta pass between two boosts of every queue back to the top.
 pub const MLFQ_BOOST_QUANTA: u64 = 50;
 
+/// The shortest time MLFQ asks to sleep before checking quanta again.
+const MLFQ_MIN_WAKE: Nanos = Nanos::from_micros(50);
+
 /// **MLFQ** — multi-level feedback queue: short jobs first without knowing job lengths.
 ///
 /// Every queue starts at level 0. Per device, the ready queues at the best (lowest) level run
@@ -73,7 +76,7 @@ impl Policy for Mlfq {
         for q in snap.queues.iter().filter(|q| q.ready && !d.suspends(q.id)) {
             if let Some((l, start)) = levels.get(&q.id) {
                 if *l + 1 < MLFQ_LEVELS {
-                    let t = now + (quantum(*l) - (q.served - *start)).max(Nanos(1));
+                    let t = now + (quantum(*l) - (q.served - *start)).max(MLFQ_MIN_WAKE);
                     wake = Some(wake.map_or(t, |w: Nanos| w.min(t)));
                 }
             }
