@@ -13,6 +13,8 @@ pub struct ClientResult {
     pub name: String,
     /// Its process.
     pub pid: u32,
+    /// Its XQueue, if it was scheduled.
+    pub queue: Option<baton_core::XQueueId>,
     /// Its deadline, if it had one.
     pub deadline: Option<Nanos>,
     /// Finished jobs, in completion order.

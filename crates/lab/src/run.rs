@@ -155,6 +155,10 @@ pub fn run(spec: LabSpec) -> LabResult {
         .map(|((c, work_series), context_busy)| ClientResult {
             name: c.spec.name.clone(),
             pid: c.spec.pid,
+            queue: match &c.path {
+                Path::Queue(q) => Some(q.id()),
+                Path::Raw(_) => None,
+            },
             deadline: c.spec.deadline,
             open_jobs: c.open_jobs(),
             jobs: c.jobs,
