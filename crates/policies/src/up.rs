@@ -9,6 +9,9 @@ use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
 /// The period over which UP enforces shares unless a time-slice hint says otherwise.
 pub const UP_DEFAULT_PERIOD: Nanos = Nanos::from_millis(20);
 
+/// Budget differences below this many nanoseconds count as none.
+const SLACK_NS: f64 = 1_000.0;
+
 /// **UP** — utilization partition per queue (XSched's UP).
 ///
 /// Time on each device is cut into periods of one time slice `P`. Each queue's normalized
@@ -82,8 +85,10 @@ impl Policy for Up {
             let holder_ok = st
                 .holder
                 .and_then(|h| qs.iter().position(|q| q.id == h && q.ready));
+            // A holder within a microsecond of its budget has spent it (rounding must not
+            // leave it holding the device with no wake-up left to end its turn).
             let chosen = match holder_ok {
-                Some(i) if used(st, qs[i]) < budget(i) => Some(i),
+                Some(i) if used(st, qs[i]) + SLACK_NS < budget(i) => Some(i),
                 _ => {
                     let mut best: Option<(f64, usize)> = None;
                     for (i, q) in qs.iter().enumerate().filter(|(_, q)| q.ready) {
@@ -99,7 +104,7 @@ impl Policy for Up {
             d.wake(st.end);
             if let Some(i) = chosen {
                 let left = budget(i) - used(st, qs[i]);
-                if left >= 1.0 {
+                if left >= SLACK_NS {
                     d.wake(now + crate::nanos_f64(left));
                 }
                 d.suspend
@@ -150,5 +155,18 @@ mod tests {
         let d = p.decide(&Snapshot::new(t, &[q(1, 75.0, 15), q(2, 25.0, 5)]));
         assert_eq!(d.suspend, vec![XQueueId(1)]);
         assert_eq!(d.wake_at, Some(Nanos::from_millis(25)));
+    }
+
+    #[test]
+    fn a_holder_a_nanosecond_short_of_its_budget_hands_over() {
+        // Found by the lab's starvation property: rounding left the holder 1 ns under budget
+        // with no wake-up to end its turn, and the next period let it keep the device.
+        let mut p = Up::default();
+        p.decide(&Snapshot::new(Nanos::ZERO, &[q(1, 75.0, 0), q(2, 25.0, 0)]));
+        let mut a = q(1, 75.0, 0);
+        a.served = Nanos(15_000_000 - 1);
+        let t = Nanos(15_000_000 - 1);
+        let d = p.decide(&Snapshot::new(t, &[a, q(2, 25.0, 0)]));
+        assert_eq!(d.suspend, vec![XQueueId(1)]);
     }
 }
