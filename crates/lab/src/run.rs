@@ -25,8 +25,14 @@ pub fn run(spec: LabSpec) -> LabResult {
         clients: specs,
         mut actions,
     } = spec;
-    let sim = Sim::new(device, TimeMode::Virtual);
-    sim.with(|d| d.record_completions(true));
+    let mut sims: BTreeMap<u32, Sim> = BTreeMap::new();
+    for d in specs.iter().map(|c| c.device).chain([0]) {
+        sims.entry(d).or_insert_with(|| {
+            let sim = Sim::new(device, TimeMode::Virtual);
+            sim.with(|m| m.record_completions(true));
+            sim
+        });
+    }
     let inbox = Arc::new(Inbox::new());
     let mut sched = LocalScheduler::new(policy);
     sched.set_process_info_source(Box::new(StaticProcessInfo(processes)));
@@ -34,20 +40,23 @@ pub fn run(spec: LabSpec) -> LabResult {
     for h in global {
         sched.set_global_hint(h, Nanos::ZERO);
     }
-    let mut shared_ctx: BTreeMap<u32, ContextId> = BTreeMap::new();
+    let mut shared_ctx: BTreeMap<(u32, u32), ContextId> = BTreeMap::new();
     let mut clients = Vec::new();
-    let mut by_stream: BTreeMap<StreamId, usize> = BTreeMap::new();
+    let mut by_stream: BTreeMap<(u32, StreamId), usize> = BTreeMap::new();
     for (i, spec) in specs.into_iter().enumerate() {
+        let sim = &sims[&spec.device];
         let ctx = match spec.context {
             ContextSpec::Own => sim.create_context(),
-            ContextSpec::Shared(k) => *shared_ctx.entry(k).or_insert_with(|| sim.create_context()),
+            ContextSpec::Shared(k) => *shared_ctx
+                .entry((spec.device, k))
+                .or_insert_with(|| sim.create_context()),
         };
         let hw = sim.create_stream(ctx, spec.stream_priority);
-        by_stream.insert(hw.stream(), i);
+        by_stream.insert((spec.device, hw.stream()), i);
         let path = if spec.scheduled {
             let q = XQueue::builder(hw)
                 .drive(Drive::External)
-                .clock(sim.clock())
+                .clock(sims[&spec.device].clock())
                 .sink(inbox.clone())
                 .level(spec.level.unwrap_or(device.max_level))
                 .config(spec.launch)
@@ -60,7 +69,7 @@ pub fn run(spec: LabSpec) -> LabResult {
             }
             let meta = QueueMeta {
                 pid: spec.pid,
-                device: DeviceId(0),
+                device: DeviceId(spec.device),
                 hints,
             };
             sched.register(q.clone(), meta, Nanos::ZERO);
@@ -112,7 +121,10 @@ pub fn run(spec: LabSpec) -> LabResult {
         if t >= end {
             break;
         }
-        let mut next = sim.next_event_time().min(end).min(next_sample);
+        let mut next = end.min(next_sample);
+        for sim in sims.values() {
+            next = next.min(sim.next_event_time());
+        }
         for c in &clients {
             for n in [c.next_release, c.next_announce].into_iter().flatten() {
                 next = next.min(n.max(t + Nanos(1)));
@@ -124,11 +136,13 @@ pub fn run(spec: LabSpec) -> LabResult {
         if let Some(w) = sched.next_wake() {
             next = next.min(w.max(t + Nanos(1)));
         }
-        sim.advance_to(next);
         t = next;
-        for c in sim.with(|d| d.take_completions()) {
-            if let Some(i) = by_stream.get(&c.stream) {
-                clients[*i].completed(&c);
+        for (dev, sim) in &sims {
+            sim.advance_to(next);
+            for c in sim.with(|d| d.take_completions()) {
+                if let Some(i) = by_stream.get(&(*dev, c.stream)) {
+                    clients[*i].completed(&c);
+                }
             }
         }
         if t >= next_sample {
@@ -139,15 +153,16 @@ pub fn run(spec: LabSpec) -> LabResult {
             next_sample = t + sample_every;
         }
     }
-    let busy: Vec<Nanos> = sim.with(|d| {
-        clients
-            .iter()
-            .map(|c| match &c.path {
-                Path::Raw(hw) => d.busy(d.context_of(hw.stream())),
-                Path::Queue(q) => d.busy(d.context_of(q.hw().stream())),
-            })
-            .collect()
-    });
+    let busy: Vec<Nanos> = clients
+        .iter()
+        .map(|c| {
+            let stream = match &c.path {
+                Path::Raw(hw) => hw.stream(),
+                Path::Queue(q) => q.hw().stream(),
+            };
+            sims[&c.spec.device].with(|d| d.busy(d.context_of(stream)))
+        })
+        .collect();
     let results = clients
         .into_iter()
         .zip(work_samples)

@@ -97,6 +97,8 @@ pub struct ClientSpec {
     pub name: String,
     /// The process it belongs to (clients may share one).
     pub pid: u32,
+    /// The device it runs on (each device is a separate simulated device; default 0).
+    pub device: u32,
     /// Its context on the device.
     pub context: ContextSpec,
     /// Its stream's device priority (SM allocation within a context).
@@ -125,6 +127,7 @@ impl ClientSpec {
         ClientSpec {
             name: name.to_string(),
             pid,
+            device: 0,
             context: ContextSpec::Own,
             stream_priority: 0,
             scheduled: true,
@@ -169,7 +172,7 @@ pub enum Action {
 
 /// A whole lab run.
 pub struct LabSpec {
-    /// The simulated device.
+    /// The simulated devices' configuration (every device alike).
     pub device: SimConfig,
     /// The policy the scheduler starts with.
     pub policy: Box<dyn Policy>,
