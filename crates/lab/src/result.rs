@@ -117,7 +117,7 @@ impl LabResult {
     }
 
     /// The run as JSON for plots: per client, its work series (ms of work per sample) and its
-    /// jobs as `[release_ms, latency_ms]`.
+    /// jobs as `[release_ms, latency_ms]` (every k-th job past 2000, to keep files small).
     pub fn to_json(&self) -> Value {
         let ms = |n: Nanos| n.0 as f64 / 1e6;
         json!({
@@ -131,7 +131,7 @@ impl LabResult {
                 "pid": c.pid,
                 "work_share": share,
                 "work_ms": c.work_series.iter().map(|w| ms(*w)).collect::<Vec<_>>(),
-                "jobs": c.jobs.iter().map(|j| [ms(j.release), ms(j.latency())]).collect::<Vec<_>>(),
+                "jobs": c.jobs.iter().step_by(c.jobs.len().div_ceil(2000).max(1)).map(|j| [ms(j.release), ms(j.latency())]).collect::<Vec<_>>(),
                 "p50_ms": ms(c.latency(0.5)),
                 "p99_ms": ms(c.latency(0.99)),
                 "deadline_misses": c.deadline_misses(),
