@@ -23,4 +23,4 @@ pub use local::{LocalScheduler, OpKind, OpRecord, QueueMeta, UnknownProcess, Unk
 pub use procinfo::{
     ProcFs, ProcessFacts, ProcessInfoSource, StaticProcessInfo, parse_nice, parse_uid,
 };
-pub use thread::SchedulerThread;
+pub use thread::{PROCESS_REFRESH, SchedulerThread};

@@ -29,7 +29,7 @@ pub fn weight(p: Priority) -> u32 {
 /// **CFS** — weighted fair share like Linux's completely fair scheduler.
 ///
 /// Each queue accumulates *virtual runtime*: the device time it is served, scaled by
-/// `1024 / weight`, its weight following its priority (see [`weight`]). Per device, the ready
+/// `1024 / weight`, its weight following its priority (see [`cfs_weight`](crate::cfs_weight)). Per device, the ready
 /// queue with the least virtual runtime runs alone for a slice of the period `P` proportional
 /// to its weight among the ready queues (at least 1 ms), then the choice is made again. A
 /// queue that wakes up starts no further back than `P/2` behind the least virtual runtime, so

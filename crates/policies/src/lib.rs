@@ -42,7 +42,7 @@ mod snapshot;
 mod up;
 
 pub use awf::Awf;
-pub use cfs::Cfs;
+pub use cfs::{Cfs, weight as cfs_weight};
 pub use chpf::Chpf;
 pub use decision::Decision;
 pub use dependency::{Dependency, Until, inherit};
