@@ -10,8 +10,14 @@ use crate::{Decision, Policy, Snapshot};
 pub const SLO_DEFAULT_CYCLE: Nanos = Nanos::from_millis(1);
 /// How many recent jobs of each protected queue the p99 is computed over.
 pub const SLO_WINDOW: usize = 200;
-/// Jobs between two additive increases of the BE share.
+/// Jobs between two adjustments of the BE share.
 pub const SLO_STEP_JOBS: u64 = 20;
+/// The additive step of the BE share.
+pub const SLO_STEP: f64 = 0.02;
+/// Below this fraction of the target (window p99), the BE share grows.
+pub const SLO_GROW: f64 = 0.93;
+/// Above this fraction of the target, the BE share shrinks by a step; above the target, it halves.
+pub const SLO_BACK_OFF: f64 = 0.97;
 
 /// **SLO** — keeps the p99 job latency of protected queues under their target while giving
 /// best-effort queues as much device time as that allows, by feedback.
@@ -22,14 +28,13 @@ pub const SLO_STEP_JOBS: u64 = 20;
 /// are suspended for the rest (`share = 0` is HPF, `share = 1` is no protection).
 ///
 /// Feedback, from each protected queue's job latencies (readiness periods, which the
-/// scheduler measures): a job slower than 90 % of its target halves `share` at once
-/// (multiplicative decrease; at most once per 20 jobs, so one slow burst is not punished
-/// repeatedly); every 20 jobs whose window p99 (last 200 jobs) stays under 80 % of the target,
-/// `share` grows by 0.02 (additive increase). It starts at 0 — safe — and climbs to the edge of
-/// what the target tolerates.
+/// scheduler measures), every 20 jobs: with `r` the worst ratio of a protected queue's p99 over
+/// its last 200 jobs to its target, `share` halves if `r > 1` (the SLO is violated), drops by
+/// 0.02 if `r > 0.97`, grows by 0.02 if `r < 0.93`, and stays otherwise. It starts at 0 — safe
+/// — and settles just under the edge of what the target tolerates.
 ///
 /// Reads: `SloTarget` (10 µs..=10 s), [`GlobalHint::Timeslice`](crate::GlobalHint::Timeslice)
-/// as `C` (100 µs..=1 s, default 1 ms). Reports `be_share_permille` and `slow_jobs`.
+/// as `C` (100 µs..=1 s, default 1 ms). Reports `be_share_permille` and `slow_jobs` (jobs over their target).
 /// Work-conserving per device in that some ready queue always runs; BE may starve while
 /// protected work never pauses.
 #[derive(Clone, Debug)]
@@ -68,14 +73,13 @@ impl Slo {
         }
     }
 
-    /// The BE share in force.
+    /// The BE share in force (0..=1).
     pub fn share(&self) -> f64 {
         self.share
     }
 
     fn observe(&mut self, snap: &Snapshot<'_>) {
         let mut worst = 0.0f64;
-        let mut slow = false;
         let mut fresh = 0u64;
         for q in snap.queues {
             let Some(target) = q.hints.slo_target else {
@@ -90,8 +94,8 @@ impl Slo {
                         window.pop_front();
                     }
                     window.push_back(l);
-                    if l.0 as f64 > 0.9 * target.0 as f64 {
-                        slow = true;
+                    if l > target {
+                        self.slow_jobs += 1;
                     }
                 }
             }
@@ -101,17 +105,20 @@ impl Slo {
                 worst = worst.max(p.0 as f64 / target.0 as f64);
             }
         }
-        self.slow_jobs += u64::from(slow);
         if self.fixed || fresh == 0 {
             return;
         }
         self.since_change += fresh;
-        if slow && self.since_change >= SLO_STEP_JOBS {
+        if self.since_change < SLO_STEP_JOBS {
+            return;
+        }
+        self.since_change = 0;
+        if worst > 1.0 {
             self.share /= 2.0;
-            self.since_change = 0;
-        } else if !slow && self.since_change >= SLO_STEP_JOBS && worst < 0.8 {
-            self.share = (self.share + 0.02).min(1.0);
-            self.since_change = 0;
+        } else if worst > SLO_BACK_OFF {
+            self.share = (self.share - SLO_STEP).max(0.0);
+        } else if worst < SLO_GROW {
+            self.share = (self.share + SLO_STEP).min(1.0);
         }
         if self.share < 0.01 {
             self.share = 0.0;
@@ -185,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn fast_jobs_raise_the_share_and_a_slow_one_halves_it() {
+    fn fast_jobs_raise_the_share_and_a_violated_target_halves_it() {
         let be = QueueView::new(2, 2, 0, true);
         let mut p = Slo::new();
         let mut t = Nanos::ZERO;
@@ -194,8 +201,12 @@ mod tests {
             p.decide(&Snapshot::new(t, &[hp(j, 2), be]));
         }
         assert!((p.share() - 0.2).abs() < 1e-9, "{}", p.share());
+        // Three jobs over the target (of 200) put the window p99 over it: the share halves.
         for j in 201..=220 {
-            p.decide(&Snapshot::new(t, &[hp(j, 10), be]));
+            p.decide(&Snapshot::new(
+                t,
+                &[hp(j, if j > 217 { 11 } else { 2 }), be],
+            ));
         }
         assert!((p.share() - 0.1).abs() < 1e-9, "{}", p.share());
     }
