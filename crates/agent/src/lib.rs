@@ -8,13 +8,19 @@
 //! - [`AgentConfig`] reads the process's `BATON_*` settings (XSched's names as aliases).
 //! - [`SchedulerThread`] runs a `LocalScheduler` on its own thread with wake-up timers, for live
 //!   processes; virtual-time drivers call the `LocalScheduler` directly instead.
+//! - [`ProcessInfoSource`] is how the agent learns a process's uid and niceness ([`ProcFs`] in
+//!   live processes, [`StaticProcessInfo`] in tests); policies only see the numbers.
 
 mod config;
 mod inbox;
 mod local;
+mod procinfo;
 mod thread;
 
 pub use config::{AgentConfig, SchedulerMode};
 pub use inbox::Inbox;
-pub use local::{LocalScheduler, OpKind, OpRecord, QueueMeta, UnknownQueue};
-pub use thread::SchedulerThread;
+pub use local::{LocalScheduler, OpKind, OpRecord, QueueMeta, UnknownProcess, UnknownQueue};
+pub use procinfo::{
+    ProcFs, ProcessFacts, ProcessInfoSource, StaticProcessInfo, parse_nice, parse_uid,
+};
+pub use thread::{PROCESS_REFRESH, SchedulerThread};

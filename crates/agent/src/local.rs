@@ -1,4 +1,17 @@
 //! The local scheduler: policy decisions applied to this process's queues.
+//!
+//! Besides running the policy, the scheduler keeps what the policy may not compute itself:
+//! - **served time**: device time attributed to each queue (while ready and not suspended,
+//!   each moment split evenly between the ready, running queues of its device);
+//! - **jobs**: each Idle→Ready→Idle period of a queue is a job; its count and the last one's
+//!   latency (release to completion) feed latency-driven policies;
+//! - **processes**: pid, uid and niceness, read once per process through a
+//!   [`ProcessInfoSource`], plus process hints;
+//! - **global hints** and announced upcoming work (dropped when the work arrives);
+//! - **dependencies**: "queue W cannot progress until queue B has launched/completed command
+//!   S". After every decision the scheduler applies [`inherit`]: a queue that a running queue
+//!   waits on is run too, whatever the policy said, until the dependency is satisfied. This
+//!   is what makes circular waits impossible under every policy.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -6,7 +19,12 @@ use std::sync::Arc;
 use baton_core::{
     Nanos, QueueControl, QueueEvent, QueueState, ResumeFlags, SuspendFlags, XQueueId,
 };
-use baton_policies::{DeviceId, Hint, Policy, QueueHints, QueueView, Snapshot};
+use baton_policies::{
+    Dependency, DeviceId, GlobalHint, GlobalHints, Hint, Policy, ProcessHint, ProcessHints,
+    ProcessView, QueueHints, QueueView, Snapshot, inherit,
+};
+
+use crate::procinfo::{ProcFs, ProcessInfoSource};
 
 /// What the scheduler knows about a queue besides its live state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,6 +62,11 @@ pub struct OpRecord {
 #[error("unknown queue {0}: it was never registered or has been removed")]
 pub struct UnknownQueue(pub XQueueId);
 
+/// No registered queue belongs to this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown process {0}: no queue of it is registered with this scheduler")]
+pub struct UnknownProcess(pub u32);
+
 struct Entry {
     ctl: Arc<dyn QueueControl>,
     view: QueueView,
@@ -59,21 +82,38 @@ struct Entry {
 pub struct LocalScheduler {
     policy: Box<dyn Policy>,
     entries: BTreeMap<XQueueId, Entry>,
+    processes: BTreeMap<u32, ProcessView>,
+    proc_info: Box<dyn ProcessInfoSource>,
+    global: GlobalHints,
+    deps: Vec<Dependency>,
+    accounted_to: Option<Nanos>,
     wake_at: Option<Nanos>,
     ops: Option<Vec<OpRecord>>,
     decisions: u64,
+    inherited: u64,
 }
 
 impl LocalScheduler {
-    /// A scheduler running `policy`.
+    /// A scheduler running `policy`, reading process facts from `/proc`.
     pub fn new(policy: Box<dyn Policy>) -> LocalScheduler {
         LocalScheduler {
             policy,
             entries: BTreeMap::new(),
+            processes: BTreeMap::new(),
+            proc_info: Box::new(ProcFs),
+            global: GlobalHints::default(),
+            deps: Vec::new(),
+            accounted_to: None,
             wake_at: None,
             ops: None,
             decisions: 0,
+            inherited: 0,
         }
+    }
+
+    /// Reads process facts from `source` from now on (tests, virtual time).
+    pub fn set_process_info_source(&mut self, source: Box<dyn ProcessInfoSource>) {
+        self.proc_info = source;
     }
 
     /// Keeps a log of every applied operation (see [`LocalScheduler::take_ops`]).
@@ -91,13 +131,24 @@ impl LocalScheduler {
         self.policy.name()
     }
 
+    /// The running policy's counters (deadline misses, feedback state…).
+    pub fn policy_counters(&self) -> Vec<(&'static str, u64)> {
+        self.policy.counters()
+    }
+
     /// How many decisions were taken so far.
     pub fn decisions(&self) -> u64 {
         self.decisions
     }
 
+    /// How many times a suspension was overridden because a running queue waited on the queue.
+    pub fn inherited_resumes(&self) -> u64 {
+        self.inherited
+    }
+
     /// Starts managing `ctl`.
     pub fn register(&mut self, ctl: Arc<dyn QueueControl>, meta: QueueMeta, now: Nanos) {
+        self.account(now);
         let status = ctl.status();
         let view = QueueView {
             id: status.id,
@@ -106,8 +157,23 @@ impl LocalScheduler {
             ready: status.state == QueueState::Ready,
             since: now,
             suspended: status.suspended,
+            served: Nanos::ZERO,
+            jobs: 0,
+            last_job: None,
             hints: meta.hints,
         };
+        if !self.processes.contains_key(&meta.pid) {
+            let facts = self.proc_info.read(meta.pid).unwrap_or_default();
+            self.processes.insert(
+                meta.pid,
+                ProcessView {
+                    pid: meta.pid,
+                    uid: facts.uid,
+                    nice: facts.nice,
+                    hints: ProcessHints::default(),
+                },
+            );
+        }
         self.entries.insert(
             status.id,
             Entry {
@@ -122,10 +188,17 @@ impl LocalScheduler {
     }
 
     /// Stops managing `id`; a suspended queue is resumed first so its work is not stranded.
+    /// Its dependencies go with it.
     pub fn unregister(&mut self, id: XQueueId, now: Nanos) -> Result<(), UnknownQueue> {
+        self.account(now);
         let e = self.entries.remove(&id).ok_or(UnknownQueue(id))?;
         if e.view.suspended {
             self.apply(&e.ctl, OpKind::Resume, now);
+        }
+        self.deps.retain(|d| d.waiter != id && d.on != id);
+        let pid = e.view.pid;
+        if !self.entries.values().any(|e| e.view.pid == pid) {
+            self.processes.remove(&pid);
         }
         self.reschedule(now);
         Ok(())
@@ -133,14 +206,88 @@ impl LocalScheduler {
 
     /// Applies a hint to `id` and reschedules.
     pub fn set_hint(&mut self, id: XQueueId, hint: Hint, now: Nanos) -> Result<(), UnknownQueue> {
+        self.account(now);
         let e = self.entries.get_mut(&id).ok_or(UnknownQueue(id))?;
-        e.view.hints.apply(hint);
+        e.view.hints.apply(hint, now);
         self.reschedule(now);
         Ok(())
     }
 
-    /// Replaces the policy; queues and hints are kept.
+    /// Applies a hint to every queue of process `pid`, present and future, and reschedules.
+    pub fn set_process_hint(
+        &mut self,
+        pid: u32,
+        hint: ProcessHint,
+        now: Nanos,
+    ) -> Result<(), UnknownProcess> {
+        self.account(now);
+        let p = self.processes.get_mut(&pid).ok_or(UnknownProcess(pid))?;
+        p.hints.apply(hint);
+        self.reschedule(now);
+        Ok(())
+    }
+
+    /// Applies a scheduler-wide hint (time slice, k, active window) and reschedules.
+    pub fn set_global_hint(&mut self, hint: GlobalHint, now: Nanos) {
+        self.account(now);
+        self.global.apply(hint);
+        self.reschedule(now);
+    }
+
+    /// The scheduler-wide hints in force.
+    pub fn global_hints(&self) -> GlobalHints {
+        self.global
+    }
+
+    /// Reads every known process's facts again (after a `renice`, say) and reschedules.
+    pub fn refresh_processes(&mut self, now: Nanos) {
+        self.account(now);
+        for p in self.processes.values_mut() {
+            if let Some(f) = self.proc_info.read(p.pid) {
+                p.uid = f.uid;
+                p.nice = f.nice;
+            }
+        }
+        self.reschedule(now);
+    }
+
+    /// The processes known, by pid.
+    pub fn processes(&self) -> Vec<ProcessView> {
+        self.processes.values().copied().collect()
+    }
+
+    /// Declares that `dep.waiter` cannot progress until `dep.on` reaches `dep.until`: until
+    /// then, whenever the waiter runs, `dep.on` runs too. The dependency is dropped once
+    /// satisfied (checked at every decision), or by [`LocalScheduler::clear_dependency`].
+    pub fn add_dependency(&mut self, dep: Dependency, now: Nanos) -> Result<(), UnknownQueue> {
+        for q in [dep.waiter, dep.on] {
+            if !self.entries.contains_key(&q) {
+                return Err(UnknownQueue(q));
+            }
+        }
+        self.account(now);
+        if !self.deps.contains(&dep) {
+            self.deps.push(dep);
+        }
+        self.reschedule(now);
+        Ok(())
+    }
+
+    /// Drops every dependency of `waiter` on `on`.
+    pub fn clear_dependency(&mut self, waiter: XQueueId, on: XQueueId, now: Nanos) {
+        self.account(now);
+        self.deps.retain(|d| !(d.waiter == waiter && d.on == on));
+        self.reschedule(now);
+    }
+
+    /// The dependencies in force.
+    pub fn dependencies(&self) -> &[Dependency] {
+        &self.deps
+    }
+
+    /// Replaces the policy; queues, hints, processes and dependencies are kept.
     pub fn set_policy(&mut self, policy: Box<dyn Policy>, now: Nanos) {
+        self.account(now);
         self.policy = policy;
         self.wake_at = None;
         self.reschedule(now);
@@ -148,12 +295,14 @@ impl LocalScheduler {
 
     /// Takes in a queue event. Events older than the last one seen for the queue are ignored.
     pub fn on_event(&mut self, ev: QueueEvent, now: Nanos) {
+        self.account(now);
         self.absorb(ev);
         self.reschedule(now);
     }
 
     /// Takes in several events, then decides once.
     pub fn on_events(&mut self, events: impl IntoIterator<Item = QueueEvent>, now: Nanos) {
+        self.account(now);
         let mut any = false;
         for ev in events {
             any |= self.absorb(ev);
@@ -166,6 +315,7 @@ impl LocalScheduler {
     /// Decides again if the policy asked to be woken by `now`.
     pub fn on_timer(&mut self, now: Nanos) {
         if self.wake_at.is_some_and(|t| t <= now) {
+            self.account(now);
             self.reschedule(now);
         }
     }
@@ -180,6 +330,34 @@ impl LocalScheduler {
         self.entries.values().map(|e| e.view).collect()
     }
 
+    /// Attributes the time since the last call to the queues that were ready and running.
+    fn account(&mut self, now: Nanos) {
+        let from = self.accounted_to.unwrap_or(now);
+        self.accounted_to = Some(from.max(now));
+        let dt = now.saturating_sub(from);
+        if dt == Nanos::ZERO {
+            return;
+        }
+        let mut running: BTreeMap<DeviceId, u64> = BTreeMap::new();
+        for e in self.entries.values() {
+            if e.view.ready && !e.view.suspended {
+                *running.entry(e.view.device).or_default() += 1;
+            }
+        }
+        // Each running queue gets dt / n; the remainder goes to the first ones, so no time is
+        // lost to rounding however short the interval.
+        let mut handed: BTreeMap<DeviceId, u64> = BTreeMap::new();
+        for e in self.entries.values_mut() {
+            if e.view.ready && !e.view.suspended {
+                let n = running.get(&e.view.device).copied().unwrap_or(1).max(1);
+                let k = handed.entry(e.view.device).or_default();
+                let extra = u64::from(*k < dt.0 % n);
+                *k += 1;
+                e.view.served += Nanos(dt.0 / n + extra);
+            }
+        }
+    }
+
     fn absorb(&mut self, ev: QueueEvent) -> bool {
         let Some(e) = self.entries.get_mut(&ev.queue) else {
             return false;
@@ -188,17 +366,48 @@ impl LocalScheduler {
             return false;
         }
         e.last_transition = ev.transition;
-        e.view.ready = ev.state == QueueState::Ready;
+        let ready = ev.state == QueueState::Ready;
+        if e.view.ready && !ready {
+            e.view.jobs += 1;
+            e.view.last_job = Some(ev.at.saturating_sub(e.view.since));
+        }
+        if ready {
+            // The announced work (or other work) has arrived.
+            e.view.hints.upcoming = None;
+        }
+        e.view.ready = ready;
         e.view.since = ev.at;
         true
     }
 
+    /// Drops dependencies that are satisfied, and announcements that lapsed.
+    fn prune(&mut self, now: Nanos) {
+        let entries = &self.entries;
+        self.deps.retain(|d| {
+            entries.get(&d.on).is_some_and(|e| {
+                let s = e.ctl.status();
+                !d.satisfied_by(s.submitted - s.pending, s.completed)
+            })
+        });
+        for e in self.entries.values_mut() {
+            if e.view.hints.upcoming.is_some_and(|u| !u.live(now)) {
+                e.view.hints.upcoming = None;
+            }
+        }
+    }
+
     fn reschedule(&mut self, now: Nanos) {
+        self.prune(now);
         let views: Vec<QueueView> = self.entries.values().map(|e| e.view).collect();
-        let decision = self.policy.decide(&Snapshot {
+        let processes: Vec<ProcessView> = self.processes.values().copied().collect();
+        let mut decision = self.policy.decide(&Snapshot {
             now,
             queues: &views,
+            processes: &processes,
+            global: self.global,
+            deps: &self.deps,
         });
+        self.inherited += inherit(&mut decision, &views, &self.deps).len() as u64;
         self.decisions += 1;
         self.wake_at = decision.wake_at;
         let mut changes = Vec::new();
@@ -232,7 +441,14 @@ impl LocalScheduler {
     /// what holds that queue back): then every ready queue is watched, so it reports idle even
     /// if its application never synchronizes; otherwise no launch worker polls for it.
     fn update_attention(&mut self, views: &[QueueView], now: Nanos) {
-        let snap = Snapshot { now, queues: views };
+        let processes: Vec<ProcessView> = self.processes.values().copied().collect();
+        let snap = Snapshot {
+            now,
+            queues: views,
+            processes: &processes,
+            global: self.global,
+            deps: &self.deps,
+        };
         let any_suspended = self.entries.values().any(|e| e.view.suspended);
         let mut stale = false;
         for e in self.entries.values_mut() {
@@ -286,134 +502,4 @@ impl LocalScheduler {
 }
 
 #[cfg(test)]
-mod tests {
-    use baton_core::testing::{ScriptedHwQueue, TestCommand};
-    use baton_core::{Drive, Level, Priority, XQueue};
-    use baton_policies::Hpf;
-
-    use super::*;
-    use crate::Inbox;
-
-    fn queue(inbox: &Arc<Inbox>) -> (ScriptedHwQueue, Arc<XQueue<ScriptedHwQueue>>) {
-        let hw = ScriptedHwQueue::new(Level::L1);
-        let q = XQueue::builder(hw.clone())
-            .drive(Drive::External)
-            .sink(inbox.clone())
-            .build()
-            .unwrap();
-        (hw, Arc::new(q))
-    }
-
-    fn meta(p: i64) -> QueueMeta {
-        QueueMeta {
-            pid: 1,
-            device: DeviceId(0),
-            hints: QueueHints {
-                priority: Priority::new(p).unwrap(),
-            },
-        }
-    }
-
-    #[test]
-    fn hpf_suspends_be_while_hp_is_ready_and_resumes_it_after() {
-        let inbox = Arc::new(Inbox::new());
-        let (hp_hw, hp) = queue(&inbox);
-        let (be_hw, be) = queue(&inbox);
-        let mut s = LocalScheduler::new(Box::new(Hpf));
-        s.record_ops(true);
-        s.register(hp.clone(), meta(10), Nanos(0));
-        s.register(be.clone(), meta(0), Nanos(0));
-        be.submit(TestCommand(1)).unwrap();
-        s.on_events(inbox.drain(), Nanos(1));
-        assert!(!be.status().suspended);
-        hp.submit(TestCommand(2)).unwrap();
-        s.on_events(inbox.drain(), Nanos(2));
-        assert!(be.status().suspended);
-        // BE's next command waits while HP runs.
-        be.submit(TestCommand(3)).unwrap();
-        assert_eq!(be_hw.script().launched, vec![1]);
-        hp_hw.complete_all();
-        hp.poll();
-        s.on_events(inbox.drain(), Nanos(3));
-        assert!(!be.status().suspended);
-        assert_eq!(be_hw.script().launched, vec![1, 3]);
-        let ops: Vec<_> = s.take_ops().iter().map(|o| (o.at, o.kind)).collect();
-        assert_eq!(
-            ops,
-            vec![(Nanos(2), OpKind::Suspend), (Nanos(3), OpKind::Resume)]
-        );
-    }
-
-    #[test]
-    fn stale_events_are_ignored() {
-        let inbox = Arc::new(Inbox::new());
-        let (_hw, hp) = queue(&inbox);
-        let mut s = LocalScheduler::new(Box::new(Hpf));
-        s.register(hp.clone(), meta(10), Nanos(0));
-        let newer = QueueEvent {
-            queue: hp.id(),
-            state: QueueState::Ready,
-            at: Nanos(5),
-            transition: 3,
-        };
-        let older = QueueEvent {
-            state: QueueState::Idle,
-            at: Nanos(4),
-            transition: 2,
-            ..newer
-        };
-        s.on_event(newer, Nanos(5));
-        s.on_event(older, Nanos(6));
-        assert!(s.views()[0].ready);
-    }
-
-    #[test]
-    fn hints_and_unknown_queues() {
-        let inbox = Arc::new(Inbox::new());
-        let (_a, a) = queue(&inbox);
-        let (_b, b) = queue(&inbox);
-        let mut s = LocalScheduler::new(Box::new(Hpf));
-        s.register(a.clone(), meta(0), Nanos(0));
-        s.register(b.clone(), meta(0), Nanos(0));
-        a.submit(TestCommand(0)).unwrap();
-        b.submit(TestCommand(0)).unwrap();
-        s.on_events(inbox.drain(), Nanos(1));
-        assert!(!a.status().suspended && !b.status().suspended);
-        s.set_hint(b.id(), Hint::priority(5).unwrap(), Nanos(2))
-            .unwrap();
-        assert!(a.status().suspended && !b.status().suspended);
-        assert_eq!(
-            s.set_hint(XQueueId(u64::MAX), Hint::priority(1).unwrap(), Nanos(3)),
-            Err(UnknownQueue(XQueueId(u64::MAX)))
-        );
-        assert!(Hint::priority(1_000).is_err());
-        // Removing the queue that held a suspended peer back lets it run again.
-        s.unregister(b.id(), Nanos(4)).unwrap();
-        assert!(!a.status().suspended);
-    }
-
-    #[test]
-    fn only_queues_whose_events_matter_report_them() {
-        let inbox = Arc::new(Inbox::new());
-        let (_a, a) = queue(&inbox);
-        let (_b, b) = queue(&inbox);
-        let mut s = LocalScheduler::new(Box::new(Hpf));
-        s.register(a.clone(), meta(0), Nanos(0));
-        s.register(b.clone(), meta(0), Nanos(0));
-        // Equal priorities: HPF can never suspend either, so neither reports.
-        a.submit(TestCommand(0)).unwrap();
-        b.submit(TestCommand(0)).unwrap();
-        assert!(inbox.drain().is_empty());
-        // B now outranks A: B reports (and its current state is taken at once), A stays muted.
-        s.set_hint(b.id(), Hint::priority(9).unwrap(), Nanos(1))
-            .unwrap();
-        assert!(a.status().suspended);
-        assert!(s.views().iter().any(|v| v.id == b.id() && v.ready));
-        s.on_events(inbox.drain(), Nanos(2));
-        a.submit(TestCommand(1)).unwrap();
-        assert!(
-            inbox.drain().is_empty(),
-            "A's events cannot change a decision"
-        );
-    }
-}
+mod tests;

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use baton_core::Clock;
+use baton_core::{Clock, Nanos};
 
 use crate::{Inbox, LocalScheduler};
 
@@ -16,7 +16,8 @@ struct Shared {
 }
 
 /// Runs a [`LocalScheduler`] on a thread: events from its [`Inbox`] and policy wake-ups are
-/// handled there, never on the application threads that caused them.
+/// handled there, never on the application threads that caused them. Process facts (niceness)
+/// are read again every [`PROCESS_REFRESH`].
 pub struct SchedulerThread {
     shared: Arc<Shared>,
     handle: Option<JoinHandle<()>>,
@@ -85,13 +86,18 @@ impl Drop for SchedulerThread {
     }
 }
 
+/// How often process facts (niceness for CHPF) are read again, so a `renice` takes effect.
+pub const PROCESS_REFRESH: Nanos = Nanos::from_secs(1);
+
 fn run(s: &Shared) {
+    let mut next_refresh = s.clock.now() + PROCESS_REFRESH;
     while !s.stop.load(std::sync::atomic::Ordering::Acquire) {
         let timeout = {
             let sched = s.sched.lock().unwrap_or_else(|p| p.into_inner());
-            sched
+            let due = sched
                 .next_wake()
-                .map(|t| Duration::from(t.saturating_sub(s.clock.now())))
+                .map_or(next_refresh, |w| w.min(next_refresh));
+            Some(Duration::from(due.saturating_sub(s.clock.now())))
         };
         let events = s.inbox.wait(timeout);
         let now = s.clock.now();
@@ -100,5 +106,9 @@ fn run(s: &Shared) {
             sched.on_events(events, now);
         }
         sched.on_timer(now);
+        if now >= next_refresh {
+            sched.refresh_processes(now);
+            next_refresh = now + PROCESS_REFRESH;
+        }
     }
 }

@@ -90,8 +90,32 @@ fn bad_demo_settings_are_refused_with_a_clear_message() {
 }
 
 #[test]
-fn policy_list_names_hpf() {
+fn policy_list_names_every_policy_on_one_line_each() {
     let o = baton(&["policy", "list"]);
     assert!(o.status.success());
-    assert!(String::from_utf8(o.stdout).unwrap().contains("hpf"));
+    let out = String::from_utf8(o.stdout).unwrap();
+    for name in [
+        "hpf", "hhpf", "chpf", "up", "pup", "kedf", "lax", "awf", "cfs", "mlfq", "slo",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().next() == Some(name)),
+            "{name} missing:\n{out}"
+        );
+    }
+    assert_eq!(out.lines().count(), baton_policies::catalog().len());
+}
+
+#[test]
+fn policy_show_explains_hints_and_unknown_names_are_refused() {
+    let o = baton(&["policy", "show", "kedf"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.contains("deadline") && out.contains("1..=1024"),
+        "{out}"
+    );
+    let o = baton(&["policy", "show", "fastest"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unknown policy"), "{}", stderr(&o));
 }

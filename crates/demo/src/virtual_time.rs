@@ -75,9 +75,7 @@ pub(crate) fn client(
                 Role::Be => 2,
             },
             device: DeviceId(0),
-            hints: QueueHints {
-                priority: Priority::clamped(priority),
-            },
+            hints: QueueHints::with_priority(Priority::clamped(priority)),
         };
         s.register(q.clone(), meta, sim.now());
     }

@@ -430,7 +430,10 @@ impl Runtime {
             let meta = QueueMeta {
                 pid: std::process::id(),
                 device: DeviceId(u32::try_from(state.device).unwrap_or(0)),
-                hints: QueueHints { priority },
+                hints: QueueHints {
+                    priority,
+                    ..QueueHints::default()
+                },
             };
             s.lock()
                 .register(xq.clone(), meta, baton_core::Clock::now(&*self.clock));

@@ -21,4 +21,9 @@ impl Decision {
     pub fn suspends(&self, q: XQueueId) -> bool {
         self.suspend.contains(&q)
     }
+
+    /// Asks to be woken at `t` too (the earliest request wins).
+    pub fn wake(&mut self, t: Nanos) {
+        self.wake_at = Some(self.wake_at.map_or(t, |w| w.min(t)));
+    }
 }

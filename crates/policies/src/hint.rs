@@ -1,21 +1,218 @@
-//! Hints: what applications and operators tell the scheduler about a queue.
+//! Hints: what applications and operators tell the scheduler about a queue, a process, or the
+//! whole machine.
+//!
+//! Every hint has a documented range and a constructor that validates user input (the CLI, the
+//! C API and environment variables go through them); out-of-range values come back as a
+//! [`HintError`] saying what was wrong and what is accepted. Each policy documents the hints it
+//! reads; the others are kept but ignored, so switching policy never loses them.
+//!
+//! | hint | scope | range | read by |
+//! | --- | --- | --- | --- |
+//! | priority | queue | −100..=100 (default 0) | hpf, hhpf, lax, cfs (weight), slo (HP = has a target) |
+//! | utilization | queue / process | 0.1..=100 % | up / pup |
+//! | deadline | queue | 10 µs..=1 h, relative to each release | kedf |
+//! | laxity | queue | 0..=1 h, critical priority −100..=100 | lax |
+//! | upcoming work | queue | arrives in 0..=10 s, expires 0..=10 s after | every policy (pre-preemption) |
+//! | SLO p99 target | queue | 10 µs..=10 s | slo |
+//! | time slice | global | 100 µs..=1 s | up, pup, cfs, mlfq |
+//! | k | global | 1..=1024 (default 1) | kedf |
+//! | active window | global | a pid, or none | awf |
 
-use baton_core::Priority;
+use baton_core::{Nanos, Priority};
 
-/// A hint about one queue. Each policy documents which hints it reads; the others are kept
-/// but ignored, so switching policy never loses them.
+/// A share of a device's time, in thousandths (1..=1000).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Share(u16);
+
+impl Share {
+    /// The whole device.
+    pub const FULL: Share = Share(1000);
+
+    /// `percent` % of the device: 0.1..=100, in steps of 0.1.
+    pub fn percent(percent: f64) -> Result<Share, HintError> {
+        let permille = percent * 10.0;
+        if !(percent.is_finite() && (0.1..=100.0).contains(&percent)) {
+            return Err(HintError(format!(
+                "invalid utilization {percent}%: it must be between 0.1 and 100 (percent of the \
+                 device's time)"
+            )));
+        }
+        // Within 1..=1000 after the check above.
+        let permille = crate::nanos_f64(permille.round()).0;
+        Ok(Share(u16::try_from(permille).unwrap_or(1000)))
+    }
+
+    /// The share as a fraction of 1.
+    pub fn fraction(self) -> f64 {
+        f64::from(self.0) / 1000.0
+    }
+
+    /// The share in thousandths.
+    pub fn permille(self) -> u16 {
+        self.0
+    }
+}
+
+/// A laxity hint: a job may wait `laxity` after it is released; then its queue runs at
+/// `critical` priority until the job completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Laxity {
+    /// How long a released job may wait at its normal priority.
+    pub laxity: Nanos,
+    /// Its priority once the laxity has expired.
+    pub critical: Priority,
+}
+
+/// Work announced ahead of time (pre-preemption): the queue expects work at `at`; if none has
+/// arrived by `expires`, the announcement lapses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Upcoming {
+    /// When the work is expected.
+    pub at: Nanos,
+    /// When the announcement lapses if no work came.
+    pub expires: Nanos,
+}
+
+impl Upcoming {
+    /// Whether the announcement still holds at `now`.
+    pub fn live(&self, now: Nanos) -> bool {
+        now < self.expires
+    }
+}
+
+/// A hint about one queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hint {
-    /// Scheduling priority, higher runs first.
+    /// Scheduling priority, higher runs first (−100..=100).
     Priority(Priority),
+    /// The queue's share of its device's time (utilization partition).
+    Utilization(Share),
+    /// Each job (a period of readiness) should complete within this span of its release.
+    Deadline(Nanos),
+    /// After waiting this long, a job runs at a critical priority.
+    Laxity(Laxity),
+    /// Work arrives in `in_` and the announcement expires `grace` after that if none came.
+    Upcoming {
+        /// How far ahead the work is announced.
+        in_: Nanos,
+        /// How long after the expected arrival the announcement stays in force.
+        grace: Nanos,
+    },
+    /// Keep this queue's p99 job latency under this target.
+    SloTarget(Nanos),
+}
+
+const HOUR: Nanos = Nanos::from_secs(3_600);
+const TEN_S: Nanos = Nanos::from_secs(10);
+
+fn span(what: &str, v: Nanos, min: Nanos, max: Nanos) -> Result<Nanos, HintError> {
+    if v < min || v > max {
+        return Err(HintError(format!(
+            "invalid {what} {v}: it must be between {min} and {max}"
+        )));
+    }
+    Ok(v)
 }
 
 impl Hint {
-    /// A priority hint from user input, validated.
+    /// A priority hint from user input: −100..=100, higher runs first.
     pub fn priority(p: i64) -> Result<Hint, HintError> {
         Priority::new(p)
             .map(Hint::Priority)
             .map_err(|e| HintError(e.to_string()))
+    }
+
+    /// A utilization share: 0.1..=100 % of the device's time.
+    pub fn utilization(percent: f64) -> Result<Hint, HintError> {
+        Share::percent(percent).map(Hint::Utilization)
+    }
+
+    /// A relative deadline: 10 µs..=1 h after each release.
+    pub fn deadline(d: Nanos) -> Result<Hint, HintError> {
+        span("deadline", d, Nanos::from_micros(10), HOUR).map(Hint::Deadline)
+    }
+
+    /// A laxity of 0..=1 h, then `critical` priority (−100..=100).
+    pub fn laxity(laxity: Nanos, critical: i64) -> Result<Hint, HintError> {
+        let laxity = span("laxity", laxity, Nanos::ZERO, HOUR)?;
+        let critical = Priority::new(critical).map_err(|e| HintError(e.to_string()))?;
+        Ok(Hint::Laxity(Laxity { laxity, critical }))
+    }
+
+    /// Work expected in `in_` (0..=10 s); the hint lapses `grace` (0..=10 s) after that if no
+    /// work arrived.
+    pub fn upcoming(in_: Nanos, grace: Nanos) -> Result<Hint, HintError> {
+        let in_ = span("upcoming-work lead time", in_, Nanos::ZERO, TEN_S)?;
+        let grace = span("upcoming-work grace", grace, Nanos::ZERO, TEN_S)?;
+        Ok(Hint::Upcoming { in_, grace })
+    }
+
+    /// A p99 latency target: 10 µs..=10 s.
+    pub fn slo_target(p99: Nanos) -> Result<Hint, HintError> {
+        span("SLO target", p99, Nanos::from_micros(10), TEN_S).map(Hint::SloTarget)
+    }
+}
+
+/// A hint about a whole process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessHint {
+    /// The process's share of each device's time (per-process utilization partition).
+    Utilization(Share),
+}
+
+impl ProcessHint {
+    /// A per-process utilization share: 0.1..=100 %.
+    pub fn utilization(percent: f64) -> Result<ProcessHint, HintError> {
+        Share::percent(percent).map(ProcessHint::Utilization)
+    }
+}
+
+/// A hint about the whole scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GlobalHint {
+    /// The period over which shares are enforced, or the base quantum (100 µs..=1 s).
+    Timeslice(Nanos),
+    /// How many earliest-deadline queues run at once (1..=1024).
+    K(u32),
+    /// The process owning the focused window, or none.
+    ActiveWindow(Option<u32>),
+}
+
+impl GlobalHint {
+    /// A time slice of 100 µs..=1 s.
+    pub fn timeslice(t: Nanos) -> Result<GlobalHint, HintError> {
+        span(
+            "time slice",
+            t,
+            Nanos::from_micros(100),
+            Nanos::from_secs(1),
+        )
+        .map(GlobalHint::Timeslice)
+    }
+
+    /// k of k-EDF: 1..=1024.
+    pub fn k(k: i64) -> Result<GlobalHint, HintError> {
+        u32::try_from(k)
+            .ok()
+            .filter(|k| (1..=1024).contains(k))
+            .map(GlobalHint::K)
+            .ok_or_else(|| HintError(format!("invalid k {k}: it must be between 1 and 1024")))
+    }
+
+    /// The focused window's process (`0` is not a process; use `None` for no focus).
+    pub fn active_window(pid: Option<i64>) -> Result<GlobalHint, HintError> {
+        match pid {
+            None => Ok(GlobalHint::ActiveWindow(None)),
+            Some(p) => u32::try_from(p)
+                .ok()
+                .filter(|p| *p > 0)
+                .map(|p| GlobalHint::ActiveWindow(Some(p)))
+                .ok_or_else(|| {
+                    HintError(format!(
+                        "invalid active-window pid {p}: it must be a positive process id"
+                    ))
+                }),
+        }
     }
 }
 
@@ -29,13 +226,134 @@ pub struct HintError(pub String);
 pub struct QueueHints {
     /// Its priority (default 0).
     pub priority: Priority,
+    /// Its utilization share, if given.
+    pub utilization: Option<Share>,
+    /// Its relative deadline, if given.
+    pub deadline: Option<Nanos>,
+    /// Its laxity, if given.
+    pub laxity: Option<Laxity>,
+    /// Announced work, if any is pending.
+    pub upcoming: Option<Upcoming>,
+    /// Its p99 latency target, if given.
+    pub slo_target: Option<Nanos>,
 }
 
 impl QueueHints {
-    /// Applies `hint`, replacing an earlier hint of the same kind.
-    pub fn apply(&mut self, hint: Hint) {
+    /// Default hints with priority `p`.
+    pub fn with_priority(p: Priority) -> QueueHints {
+        QueueHints {
+            priority: p,
+            ..QueueHints::default()
+        }
+    }
+
+    /// Applies `hint` given at `now`, replacing an earlier hint of the same kind.
+    pub fn apply(&mut self, hint: Hint, now: Nanos) {
         match hint {
             Hint::Priority(p) => self.priority = p,
+            Hint::Utilization(s) => self.utilization = Some(s),
+            Hint::Deadline(d) => self.deadline = Some(d),
+            Hint::Laxity(l) => self.laxity = Some(l),
+            Hint::Upcoming { in_, grace } => {
+                self.upcoming = Some(Upcoming {
+                    at: now + in_,
+                    expires: now + in_ + grace,
+                });
+            }
+            Hint::SloTarget(t) => self.slo_target = Some(t),
         }
+    }
+}
+
+/// The hints in force for one process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessHints {
+    /// Its utilization share, if given.
+    pub utilization: Option<Share>,
+}
+
+impl ProcessHints {
+    /// Applies `hint`, replacing an earlier hint of the same kind.
+    pub fn apply(&mut self, hint: ProcessHint) {
+        match hint {
+            ProcessHint::Utilization(s) => self.utilization = Some(s),
+        }
+    }
+}
+
+/// The scheduler-wide hints in force.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GlobalHints {
+    /// The time slice, if given (each policy has its own default).
+    pub timeslice: Option<Nanos>,
+    /// k of k-EDF, if given (default 1).
+    pub k: Option<u32>,
+    /// The focused window's process.
+    pub active_window: Option<u32>,
+}
+
+impl GlobalHints {
+    /// Applies `hint`, replacing an earlier hint of the same kind.
+    pub fn apply(&mut self, hint: GlobalHint) {
+        match hint {
+            GlobalHint::Timeslice(t) => self.timeslice = Some(t),
+            GlobalHint::K(k) => self.k = Some(k),
+            GlobalHint::ActiveWindow(p) => self.active_window = p,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constructors_accept_their_ranges_and_explain_rejections() {
+        assert!(Hint::priority(100).is_ok());
+        assert!(Hint::utilization(0.1).is_ok() && Hint::utilization(100.0).is_ok());
+        assert_eq!(Share::percent(37.5).unwrap().permille(), 375);
+        assert!(Hint::deadline(Nanos::from_micros(10)).is_ok());
+        assert!(Hint::laxity(Nanos::ZERO, 100).is_ok());
+        assert!(Hint::upcoming(Nanos::from_secs(10), Nanos::ZERO).is_ok());
+        assert!(Hint::slo_target(Nanos::from_millis(5)).is_ok());
+        assert!(GlobalHint::timeslice(Nanos::from_millis(10)).is_ok());
+        assert_eq!(GlobalHint::k(3), Ok(GlobalHint::K(3)));
+        assert!(GlobalHint::active_window(None).is_ok());
+        let bad: Vec<(Result<(), HintError>, &str)> = vec![
+            (Hint::priority(101).map(drop), "priority"),
+            (Hint::utilization(0.0).map(drop), "utilization"),
+            (Hint::utilization(f64::NAN).map(drop), "utilization"),
+            (Hint::utilization(150.0).map(drop), "between 0.1 and 100"),
+            (Hint::deadline(Nanos(5)).map(drop), "deadline"),
+            (Hint::laxity(Nanos::ZERO, 500).map(drop), "priority"),
+            (Hint::laxity(Nanos::from_secs(4000), 1).map(drop), "laxity"),
+            (
+                Hint::upcoming(Nanos::from_secs(11), Nanos::ZERO).map(drop),
+                "lead time",
+            ),
+            (Hint::slo_target(Nanos(1)).map(drop), "SLO target"),
+            (GlobalHint::timeslice(Nanos(10)).map(drop), "time slice"),
+            (GlobalHint::k(0).map(drop), "between 1 and 1024"),
+            (GlobalHint::k(-5).map(drop), "k"),
+            (GlobalHint::active_window(Some(0)).map(drop), "pid"),
+            (ProcessHint::utilization(-1.0).map(drop), "utilization"),
+        ];
+        for (r, needle) in bad {
+            let msg = r.unwrap_err().to_string();
+            assert!(msg.contains(needle), "{msg} lacks {needle}");
+        }
+    }
+
+    #[test]
+    fn upcoming_work_is_anchored_at_the_time_it_is_given() {
+        let mut h = QueueHints::default();
+        h.apply(
+            Hint::upcoming(Nanos::from_micros(500), Nanos::from_micros(100)).unwrap(),
+            Nanos::from_millis(1),
+        );
+        let u = h.upcoming.unwrap();
+        assert_eq!(u.at, Nanos::from_micros(1_500));
+        assert_eq!(u.expires, Nanos::from_micros(1_600));
+        assert!(u.live(Nanos::from_micros(1_599)) && !u.live(u.expires));
     }
 }

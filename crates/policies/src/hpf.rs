@@ -1,6 +1,6 @@
 //! Highest priority first, per device.
 
-use crate::{Decision, Policy, QueueView, Snapshot};
+use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
 
 /// **HPF** — highest priority first, per device.
 ///
@@ -20,22 +20,7 @@ impl Policy for Hpf {
     }
 
     fn decide(&mut self, snap: &Snapshot<'_>) -> Decision {
-        let mut d = Decision::default();
-        for dev in snap.devices() {
-            let top = snap
-                .on_device(dev)
-                .filter(|q| q.ready)
-                .map(|q| q.hints.priority)
-                .max();
-            if let Some(top) = top {
-                d.suspend.extend(
-                    snap.on_device(dev)
-                        .filter(|q| q.hints.priority < top)
-                        .map(|q| q.id),
-                );
-            }
-        }
-        d
+        rank_first(snap, Scope::PerDevice, |q| q.hints.priority)
     }
 
     /// Only a queue that outranks another queue on its device can make HPF suspend anything.
@@ -45,34 +30,66 @@ impl Policy for Hpf {
     }
 }
 
+/// Where a rank order applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Each device on its own.
+    PerDevice,
+    /// One order across every device.
+    Global,
+}
+
+/// The shared core of the priority policies: within each scope, find the highest rank among
+/// ready queues and suspend every queue (ready or idle) ranked lower. Equal top ranks run
+/// together; a scope with no ready queue runs everything.
+pub(crate) fn rank_first<K: Ord>(
+    snap: &Snapshot<'_>,
+    scope: Scope,
+    rank: impl Fn(&QueueView) -> K,
+) -> Decision {
+    let mut d = Decision::default();
+    let groups: Vec<Option<DeviceId>> = match scope {
+        Scope::PerDevice => snap.devices().into_iter().map(Some).collect(),
+        Scope::Global => vec![None],
+    };
+    for dev in groups {
+        let in_scope = |q: &&QueueView| dev.is_none_or(|d| q.device == d);
+        let top = snap
+            .queues
+            .iter()
+            .filter(in_scope)
+            .filter(|q| q.ready)
+            .map(&rank)
+            .max();
+        if let Some(top) = top {
+            d.suspend.extend(
+                snap.queues
+                    .iter()
+                    .filter(in_scope)
+                    .filter(|q| rank(q) < top)
+                    .map(|q| q.id),
+            );
+        }
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
-    use baton_core::{Nanos, Priority, XQueueId};
+    use baton_core::{Nanos, Priority};
     use proptest::prelude::*;
 
     use super::*;
-    use crate::{DeviceId, QueueHints, QueueView};
 
     fn q(id: u64, dev: u32, prio: i64, ready: bool) -> QueueView {
-        QueueView {
-            id: XQueueId(id),
-            pid: 1,
-            device: DeviceId(dev),
-            ready,
-            since: Nanos::ZERO,
-            suspended: false,
-            hints: QueueHints {
-                priority: Priority::new(prio).unwrap(),
-            },
-        }
+        let mut v = QueueView::new(id, 1, dev, ready);
+        v.hints.priority = Priority::new(prio).unwrap();
+        v
     }
 
     fn decide(queues: &[QueueView]) -> Vec<u64> {
         let mut s: Vec<u64> = Hpf
-            .decide(&Snapshot {
-                now: Nanos::ZERO,
-                queues,
-            })
+            .decide(&Snapshot::new(Nanos::ZERO, queues))
             .suspend
             .into_iter()
             .map(|q| q.0)
@@ -95,10 +112,7 @@ mod tests {
             q(3, 1, 5, false),
             q(4, 1, 5, true),
         ];
-        let snap = Snapshot {
-            now: Nanos::ZERO,
-            queues: &qs,
-        };
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
         let wants: Vec<bool> = qs.iter().map(|v| Hpf.wants_events(&snap, v)).collect();
         assert_eq!(wants, vec![true, false, false, false]);
     }

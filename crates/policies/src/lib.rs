@@ -1,26 +1,67 @@
 //! Scheduling policies: pure functions of a status snapshot plus hints.
 //!
-//! A [`Policy`] sees a [`Snapshot`] (every queue the scheduler manages, whether it is ready,
-//! since when, its process and device, and the [`QueueHints`] given for it) and answers a
+//! A [`Policy`] sees a [`Snapshot`] — every queue the scheduler manages (ready or idle, since
+//! when, suspended or not, the device time attributed to it, its last job's latency, its
+//! [`QueueHints`]), every process owning one (pid, uid, OS niceness, [`ProcessHints`]), the
+//! scheduler-wide [`GlobalHints`] and the [`Dependency`] edges between queues — and answers a
 //! [`Decision`]: which queues to suspend (all others run) and, optionally, when to be asked
-//! again. It performs no I/O and reads no clock: the snapshot carries the time.
+//! again. It keeps whatever state it likes between calls (`&mut self`), but performs no I/O
+//! and reads no clock: the snapshot carries the time.
 //!
 //! Adding a policy is one file implementing [`Policy`] and one line in [`registry`].
 //!
-//! **Architecture invariant:** nothing here touches an XQueue. The local scheduler and the
-//! daemon turn decisions into suspend/resume operations.
+//! Two concerns are handled outside the policies, for all of them:
+//! - **pre-preemption** ([`PrePreempt`], applied by the registry): a queue with announced
+//!   upcoming work is shown to the policy as ready until the work arrives or the announcement
+//!   lapses, so lower work is evicted before the work arrives;
+//! - **priority inheritance** ([`inherit`], applied by the scheduler): a queue some running
+//!   queue waits on is never left suspended, so no policy can produce a circular wait.
+//!
+//! [`ProcessUnits`] makes any policy treat each process's queues as one unit.
+//!
+//! **Architecture invariant:** nothing here touches an XQueue, a clock or the OS. The local
+//! scheduler and the daemon turn decisions into suspend/resume operations.
 
+mod awf;
+mod cfs;
+mod chpf;
 mod decision;
+mod dependency;
+mod hhpf;
 mod hint;
 mod hpf;
+mod kedf;
+mod lax;
+mod mlfq;
+mod prepreempt;
+mod process;
+mod pup;
 pub mod registry;
+mod slo;
 mod snapshot;
+mod up;
 
+pub use awf::Awf;
+pub use cfs::{Cfs, weight as cfs_weight};
+pub use chpf::Chpf;
 pub use decision::Decision;
-pub use hint::{Hint, HintError, QueueHints};
+pub use dependency::{Dependency, Until, inherit};
+pub use hhpf::Hhpf;
+pub use hint::{
+    GlobalHint, GlobalHints, Hint, HintError, Laxity, ProcessHint, ProcessHints, QueueHints, Share,
+    Upcoming,
+};
 pub use hpf::Hpf;
+pub use kedf::Kedf;
+pub use lax::Lax;
+pub use mlfq::Mlfq;
+pub use prepreempt::PrePreempt;
+pub use process::ProcessUnits;
+pub use pup::Pup;
 pub use registry::{PolicyInfo, UnknownPolicy, by_name, catalog};
-pub use snapshot::{DeviceId, QueueView, Snapshot};
+pub use slo::Slo;
+pub use snapshot::{DeviceId, ProcessView, QueueView, Snapshot};
+pub use up::Up;
 
 /// A scheduling policy.
 pub trait Policy: Send {
@@ -38,4 +79,33 @@ pub trait Policy: Send {
         let _ = (snapshot, queue);
         true
     }
+
+    /// Counters worth reporting (deadline misses, feedback state…), by name.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+}
+
+impl Policy for Box<dyn Policy> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn decide(&mut self, snapshot: &Snapshot<'_>) -> Decision {
+        (**self).decide(snapshot)
+    }
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        (**self).counters()
+    }
+    fn wants_events(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
+        (**self).wants_events(snapshot, queue)
+    }
+}
+
+/// `x` nanoseconds as [`Nanos`], rounded down; negative and NaN give zero, overflow saturates.
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "float-to-int casts saturate, which is the intent"
+)]
+pub(crate) fn nanos_f64(x: f64) -> baton_core::Nanos {
+    baton_core::Nanos(x.max(0.0) as u64)
 }

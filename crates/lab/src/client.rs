@@ -1,0 +1,192 @@
+//! A client during a run: what it has submitted, which jobs are open, what it measured.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use baton_core::{HwQueue, Nanos, XQueue};
+use baton_sim::{Completion, SimCommand, SimQueue};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::{ClientSpec, Span, Workload};
+
+/// How a client reaches the device.
+pub(crate) enum Path {
+    Raw(SimQueue),
+    Queue(Arc<XQueue<SimQueue>>),
+}
+
+/// One finished job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// When it was released.
+    pub release: Nanos,
+    /// When its last kernel completed.
+    pub done: Nanos,
+}
+
+impl Job {
+    /// Release to completion.
+    pub fn latency(&self) -> Nanos {
+        self.done - self.release
+    }
+}
+
+pub(crate) struct Client {
+    pub(crate) spec: ClientSpec,
+    pub(crate) path: Path,
+    rng: SmallRng,
+    /// Open jobs: id → (release, kernels left).
+    open: BTreeMap<u64, (Nanos, u32)>,
+    next_job: u64,
+    /// When the next job is released (periodic, closed loop).
+    pub(crate) next_release: Option<Nanos>,
+    /// When the next announcement is due.
+    pub(crate) next_announce: Option<Nanos>,
+    outstanding: u32,
+    /// Durations of submitted, not yet completed kernels, in stream order.
+    durations: VecDeque<Nanos>,
+    pub(crate) jobs: Vec<Job>,
+    /// Kernel work completed (each kernel's duration alone).
+    pub(crate) work: Nanos,
+}
+
+fn draw(rng: &mut SmallRng, s: Span) -> Nanos {
+    Nanos(rng.random_range(s.low.0..=s.high.0.max(s.low.0)))
+}
+
+impl Client {
+    pub(crate) fn new(spec: ClientSpec, path: Path, seed: u64, index: u64) -> Client {
+        let rng = SmallRng::seed_from_u64(seed ^ (index + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let (next_release, next_announce) = match spec.workload {
+            Workload::Periodic {
+                offset, announce, ..
+            } => (
+                Some(offset),
+                announce.map(|a| offset.saturating_sub(a.lead)),
+            ),
+            Workload::ClosedLoop { .. } => (Some(Nanos::ZERO), None),
+            Workload::Flood { .. } => (None, None),
+        };
+        Client {
+            spec,
+            path,
+            rng,
+            open: BTreeMap::new(),
+            next_job: 0,
+            next_release,
+            next_announce,
+            outstanding: 0,
+            durations: VecDeque::new(),
+            jobs: Vec::new(),
+            work: Nanos::ZERO,
+        }
+    }
+
+    fn submit(&self, cmd: SimCommand) {
+        // The simulated device accepts every command; an XQueue refuses only after shutdown.
+        let ok = match &self.path {
+            Path::Raw(hw) => hw.launch(cmd).is_ok(),
+            Path::Queue(q) => q.submit(cmd).is_ok(),
+        };
+        debug_assert!(ok, "a lab client's submission was refused");
+    }
+
+    fn release(&mut self, at: Nanos, kernels: u32, kernel: Span, sms: u32) {
+        let id = self.next_job;
+        self.next_job += 1;
+        self.open.insert(id, (at, kernels));
+        for _ in 0..kernels {
+            let d = draw(&mut self.rng, kernel);
+            self.durations.push_back(d);
+            self.submit(SimCommand::kernel(d, sms).with_tag(id));
+        }
+    }
+
+    /// Acts at `t` (before `end`): releases due jobs, tops up floods. Returns whether an
+    /// announcement is due now (the runner gives the hint).
+    pub(crate) fn act(&mut self, t: Nanos, end: Nanos) -> bool {
+        let stop = self.spec.until.unwrap_or(end).min(end);
+        let mut announce = false;
+        if self.next_announce.is_some_and(|a| a <= t) {
+            announce = t < stop;
+            self.next_announce = None;
+        }
+        match self.spec.workload {
+            Workload::Periodic {
+                period,
+                kernels,
+                kernel,
+                sms,
+                announce: ann,
+                ..
+            } => {
+                while let Some(r) = self.next_release.filter(|r| *r <= t) {
+                    if r >= stop {
+                        self.next_release = None;
+                        break;
+                    }
+                    self.release(r, kernels, kernel, sms);
+                    let next = r + period;
+                    self.next_release = Some(next);
+                    self.next_announce = ann.map(|a| next.saturating_sub(a.lead).max(t));
+                }
+            }
+            Workload::ClosedLoop {
+                kernels,
+                kernel,
+                sms,
+                ..
+            } => {
+                if let Some(r) = self.next_release.filter(|r| *r <= t) {
+                    self.next_release = None;
+                    if r < stop {
+                        self.release(r, kernels, kernel, sms);
+                    }
+                }
+            }
+            Workload::Flood { depth, kernel, sms } => {
+                if t < stop {
+                    while self.outstanding < depth {
+                        self.outstanding += 1;
+                        self.release(t, 1, kernel, sms);
+                    }
+                }
+            }
+        }
+        announce
+    }
+
+    /// Takes in one of its completions.
+    pub(crate) fn completed(&mut self, c: &Completion) {
+        self.work += self.durations.pop_front().unwrap_or_default();
+        let Some((release, left)) = self.open.get_mut(&c.tag) else {
+            return;
+        };
+        *left -= 1;
+        if *left > 0 {
+            return;
+        }
+        let release = *release;
+        self.open.remove(&c.tag);
+        self.jobs.push(Job {
+            release,
+            done: c.ended_at,
+        });
+        match self.spec.workload {
+            Workload::ClosedLoop { think, .. } => self.next_release = Some(c.ended_at + think),
+            Workload::Flood { .. } => self.outstanding -= 1,
+            Workload::Periodic { .. } => {}
+        }
+    }
+
+    pub(crate) fn poll(&self) {
+        if let Path::Queue(q) = &self.path {
+            q.poll();
+        }
+    }
+
+    pub(crate) fn open_jobs(&self) -> usize {
+        self.open.len()
+    }
+}

@@ -1,0 +1,210 @@
+//! The runner: one thread steps the device, the XQueues, the scheduler and the clients from
+//! event to event, as the demo's virtual-time runner does, for any number of clients.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use baton_agent::{Inbox, LocalScheduler, QueueMeta, StaticProcessInfo};
+use baton_core::{Drive, Nanos, XQueue};
+use baton_policies::{DeviceId, Hint, QueueHints};
+use baton_sim::{ContextId, Sim, StreamId, TimeMode};
+
+use crate::client::{Client, Path};
+use crate::{Action, ClientResult, ContextSpec, LabResult, LabSpec, Workload};
+
+/// Runs `spec` to its end and returns what every client measured. Deterministic.
+pub fn run(spec: LabSpec) -> LabResult {
+    let LabSpec {
+        device,
+        policy,
+        duration: end,
+        seed,
+        sample_every,
+        processes,
+        global,
+        clients: specs,
+        mut actions,
+    } = spec;
+    let mut sims: BTreeMap<u32, Sim> = BTreeMap::new();
+    for d in specs.iter().map(|c| c.device).chain([0]) {
+        sims.entry(d).or_insert_with(|| {
+            let sim = Sim::new(device, TimeMode::Virtual);
+            sim.with(|m| m.record_completions(true));
+            sim
+        });
+    }
+    let inbox = Arc::new(Inbox::new());
+    let mut sched = LocalScheduler::new(policy);
+    sched.set_process_info_source(Box::new(StaticProcessInfo(processes)));
+    sched.record_ops(true);
+    for h in global {
+        sched.set_global_hint(h, Nanos::ZERO);
+    }
+    let mut shared_ctx: BTreeMap<(u32, u32), ContextId> = BTreeMap::new();
+    let mut clients = Vec::new();
+    let mut by_stream: BTreeMap<(u32, StreamId), usize> = BTreeMap::new();
+    for (i, spec) in specs.into_iter().enumerate() {
+        let sim = &sims[&spec.device];
+        let ctx = match spec.context {
+            ContextSpec::Own => sim.create_context(),
+            ContextSpec::Shared(k) => *shared_ctx
+                .entry((spec.device, k))
+                .or_insert_with(|| sim.create_context()),
+        };
+        let hw = sim.create_stream(ctx, spec.stream_priority);
+        by_stream.insert((spec.device, hw.stream()), i);
+        let path = if spec.scheduled {
+            let q = XQueue::builder(hw)
+                .drive(Drive::External)
+                .clock(sims[&spec.device].clock())
+                .sink(inbox.clone())
+                .level(spec.level.unwrap_or(device.max_level))
+                .config(spec.launch)
+                .build()
+                .expect("the simulated device supports every level up to its own maximum");
+            let q = Arc::new(q);
+            let mut hints = QueueHints::default();
+            for h in &spec.hints {
+                hints.apply(*h, Nanos::ZERO);
+            }
+            let meta = QueueMeta {
+                pid: spec.pid,
+                device: DeviceId(spec.device),
+                hints,
+            };
+            sched.register(q.clone(), meta, Nanos::ZERO);
+            for h in &spec.process_hints {
+                // The process was just registered, so it is known.
+                let _ = sched.set_process_hint(spec.pid, *h, Nanos::ZERO);
+            }
+            Path::Queue(q)
+        } else {
+            Path::Raw(hw)
+        };
+        clients.push(Client::new(spec, path, seed, i as u64));
+    }
+    actions.sort_by_key(|(t, _)| *t);
+    let mut actions = actions.into_iter().peekable();
+    let mut samples = vec![Nanos::ZERO];
+    let mut work_samples: Vec<Vec<Nanos>> = vec![vec![Nanos::ZERO]; clients.len()];
+    let mut next_sample = sample_every;
+    let mut t = Nanos::ZERO;
+    loop {
+        while let Some((_, a)) = actions.next_if(|(at, _)| *at <= t) {
+            match a {
+                Action::Global(h) => sched.set_global_hint(h, t),
+                Action::Hint(i, h) => {
+                    if let Some(Path::Queue(q)) = clients.get(i).map(|c| &c.path) {
+                        let _ = sched.set_hint(q.id(), h, t);
+                    }
+                }
+                Action::Policy(p) => sched.set_policy(p, t),
+            }
+        }
+        for c in &mut clients {
+            if c.act(t, end) {
+                if let (
+                    Path::Queue(q),
+                    Workload::Periodic {
+                        announce: Some(a), ..
+                    },
+                ) = (&c.path, c.spec.workload)
+                {
+                    let lead = c.next_release.map_or(a.lead, |r| r - t);
+                    if let Ok(h) = Hint::upcoming(lead, a.grace) {
+                        let _ = sched.set_hint(q.id(), h, t);
+                    }
+                }
+            }
+        }
+        settle(&clients, &inbox, &mut sched, t);
+        if t >= end {
+            break;
+        }
+        let mut next = end.min(next_sample);
+        for sim in sims.values() {
+            next = next.min(sim.next_event_time());
+        }
+        for c in &clients {
+            for n in [c.next_release, c.next_announce].into_iter().flatten() {
+                next = next.min(n.max(t + Nanos(1)));
+            }
+        }
+        if let Some((at, _)) = actions.peek() {
+            next = next.min((*at).max(t + Nanos(1)));
+        }
+        if let Some(w) = sched.next_wake() {
+            next = next.min(w.max(t + Nanos(1)));
+        }
+        t = next;
+        for (dev, sim) in &sims {
+            sim.advance_to(next);
+            for c in sim.with(|d| d.take_completions()) {
+                if let Some(i) = by_stream.get(&(*dev, c.stream)) {
+                    clients[*i].completed(&c);
+                }
+            }
+        }
+        if t >= next_sample {
+            samples.push(t);
+            for (i, c) in clients.iter().enumerate() {
+                work_samples[i].push(c.work);
+            }
+            next_sample = t + sample_every;
+        }
+    }
+    let busy: Vec<Nanos> = clients
+        .iter()
+        .map(|c| {
+            let stream = match &c.path {
+                Path::Raw(hw) => hw.stream(),
+                Path::Queue(q) => q.hw().stream(),
+            };
+            sims[&c.spec.device].with(|d| d.busy(d.context_of(stream)))
+        })
+        .collect();
+    let results = clients
+        .into_iter()
+        .zip(work_samples)
+        .zip(busy)
+        .map(|((c, work_series), context_busy)| ClientResult {
+            name: c.spec.name.clone(),
+            pid: c.spec.pid,
+            queue: match &c.path {
+                Path::Queue(q) => Some(q.id()),
+                Path::Raw(_) => None,
+            },
+            deadline: c.spec.deadline,
+            open_jobs: c.open_jobs(),
+            jobs: c.jobs,
+            work: c.work,
+            work_series,
+            context_busy,
+        })
+        .collect();
+    LabResult {
+        duration: end,
+        clients: results,
+        samples,
+        ops: sched.take_ops(),
+        counters: sched.policy_counters(),
+        decisions: sched.decisions(),
+        inherited: sched.inherited_resumes(),
+    }
+}
+
+/// Lets queues, events and the scheduler settle at `t`.
+fn settle(clients: &[Client], inbox: &Inbox, sched: &mut LocalScheduler, t: Nanos) {
+    for _ in 0..1_000 {
+        for c in clients {
+            c.poll();
+        }
+        let events = inbox.drain();
+        let due = sched.next_wake().is_some_and(|w| w <= t);
+        if events.is_empty() && !due {
+            return;
+        }
+        sched.on_events(events, t);
+        sched.on_timer(t);
+    }
+}

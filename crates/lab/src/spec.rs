@@ -1,0 +1,216 @@
+//! What a lab run consists of: the device, the policy, the clients and their workloads, and
+//! actions at given times.
+
+use std::collections::BTreeMap;
+
+use baton_agent::ProcessFacts;
+use baton_core::{LaunchConfig, Level, Nanos};
+use baton_policies::{GlobalHint, Hint, Policy, ProcessHint};
+use baton_sim::SimConfig;
+
+/// An inclusive range of kernel durations, drawn uniformly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// The shortest.
+    pub low: Nanos,
+    /// The longest.
+    pub high: Nanos,
+}
+
+impl Span {
+    /// Always `d`.
+    pub const fn fixed(d: Nanos) -> Span {
+        Span { low: d, high: d }
+    }
+
+    /// Uniformly within `low..=high`.
+    pub const fn between(low: Nanos, high: Nanos) -> Span {
+        Span { low, high }
+    }
+}
+
+/// Announced work: a pre-preemption hint sent `lead` before each release, lapsing `grace`
+/// after the expected arrival.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Announce {
+    /// How far ahead.
+    pub lead: Nanos,
+    /// How long after the expected arrival it holds.
+    pub grace: Nanos,
+}
+
+/// What a client submits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// Open loop: a job of `kernels` kernels released every `period` from `offset` (a late job
+    /// queues behind the previous one).
+    Periodic {
+        /// Time between releases.
+        period: Nanos,
+        /// The first release.
+        offset: Nanos,
+        /// Kernels per job.
+        kernels: u32,
+        /// Each kernel's duration.
+        kernel: Span,
+        /// SMs each kernel asks for.
+        sms: u32,
+        /// Announce each job ahead of time.
+        announce: Option<Announce>,
+    },
+    /// Closed loop: a job of `kernels` kernels; the next is released `think` after it completes.
+    ClosedLoop {
+        /// Kernels per job.
+        kernels: u32,
+        /// Each kernel's duration.
+        kernel: Span,
+        /// SMs each kernel asks for.
+        sms: u32,
+        /// Pause between a job's completion and the next release.
+        think: Nanos,
+    },
+    /// Keeps `depth` kernels submitted and unfinished at all times; each kernel is a job.
+    Flood {
+        /// Kernels outstanding.
+        depth: u32,
+        /// Each kernel's duration.
+        kernel: Span,
+        /// SMs each kernel asks for.
+        sms: u32,
+    },
+}
+
+/// Which simulated context (process on the device) a client's stream lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContextSpec {
+    /// A context of its own.
+    Own,
+    /// The context shared by every client naming the same number.
+    Shared(u32),
+}
+
+/// One client: a process's stream with a workload, reached through an XQueue the scheduler
+/// manages (or, `scheduled: false`, straight on the stream: native).
+#[derive(Clone, Debug)]
+pub struct ClientSpec {
+    /// A name for reports and plots.
+    pub name: String,
+    /// The process it belongs to (clients may share one).
+    pub pid: u32,
+    /// The device it runs on (each device is a separate simulated device; default 0).
+    pub device: u32,
+    /// Its context on the device.
+    pub context: ContextSpec,
+    /// Its stream's device priority (SM allocation within a context).
+    pub stream_priority: i32,
+    /// Through an XQueue under the scheduler, or native.
+    pub scheduled: bool,
+    /// The level its XQueue suspends with (default: the device's highest).
+    pub level: Option<Level>,
+    /// Its XQueue's launch window.
+    pub launch: LaunchConfig,
+    /// Hints given when it registers.
+    pub hints: Vec<Hint>,
+    /// Process hints given when it registers.
+    pub process_hints: Vec<ProcessHint>,
+    /// What it submits.
+    pub workload: Workload,
+    /// Stop releasing jobs at this time (default: the run's end).
+    pub until: Option<Nanos>,
+    /// Jobs should complete within this span of their release (for miss counts).
+    pub deadline: Option<Nanos>,
+}
+
+impl ClientSpec {
+    /// A scheduled client of its own process `pid` and context, default settings.
+    pub fn new(name: &str, pid: u32, workload: Workload) -> ClientSpec {
+        ClientSpec {
+            name: name.to_string(),
+            pid,
+            device: 0,
+            context: ContextSpec::Own,
+            stream_priority: 0,
+            scheduled: true,
+            level: None,
+            launch: LaunchConfig::default(),
+            hints: Vec::new(),
+            process_hints: Vec::new(),
+            workload,
+            until: None,
+            deadline: None,
+        }
+    }
+
+    /// With `hint`.
+    pub fn hint(mut self, hint: Hint) -> ClientSpec {
+        self.hints.push(hint);
+        self
+    }
+
+    /// With a process hint.
+    pub fn process_hint(mut self, hint: ProcessHint) -> ClientSpec {
+        self.process_hints.push(hint);
+        self
+    }
+
+    /// With a deadline for miss counting.
+    pub fn deadline(mut self, d: Nanos) -> ClientSpec {
+        self.deadline = Some(d);
+        self
+    }
+}
+
+/// Something done to the scheduler at a given time.
+pub enum Action {
+    /// A scheduler-wide hint.
+    Global(GlobalHint),
+    /// A hint for client number `.0`'s queue.
+    Hint(usize, Hint),
+    /// Switch to another policy (queues and hints are kept).
+    Policy(Box<dyn Policy>),
+}
+
+/// A whole lab run.
+pub struct LabSpec {
+    /// The simulated devices' configuration (every device alike).
+    pub device: SimConfig,
+    /// The policy the scheduler starts with.
+    pub policy: Box<dyn Policy>,
+    /// Simulated time to run.
+    pub duration: Nanos,
+    /// Seed of every random draw.
+    pub seed: u64,
+    /// How often cumulative work is sampled for time series.
+    pub sample_every: Nanos,
+    /// What the agent reads about each process (unknown pids: uid 0, nice 0).
+    pub processes: BTreeMap<u32, ProcessFacts>,
+    /// Scheduler-wide hints given at the start.
+    pub global: Vec<GlobalHint>,
+    /// The clients.
+    pub clients: Vec<ClientSpec>,
+    /// Actions at given times, in any order.
+    pub actions: Vec<(Nanos, Action)>,
+}
+
+impl LabSpec {
+    /// A run of `duration` under `policy` on the default simulated device, with no clients.
+    pub fn new(policy: Box<dyn Policy>, duration: Nanos) -> LabSpec {
+        LabSpec {
+            device: SimConfig::default(),
+            policy,
+            duration,
+            seed: 1,
+            sample_every: Nanos::from_millis(100),
+            processes: BTreeMap::new(),
+            global: Vec::new(),
+            clients: Vec::new(),
+            actions: Vec::new(),
+        }
+    }
+
+    /// With `client`.
+    pub fn client(mut self, client: ClientSpec) -> LabSpec {
+        self.clients.push(client);
+        self
+    }
+}
