@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Transparency and overhead of the CUDA interposer on a GPU machine.
 #
-#   scripts/gpu/interposer_check.sh [--quick]
+#   scripts/gpu/interposer_check.sh [--quick] [transparency|overhead]
 #
 # Needs target/release/baton and target/release/libbaton_interposer.so (build them on a machine
 # with Rust: `cargo build --release -p baton-cli -p baton-interposer`), nvcc, and Python with
@@ -18,7 +18,8 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/out}
 mkdir -p "$OUT"
-QUICK=0; [ "${1:-}" = "--quick" ] && QUICK=1
+QUICK=0; [ "${1:-}" = "--quick" ] && { QUICK=1; shift; }
+PART=${1:-all}
 BATON=${BATON_BIN:-$ROOT/target/release/baton}
 LIB=${BATON_LIB:-$ROOT/target/release/libbaton_interposer.so}
 APPS=$ROOT/scripts/gpu/apps
@@ -74,6 +75,7 @@ PY
   echo "$name/$mode rc=$rc $(last_json "$log" | cut -c1-160)"
 }
 
+if [ "$PART" = all ] || [ "$PART" = transparency ]; then
 say transparency
 rm -f "$OUT/transparency.jsonl"
 declare -A CMD=(
@@ -93,6 +95,9 @@ for app in $ORDER; do
   done
 done
 
+fi
+
+if [ "$PART" = all ] || [ "$PART" = overhead ]; then
 say overhead
 rm -f "$OUT/overhead.jsonl"
 REPS=3; [ $QUICK = 1 ] && REPS=1
@@ -109,5 +114,9 @@ for r in $(seq $REPS); do
   done
 done
 
+fi
+
 say summary
 python3 "$ROOT/scripts/gpu/summarize_interposer.py" "$OUT" | tee "$OUT/summary.txt"
+# Only a few files come back from the GPU machine: pack the logs.
+(cd "$OUT" && tar czf logs.tgz ./*.log ./*.err 2>/dev/null && rm -f ./*.log ./*.err)

@@ -75,6 +75,8 @@ struct Entry {
     watch: bool,
     /// Whether the queue reports its transitions at all.
     reporting: bool,
+    /// Whether the queue runs without its in-flight window (the policy cannot suspend it).
+    unbounded: bool,
 }
 
 /// Runs a policy over registered queues. Single-threaded: wrap it in [`SchedulerThread`](crate::SchedulerThread)
@@ -182,6 +184,7 @@ impl LocalScheduler {
                 last_transition: 0,
                 watch: true,
                 reporting: true,
+                unbounded: false,
             },
         );
         self.reschedule(now);
@@ -468,6 +471,11 @@ impl LocalScheduler {
                         e.view.since = now;
                     }
                 }
+            }
+            let unbounded = !e.view.suspended && !self.policy.may_suspend(&snap, &e.view);
+            if e.unbounded != unbounded {
+                e.unbounded = unbounded;
+                e.ctl.set_unbounded(unbounded);
             }
             let watch = report && any_suspended && e.view.ready;
             if e.watch != watch {

@@ -129,6 +129,8 @@ pub trait QueueControl: Send + Sync {
     fn set_idle_watch(&self, on: bool);
     /// Whether the queue reports its Idle/Ready transitions; see [`XQueue::set_reporting`].
     fn set_reporting(&self, on: bool);
+    /// Whether the queue may skip its in-flight window; see [`XQueue::set_unbounded`].
+    fn set_unbounded(&self, on: bool);
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -208,6 +210,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 waiters: 0,
                 watch_idle: true,
                 reporting: true,
+                unbounded: false,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),
@@ -316,7 +319,9 @@ impl<H: HwQueue> XQueue<H> {
             sh.progress.advance(st.launched);
             if was_idle {
                 sh.transition(&mut st, QueueState::Ready, &mut ev);
-                sh.wake_worker(&st);
+                if st.watch_idle {
+                    sh.wake_worker(&st);
+                }
             }
             sh.unlock_and_emit(st, ev);
             return Ok(seq);
@@ -409,7 +414,9 @@ impl<H: HwQueue> XQueue<H> {
         sh.publish_pending(&st);
         if was_idle {
             sh.transition(&mut st, QueueState::Ready, &mut ev);
-            sh.wake_worker(&st);
+            if st.watch_idle {
+                sh.wake_worker(&st);
+            }
         }
         sh.unlock_and_emit(st, ev);
         Ok(seq)
@@ -820,6 +827,25 @@ impl<H: HwQueue> XQueue<H> {
         sh.unlock_and_emit(st, ev);
     }
 
+    /// Whether the queue may run without its in-flight window and sync points (default: no).
+    /// Progressive launching only bounds how long a *suspension* waits for in-flight work; a
+    /// scheduler sets this for queues none of its decisions can suspend (under HPF, the
+    /// top-priority queue of a device), whose launches then cost only the lock and the launch.
+    /// Turning it off makes the next launch add a sync point, so the window applies from there.
+    pub fn set_unbounded(&self, on: bool) {
+        let sh = &*self.shared;
+        let mut st = sync::lock(&sh.state);
+        if st.unbounded == on {
+            return;
+        }
+        st.unbounded = on;
+        if !on {
+            st.since_sync = st.config.batch();
+        }
+        sh.wake_worker(&st);
+        drop(st);
+    }
+
     /// Changes the launch window; takes effect with the next launch.
     pub fn set_launch_config(&self, config: LaunchConfig) {
         let sh = &*self.shared;
@@ -922,6 +948,9 @@ impl<H: HwQueue> QueueControl for XQueue<H> {
     }
     fn set_reporting(&self, on: bool) {
         XQueue::set_reporting(self, on)
+    }
+    fn set_unbounded(&self, on: bool) {
+        XQueue::set_unbounded(self, on)
     }
 }
 

@@ -14,8 +14,8 @@ use crate::{
     CUcontext, CUctxCreateParams, CUdevice, CUdevice_attribute, CUdeviceptr, CUdeviceptr_v1,
     CUdriverProcAddressQueryResult, CUevent, CUexecAffinityParam, CUfunction, CUgraph,
     CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgreenCtx, CUhostFn, CUjit_option, CUkernel,
-    CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule, CUresult, CUstream, CUstreamCaptureMode,
-    CUstreamCaptureStatus, CUuuid, cuuint32_t, cuuint64_t,
+    CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule, CUresult, CUstream, CUstreamCallback,
+    CUstreamCaptureMode, CUstreamCaptureStatus, CUuuid, cuuint32_t, cuuint64_t,
 };
 
 macro_rules! pfn {
@@ -384,4 +384,15 @@ pfn! {
     /// `cuStreamBatchMemOp_v2` (11.7), and `_ptsz`; `paramArray` points to
     /// `CUstreamBatchMemOpParams`.
     PFN_cuStreamBatchMemOp_v2(stream: CUstream, count: c_uint, paramArray: *mut c_void, flags: c_uint);
+    /// `cuStreamBeginCaptureToGraph` (12.3), and `_ptsz`.
+    PFN_cuStreamBeginCaptureToGraph(
+        hStream: CUstream,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        dependencyData: *const CUgraphEdgeData,
+        numDependencies: usize,
+        mode: CUstreamCaptureMode,
+    );
+    /// `cuStreamAddCallback` (5.0), and `_ptsz`.
+    PFN_cuStreamAddCallback(hStream: CUstream, callback: CUstreamCallback, userData: *mut c_void, flags: c_uint);
 }

@@ -87,6 +87,10 @@ pub const CU_STREAM_PER_THREAD: CUstream = ptr::without_provenance_mut(0x2);
 /// A host function enqueued by `cuLaunchHostFunc` (`CUhostFn`); NULL is `None`.
 pub type CUhostFn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
+/// A stream callback (`CUstreamCallback`): called with the stream, its status and the user data.
+pub type CUstreamCallback =
+    Option<unsafe extern "C" fn(stream: CUstream, status: crate::CUresult, user_data: *mut c_void)>;
+
 /// A 16-byte device UUID (`CUuuid`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

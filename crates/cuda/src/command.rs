@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use baton_core::{CommandKind, HwCommand};
 use baton_cuda_sys::{
     CUdeviceptr, CUevent, CUfunction, CUgraphExec, CUhostFn, CUlaunchAttribute, CUlaunchConfig,
-    CUstream,
+    CUstream, CUstreamCallback,
 };
 
 use crate::{Driver, DriverError, KernelArgs, check};
@@ -64,6 +64,15 @@ pub enum CudaCommand {
         f: CUhostFn,
         /// Its argument.
         data: HostPtr,
+    },
+    /// `cuStreamAddCallback`.
+    StreamCallback {
+        /// The callback.
+        f: CUstreamCallback,
+        /// Its argument.
+        data: HostPtr,
+        /// Flags (0).
+        flags: u32,
     },
     /// `cuMemcpyAsync` between addresses that are not pageable host memory.
     Copy {
@@ -160,7 +169,9 @@ impl HwCommand for CudaCommand {
     fn kind(&self) -> CommandKind {
         match self {
             CudaCommand::Kernel { .. } | CudaCommand::KernelEx { .. } => CommandKind::Kernel,
-            CudaCommand::HostFunc { .. } => CommandKind::HostFunc,
+            CudaCommand::HostFunc { .. } | CudaCommand::StreamCallback { .. } => {
+                CommandKind::HostFunc
+            }
             CudaCommand::CopyDtoD { .. }
             | CudaCommand::Copy { .. }
             | CudaCommand::CopyHtoD { .. }
@@ -246,6 +257,13 @@ impl CudaCommand {
                 let call = Driver::require(d.cuLaunchHostFunc, "cuLaunchHostFunc")?;
                 // SAFETY: see above.
                 check("cuLaunchHostFunc", unsafe { call(stream, f, data.0) })
+            }
+            CudaCommand::StreamCallback { f, data, flags } => {
+                let call = Driver::require(d.cuStreamAddCallback, "cuStreamAddCallback")?;
+                // SAFETY: see above.
+                check("cuStreamAddCallback", unsafe {
+                    call(stream, f, data.0, flags)
+                })
             }
             CudaCommand::Copy { dst, src, bytes } => {
                 let call = Driver::require(d.cuMemcpyAsync, "cuMemcpyAsync")?;

@@ -82,6 +82,8 @@ driver! {
     cuLaunchCooperativeKernel_ptsz: PFN_cuLaunchCooperativeKernel;
     cuLaunchHostFunc: PFN_cuLaunchHostFunc;
     cuLaunchHostFunc_ptsz: PFN_cuLaunchHostFunc;
+    cuStreamAddCallback: PFN_cuStreamAddCallback;
+    cuStreamAddCallback_ptsz: PFN_cuStreamAddCallback;
     cuMemAllocAsync: PFN_cuMemAllocAsync;
     cuMemAllocAsync_ptsz: PFN_cuMemAllocAsync;
     cuMemFreeAsync: PFN_cuMemFreeAsync;
@@ -131,6 +133,8 @@ driver! {
     cuStreamBeginCapture_ptsz: PFN_cuStreamBeginCapture;
     cuStreamBeginCapture_v2: PFN_cuStreamBeginCapture_v2;
     cuStreamBeginCapture_v2_ptsz: PFN_cuStreamBeginCapture_v2;
+    cuStreamBeginCaptureToGraph: PFN_cuStreamBeginCaptureToGraph;
+    cuStreamBeginCaptureToGraph_ptsz: PFN_cuStreamBeginCaptureToGraph;
     cuStreamEndCapture: PFN_cuStreamEndCapture;
     cuStreamEndCapture_ptsz: PFN_cuStreamEndCapture;
     cuStreamIsCapturing: PFN_cuStreamIsCapturing;

@@ -28,6 +28,12 @@ impl Policy for Hpf {
         snap.on_device(queue.device)
             .any(|q| q.hints.priority < queue.hints.priority)
     }
+
+    /// HPF only suspends a queue that another queue on its device outranks.
+    fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        snap.on_device(queue.device)
+            .any(|q| q.hints.priority > queue.hints.priority)
+    }
 }
 
 /// Where a rank order applies.
@@ -115,6 +121,8 @@ mod tests {
         let snap = Snapshot::new(Nanos::ZERO, &qs);
         let wants: Vec<bool> = qs.iter().map(|v| Hpf.wants_events(&snap, v)).collect();
         assert_eq!(wants, vec![true, false, false, false]);
+        let may: Vec<bool> = qs.iter().map(|v| Hpf.may_suspend(&snap, v)).collect();
+        assert_eq!(may, vec![false, true, false, false]);
     }
 
     #[test]

@@ -80,6 +80,15 @@ pub trait Policy: Send {
         true
     }
 
+    /// Whether this policy could suspend `queue` in the situation `snapshot` describes
+    /// (asked again after every decision). A queue it never suspends runs without Level 1's
+    /// in-flight window and sync points, which exist only to bound how long a suspension waits.
+    /// Default: any queue may be suspended.
+    fn may_suspend(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
+        let _ = (snapshot, queue);
+        true
+    }
+
     /// Counters worth reporting (deadline misses, feedback state…), by name.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
@@ -98,6 +107,9 @@ impl Policy for Box<dyn Policy> {
     }
     fn wants_events(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
         (**self).wants_events(snapshot, queue)
+    }
+    fn may_suspend(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
+        (**self).may_suspend(snapshot, queue)
     }
 }
 

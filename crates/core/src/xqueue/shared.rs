@@ -95,6 +95,8 @@ pub(super) struct State<H: HwQueue> {
     pub(super) watch_idle: bool,
     /// Whether Idle/Ready transitions go to the sink (they are always counted).
     pub(super) reporting: bool,
+    /// No scheduler can suspend the queue now: no in-flight window, no sync points.
+    pub(super) unbounded: bool,
 }
 
 impl<H: HwQueue> State<H> {
@@ -103,7 +105,7 @@ impl<H: HwQueue> State<H> {
     }
 
     pub(super) fn window_open(&self) -> bool {
-        self.inflight() < u64::from(self.config.threshold())
+        self.unbounded || self.inflight() < u64::from(self.config.threshold())
     }
 
     /// The end of the last sync point, or `completed` if there is none outstanding.
@@ -239,6 +241,9 @@ impl<H: HwQueue> Shared<H> {
 
     pub(super) fn after_launch(&self, st: &mut State<H>) {
         st.launched += 1;
+        if st.unbounded {
+            return;
+        }
         st.since_sync += 1;
         if st.since_sync >= st.config.batch() {
             self.add_sync_point(st);

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_uint, c_void};
 
-use baton_cuda::sys::{CUfunction, CUhostFn, CUlaunchConfig, CUresult, CUstream};
+use baton_cuda::sys::{CUfunction, CUhostFn, CUlaunchConfig, CUresult, CUstream, CUstreamCallback};
 use baton_cuda::{CudaCommand, HostPtr, KernelArgs};
 
 use crate::ops::Count;
@@ -150,3 +150,16 @@ macro_rules! host_func {
 
 host_func!(cuLaunchHostFunc, Api::Plain);
 host_func!(cuLaunchHostFunc_ptsz, Api::PerThread);
+
+macro_rules! stream_callback {
+    ($name:ident, $api:expr) => {
+        hook!($name(stream: CUstream, f: CUstreamCallback, data: *mut c_void, flags: c_uint) |rt, real| {
+            let defer = move || Some(CudaCommand::StreamCallback { f, data: HostPtr(data), flags });
+            // SAFETY: the application's arguments with the mapped stream.
+            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(h, f, data, flags) }, defer)
+        });
+    };
+}
+
+stream_callback!(cuStreamAddCallback, Api::Plain);
+stream_callback!(cuStreamAddCallback_ptsz, Api::PerThread);

@@ -34,6 +34,7 @@ hook!(cuGetProcAddress_v2(
     // out-pointer, valid if the call succeeded.
     unsafe {
         let r = real(symbol, pfn, cuda_version, flags, status);
+        trace_lookup(symbol, cuda_version, flags, r);
         map(rt, r, pfn)
     }
 });
@@ -47,6 +48,18 @@ hook!(cuGetProcAddress(
     // SAFETY: as for cuGetProcAddress_v2.
     unsafe {
         let r = real(symbol, pfn, cuda_version, flags);
+        trace_lookup(symbol, cuda_version, flags, r);
         map(rt, r, pfn)
     }
 });
+
+/// Logs a lookup at trace level (`BATON_LOG=baton_interposer=trace`): which functions an
+/// application resolves is how to find one Baton should intercept.
+fn trace_lookup(symbol: *const c_char, version: c_int, flags: cuuint64_t, r: CUresult) {
+    if symbol.is_null() || !tracing::enabled!(tracing::Level::TRACE) {
+        return;
+    }
+    // SAFETY: a non-null symbol is the application's C string.
+    let name = unsafe { std::ffi::CStr::from_ptr(symbol) }.to_string_lossy();
+    tracing::trace!(symbol = %name, version, flags, status = r.0, "cuGetProcAddress");
+}

@@ -1,7 +1,9 @@
 //! Stream synchronization, queries, destruction, capture and graph launches.
 
 use baton_cuda::CudaCommand;
-use baton_cuda::sys::{CUgraph, CUgraphExec, CUresult, CUstream, CUstreamCaptureMode};
+use baton_cuda::sys::{
+    CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUresult, CUstream, CUstreamCaptureMode,
+};
 
 use crate::ops::Count;
 use crate::registry::Api;
@@ -63,6 +65,23 @@ macro_rules! begin_capture {
     };
 }
 per_api!(begin_capture: cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz);
+
+macro_rules! begin_capture_to_graph {
+    ($name:ident, $api:expr) => {
+        hook!($name(
+            stream: CUstream,
+            graph: CUgraph,
+            deps: *const CUgraphNode,
+            data: *const CUgraphEdgeData,
+            count: usize,
+            mode: CUstreamCaptureMode,
+        ) |rt, real| {
+            // SAFETY: the application's arguments, stream mapped.
+            rt.begin_capture(stream, $api, |h| unsafe { real(h, graph, deps, data, count, mode) })
+        });
+    };
+}
+per_api!(begin_capture_to_graph: cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz);
 
 macro_rules! end_capture {
     ($name:ident, $api:expr) => {
