@@ -8,13 +8,25 @@
 //! - [`AgentConfig`] reads the process's `BATON_*` settings (XSched's names as aliases).
 //! - [`SchedulerThread`] runs a `LocalScheduler` on its own thread with wake-up timers, for live
 //!   processes; virtual-time drivers call the `LocalScheduler` directly instead.
+//! - [`DaemonClient`] schedules the process's queues through the daemon instead (global
+//!   mode), failing open when the daemon is absent or dies.
+//! - [`AgentScheduler`] is whichever of the two the settings ask for, for backends.
+//! - [`socket_candidates`] says where the daemon listens.
 
 mod config;
+mod daemon_client;
 mod inbox;
 mod local;
+mod scheduler;
+mod socket;
 mod thread;
 
 pub use config::{AgentConfig, SchedulerMode};
+pub use daemon_client::{ClientConfig, DaemonClient, QueueInfo};
 pub use inbox::Inbox;
 pub use local::{LocalScheduler, OpKind, OpRecord, QueueMeta, UnknownQueue};
+pub use scheduler::{AgentScheduler, Registration};
+pub use socket::{
+    SOCKET_NAME, SYSTEM_SOCKET, socket_candidates, user_socket_path, user_socket_path_with,
+};
 pub use thread::SchedulerThread;
