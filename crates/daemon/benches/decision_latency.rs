@@ -36,7 +36,7 @@ use baton_protocol::{Backend, DeviceRef, Hint, Reply, Request, WirePriority};
 
 const BACKGROUND: usize = 99;
 const QUEUES: usize = 4;
-const ITERATIONS: usize = 2000;
+const ITERATIONS: usize = 1500;
 
 #[derive(Clone, Copy, Debug)]
 struct Cmd;
@@ -149,7 +149,26 @@ fn stats(mut v: Vec<Duration>) -> serde_json::Value {
 }
 
 fn main() {
-    let dir = std::env::temp_dir().join(format!("baton-bench-{}", std::process::id()));
+    let one = run(false);
+    let all = run(true);
+    let out = serde_json::json!({
+        "benchmark": "decision_latency",
+        "one_agent_affected": one,
+        "all_agents_affected": all,
+    });
+    let text = serde_json::to_string_pretty(&out).unwrap();
+    println!("{text}");
+    if let Some(path) = std::env::var_os("BATON_BENCH_OUT") {
+        let mut f = std::fs::File::create(path).unwrap();
+        writeln!(f, "{text}").unwrap();
+    }
+}
+
+/// One run. `fan_out`: the background shares the probe's device, so each probe decision
+/// changes every process; otherwise the background is on another device and only the probe's
+/// own queue changes (the policy still weighs all 400 queues).
+fn run(fan_out: bool) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("baton-bench-{}-{fan_out}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let socket = dir.join("baton.sock");
     let daemon = Daemon::bind(DaemonConfig::new(socket.clone())).expect("bind");
@@ -179,6 +198,7 @@ fn main() {
                 .args(["--queues", &QUEUES.to_string()])
                 .args(["--priority", &(i % 4).to_string()])
                 .args(["--churn-ms", "50", "--seed", &(i + 1).to_string()])
+                .args(["--device", if fan_out { "sim-0" } else { "sim-1" }])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
                 .spawn()
@@ -296,8 +316,9 @@ fn main() {
         })
         .unwrap_or("unknown")
         .to_string();
-    let out = serde_json::json!({
-        "benchmark": "decision_latency",
+    let _ = std::fs::remove_dir_all(&dir);
+    serde_json::json!({
+        "background_device": if fan_out { "the probe's (every decision reaches all 100 processes; the probe's frame is sent last)" } else { "another (each decision changes the probe's queue only)" },
         "processes": BACKGROUND + 1,
         "queues_per_process": QUEUES,
         "iterations": ITERATIONS,
@@ -314,12 +335,5 @@ fn main() {
             "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
             "model": model,
         },
-    });
-    let text = serde_json::to_string_pretty(&out).unwrap();
-    println!("{text}");
-    if let Some(path) = std::env::var_os("BATON_BENCH_OUT") {
-        let mut f = std::fs::File::create(path).unwrap();
-        writeln!(f, "{text}").unwrap();
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    })
 }
