@@ -44,6 +44,12 @@ impl Shared {
         }
     }
 
+    fn writer_done(&self) {
+        if self.writers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.done.notify_waiters();
+        }
+    }
+
     /// Waits until every writer finished, at most `limit`.
     pub(crate) async fn drain(&self, limit: Duration) {
         let deadline = tokio::time::Instant::now() + limit;
@@ -97,7 +103,12 @@ pub(crate) async fn connection(stream: UnixStream, id: ClientId, core: CoreTx, s
     }
     match hello.role {
         Role::Agent => agent(rd, wr, buf, peer, id, hello, core, sh).await,
-        Role::Cli => cli(rd, wr, buf, peer, id, core).await,
+        Role::Cli => {
+            // Counted like a writer, so a stopping daemon delivers the reply to `--stop`.
+            sh.writers.fetch_add(1, Ordering::AcqRel);
+            cli(rd, wr, buf, peer, id, core).await;
+            sh.writer_done();
+        }
     }
 }
 
@@ -262,9 +273,7 @@ async fn writer(
         }
     }
     let _ = wr.shutdown().await;
-    if sh.writers.fetch_sub(1, Ordering::AcqRel) == 1 {
-        sh.done.notify_waiters();
-    }
+    sh.writer_done();
 }
 
 async fn cli(

@@ -66,7 +66,8 @@ pub(crate) fn bind(cfg: &DaemonConfig) -> Result<Bound, DaemonError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err(path)(e)),
     }
-    // No window where the socket is more open than it will be.
+    // No window where the socket is more open than it will be. The umask is process-wide:
+    // the daemon binds before it starts any thread.
     let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o177));
     let bound = UnixListener::bind(path);
     rustix::process::umask(old);

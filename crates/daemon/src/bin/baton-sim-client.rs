@@ -107,8 +107,10 @@ impl QueueControl for Logged {
         self.xq.status()
     }
     fn suspend(&self, flags: SuspendFlags) -> Result<(), XQueueError> {
+        // Said once in effect, so a command sent after the line is held.
+        let r = self.xq.suspend(flags);
         say(&format!("suspend {} {}", self.index, now_ns()));
-        self.xq.suspend(flags)
+        r
     }
     fn resume(&self, flags: ResumeFlags) -> Result<(), XQueueError> {
         let r = self.xq.resume(flags);

@@ -31,6 +31,9 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
+    // Explicitly: an in-process daemon binding meanwhile narrows the (process-wide) umask.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
     d
 }
 
