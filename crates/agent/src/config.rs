@@ -9,7 +9,9 @@
 //! | `BATON_BATCH` (`XSCHED_AUTO_XQUEUE_BATCH_SIZE`) | commands between sync points | 8 |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
 //! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
-//! | `BATON_SOCKET` | the daemon's socket (global mode) | per-user default |
+//! | `BATON_UTILIZATION` | share of the device's time to reserve for this process, 1–100 % (a hint for utilization policies) | unset |
+//! | `BATON_DEADLINE_US` | each piece of work should finish within this many µs of becoming ready (a hint for deadline policies) | unset |
+//! | `BATON_SOCKET` | the daemon's socket (global mode) | per-user, then system socket |
 //! | `BATON_CUDA_LIB` (`XSCHED_CUDA_LIB`) | absolute path of the real `libcuda.so.1` | searched |
 //! | `BATON_ENABLE` (`XSCHED_AUTO_XQUEUE`: `ON`/`OFF`) | `0`/`off` passes every call straight through | on |
 //! | `BATON_LOG` | log filter (`info`, `debug`, `baton=trace`…); silent when unset | unset |
@@ -20,7 +22,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use baton_core::{LaunchConfig, Level, Priority};
+use baton_core::{LaunchConfig, Level, Nanos, Priority};
+use baton_protocol::{Hint, MAX_DURATION_NS, WirePriority};
 
 /// Who decides which queues run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,6 +62,10 @@ pub struct AgentConfig {
     pub scheduler: SchedulerMode,
     /// The local policy's name (validated against the registry).
     pub policy: String,
+    /// This process's share of the device, in percent, if set.
+    pub utilization: Option<u8>,
+    /// The relative deadline of this process's work, if set.
+    pub deadline: Option<Nanos>,
     /// The daemon's socket, if set.
     pub socket: Option<PathBuf>,
     /// The real CUDA driver library, if set.
@@ -77,6 +84,8 @@ impl Default for AgentConfig {
             launch: LaunchConfig::default(),
             scheduler: SchedulerMode::Local,
             policy: "hpf".into(),
+            utilization: None,
+            deadline: None,
             socket: None,
             cuda_lib: None,
             log: None,
@@ -167,6 +176,24 @@ impl AgentConfig {
                     .push(format!("baton: ignoring {name}={v:?}: {e}; using hpf")),
             }
         }
+        if let Some((name, v)) = read(&["BATON_UTILIZATION"]) {
+            match v.trim().trim_end_matches('%').parse::<u8>() {
+                Ok(p @ 1..=100) => c.utilization = Some(p),
+                _ => c.warn(name, &v, "use a whole percentage from 1 to 100", "no share"),
+            }
+        }
+        if let Some((name, v)) = read(&["BATON_DEADLINE_US"]) {
+            let max_us = MAX_DURATION_NS / 1_000;
+            match v.trim().parse::<u64>() {
+                Ok(us @ 1..) if us <= max_us => c.deadline = Some(Nanos::from_micros(us)),
+                _ => c.warn(
+                    name,
+                    &v,
+                    &format!("use whole microseconds from 1 to {max_us}"),
+                    "no deadline",
+                ),
+            }
+        }
         if let Some((_, v)) = read(&["BATON_SOCKET"]) {
             c.socket = Some(PathBuf::from(v));
         }
@@ -192,6 +219,22 @@ impl AgentConfig {
     /// Reads the settings from this process's environment.
     pub fn from_env() -> AgentConfig {
         AgentConfig::from_lookup(|n| std::env::var(n).ok())
+    }
+
+    /// The process-wide hints these settings give the daemon: the priority (when not the
+    /// default), the utilization share and the deadline, when set.
+    pub fn process_hints(&self) -> Vec<Hint> {
+        let mut h = Vec::new();
+        if self.priority != Priority::DEFAULT {
+            h.push(Hint::Priority(WirePriority::from(self.priority)));
+        }
+        if let Some(percent) = self.utilization {
+            h.push(Hint::Utilization { percent });
+        }
+        if let Some(d) = self.deadline {
+            h.push(Hint::Deadline { deadline_ns: d.0 });
+        }
+        h
     }
 
     /// One line per invalid value, saying what was ignored and what is used instead. The
@@ -239,8 +282,23 @@ mod tests {
             ("BATON_POLICY", "HPF"),
             ("BATON_CUDA_LIB", "/usr/lib/libcuda.so.1"),
             ("BATON_ENABLE", "off"),
+            ("BATON_UTILIZATION", "30%"),
+            ("BATON_DEADLINE_US", "2500"),
         ]);
         assert_eq!(c.priority.get(), 10);
+        assert_eq!(c.utilization, Some(30));
+        assert_eq!(c.deadline, Some(Nanos::from_micros(2500)));
+        assert_eq!(
+            c.process_hints(),
+            vec![
+                Hint::Priority(WirePriority(10)),
+                Hint::Utilization { percent: 30 },
+                Hint::Deadline {
+                    deadline_ns: 2_500_000
+                }
+            ]
+        );
+        assert!(AgentConfig::default().process_hints().is_empty());
         assert_eq!(c.level, Level::L2);
         assert_eq!(c.launch, LaunchConfig::new(4, 2).unwrap());
         assert_eq!(c.scheduler, SchedulerMode::Global);
@@ -283,6 +341,8 @@ mod tests {
             ("BATON_POLICY", "fastest"),
             ("BATON_CUDA_LIB", "libcuda.so.1"),
             ("BATON_ENABLE", "maybe"),
+            ("BATON_UTILIZATION", "0"),
+            ("BATON_DEADLINE_US", "soon"),
         ]);
         let d = AgentConfig::default();
         assert_eq!(
@@ -305,8 +365,9 @@ mod tests {
                 d.enabled
             )
         );
-        // Seven settings, seven lines: threshold and batch are judged together.
-        assert_eq!(c.warnings().len(), 7, "{:#?}", c.warnings());
+        assert_eq!((c.utilization, c.deadline), (None, None));
+        // Nine settings, nine lines: threshold and batch are judged together.
+        assert_eq!(c.warnings().len(), 9, "{:#?}", c.warnings());
         for w in c.warnings() {
             assert!(w.starts_with("baton: ignoring"), "{w}");
             assert!(w.contains("using"), "{w}");

@@ -413,9 +413,12 @@ impl LocalScheduler {
         self.inherited += inherit(&mut decision, &views, &self.deps).len() as u64;
         self.decisions += 1;
         self.wake_at = decision.wake_at;
+        // Sorted once, so the lookups below stay O(n log n) across hundreds of queues.
+        let mut suspend = decision.suspend.clone();
+        suspend.sort_unstable();
         let mut changes = Vec::new();
         for (id, e) in &self.entries {
-            let want = decision.suspends(*id);
+            let want = suspend.binary_search(id).is_ok();
             if want != e.view.suspended {
                 changes.push((*id, want));
             }

@@ -51,6 +51,8 @@ pfn! {
     PFN_cuDeviceGet(device: *mut CUdevice, ordinal: c_int);
     /// `cuDeviceGetCount` (2.0).
     PFN_cuDeviceGetCount(count: *mut c_int);
+    /// `cuDeviceGetUuid_v2` (11.4).
+    PFN_cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice);
     /// `cuDeviceGetName` (2.0).
     PFN_cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice);
     /// `cuDeviceGetAttribute` (2.0).

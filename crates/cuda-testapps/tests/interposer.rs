@@ -328,6 +328,9 @@ fn baton_run_schedules_a_program_and_exits_with_its_status() {
         .to_owned();
     let report = temp_dir("baton-run").join("report.json");
     let report_s = report.to_str().expect("a UTF-8 path").to_owned();
+    // `baton run` starts a daemon when none answers: keep it on a socket of this test's own.
+    let socket = temp_dir("baton-run-daemon").join("baton.sock");
+    let socket_s = socket.to_str().expect("a UTF-8 path").to_owned();
     let args = [
         "run",
         "--interposer",
@@ -343,7 +346,11 @@ fn baton_run_schedules_a_program_and_exits_with_its_status() {
         "order",
     ];
     let native = run(RUNTIME_LIKE, &["order"], &[]);
-    let b = run(&baton, &args, &[("BATON_REPORT", &report_s)]);
+    let b = run(
+        &baton,
+        &args,
+        &[("BATON_REPORT", &report_s), ("BATON_SOCKET", &socket_s)],
+    );
     assert_eq!(b.line(), native.line());
     let rep: Value =
         serde_json::from_str(std::fs::read_to_string(&report).unwrap().trim()).unwrap();
@@ -359,7 +366,7 @@ fn baton_run_schedules_a_program_and_exits_with_its_status() {
             RUNTIME_LIKE,
             "no-such-scenario",
         ],
-        &[],
+        &[("BATON_SOCKET", &socket_s)],
     );
     assert_eq!(
         failing.code,

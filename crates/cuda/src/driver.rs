@@ -58,6 +58,10 @@ macro_rules! driver {
 driver! {
     cuInit: PFN_cuInit;
     cuDriverGetVersion: PFN_cuDriverGetVersion;
+    cuDeviceGet: PFN_cuDeviceGet;
+    cuDeviceGetCount: PFN_cuDeviceGetCount;
+    cuDeviceGetUuid_v2: PFN_cuDeviceGetUuid_v2;
+    cuDeviceGetName: PFN_cuDeviceGetName;
     cuGetProcAddress: PFN_cuGetProcAddress;
     cuGetProcAddress_v2: PFN_cuGetProcAddress_v2;
     cuCtxGetCurrent: PFN_cuCtxGetCurrent;

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
-use baton_agent::QueueMeta;
+use baton_agent::{QueueMeta, Registration};
 use baton_core::{Priority, XQueue};
 use baton_cuda::sys::{
     CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
@@ -420,7 +420,7 @@ impl Runtime {
             .config(self.cfg.launch)
             .clock(self.clock.clone());
         if let Some(s) = &self.sched {
-            b = b.sink(s.inbox());
+            b = b.sink(s.sink());
         }
         let xq = Arc::new(b.build().ok()?);
         // CUDA stream priorities count down from 0 (least urgent); Baton's count up.
@@ -435,8 +435,12 @@ impl Runtime {
                     ..QueueHints::default()
                 },
             };
-            s.lock()
-                .register(xq.clone(), meta, baton_core::Clock::now(&*self.clock));
+            let reg = Registration {
+                meta,
+                label: format!("{kind:?} stream {:#x}", handle as usize),
+                device: self.device_ref(state.device),
+            };
+            s.register(xq.clone(), reg, baton_core::Clock::now(&*self.clock));
         }
         self.stats.streams.fetch_add(1, Ordering::Relaxed);
         crate::runtime::ensure_exit_drain();
@@ -452,9 +456,42 @@ impl Runtime {
     /// Stops scheduling `e`'s queue (its stream is going away).
     pub(crate) fn unregister(&self, e: &StreamEntry) {
         if let Some(s) = &self.sched {
-            let _ = s
-                .lock()
-                .unregister(e.xq.id(), baton_core::Clock::now(&*self.clock));
+            s.unregister(e.xq.id(), baton_core::Clock::now(&*self.clock));
         }
     }
+
+    /// Device `ordinal` as the daemon knows it: its UUID (`GPU-…`) when the driver reports
+    /// one, else `cuda-ORDINAL`.
+    fn device_ref(&self, ordinal: i32) -> baton_protocol::DeviceRef {
+        let uuid = (|| {
+            let (get, uuid) = (self.driver.cuDeviceGet?, self.driver.cuDeviceGetUuid_v2?);
+            let mut dev = 0;
+            let mut id = baton_cuda::sys::CUuuid { bytes: [0; 16] };
+            // SAFETY: valid out-pointers; an invalid ordinal makes the driver return an error.
+            unsafe {
+                if !get(&mut dev, ordinal).is_success() || !uuid(&mut id, dev).is_success() {
+                    return None;
+                }
+            }
+            let b = id.bytes.map(|x| x as u8);
+            Some(format!(
+                "GPU-{}-{}-{}-{}-{}",
+                hex(&b[0..4]),
+                hex(&b[4..6]),
+                hex(&b[6..8]),
+                hex(&b[8..10]),
+                hex(&b[10..16])
+            ))
+        })();
+        baton_protocol::DeviceRef {
+            backend: baton_protocol::Backend::Cuda,
+            id: uuid.unwrap_or_else(|| format!("cuda-{ordinal}")),
+            ordinal: u32::try_from(ordinal).unwrap_or(0),
+        }
+    }
+}
+
+/// Lowercase hexadecimal.
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use baton_agent::{AgentConfig, LocalScheduler, SchedulerMode, SchedulerThread};
+use baton_agent::{AgentConfig, AgentScheduler};
 use baton_core::{CommandSeq, MonotonicClock};
 use baton_cuda::{CaptureGate, Driver, ParamCache};
 
@@ -46,7 +46,7 @@ pub(crate) struct Runtime {
     pub(crate) events: Mutex<HashMap<usize, EventTrack>>,
     pub(crate) gate: Arc<CaptureGate>,
     pub(crate) params: ParamCache,
-    pub(crate) sched: Option<SchedulerThread>,
+    pub(crate) sched: Option<AgentScheduler>,
     pub(crate) clock: Arc<MonotonicClock>,
     pub(crate) stats: Stats,
 }
@@ -119,14 +119,7 @@ fn build() -> Result<Runtime, String> {
     }));
     let hooks = HookMap::build(handle);
     let clock = Arc::new(MonotonicClock::new());
-    let sched = if cfg.enabled && cfg.scheduler == SchedulerMode::Local {
-        let policy = baton_policies::by_name(&cfg.policy).map_err(|e| e.to_string())?;
-        let s = SchedulerThread::start(LocalScheduler::new(policy), clock.clone())
-            .map_err(|e| format!("cannot start the scheduler thread: {e}"))?;
-        Some(s)
-    } else {
-        None
-    };
+    let sched = AgentScheduler::start(&cfg, clock.clone())?;
     tracing::info!(
         intercepted = hooks.len(),
         scheduler = %cfg.scheduler,
@@ -179,6 +172,13 @@ pub(crate) fn ensure_exit_drain() {
 /// be held forever). The parent's objects are leaked, never touched. A new runtime is built on
 /// the child's first call, and registers its exit drain again after the child's driver did.
 extern "C" fn reset_in_child() {
+    let p = STATE.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: see `get`; `forget_in_child` takes no lock (async-signal-safe).
+        if let Some(s) = &unsafe { &*p }.sched {
+            s.forget_in_child();
+        }
+    }
     STATE.store(std::ptr::null_mut(), Ordering::Release);
     INIT_LOCK.store(false, Ordering::Release);
     BROKEN.store(false, Ordering::Release);

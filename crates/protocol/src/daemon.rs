@@ -33,6 +33,20 @@ pub enum DaemonMessage {
         /// The new launch window, if it changes.
         launch: Option<LaunchWindow>,
     },
+    /// What one queue must tell and how it may launch, as the policy needs it: whether it
+    /// reports Idle/Ready transitions, whether it may skip its in-flight window (the policy
+    /// can never suspend it), and whether an idle tail is watched for. Sent when one of the
+    /// three changes; a newly announced queue starts reporting, bounded and watched.
+    Attention {
+        /// The queue.
+        queue: QueueId,
+        /// Report Idle/Ready transitions.
+        report: bool,
+        /// Launch without the in-flight window and its sync points.
+        unbounded: bool,
+        /// Notice going idle even if the application never synchronizes.
+        watch: bool,
+    },
     /// Send [`StatsReport`](crate::StatsReport)s every `interval_ms` from now on (0: stop).
     /// The daemon asks for them while someone watches (`baton top`).
     StatsInterval {
@@ -108,7 +122,7 @@ impl DaemonMessage {
             DaemonMessage::StatsInterval { interval_ms } => {
                 check_stats_interval("interval_ms", *interval_ms)
             }
-            DaemonMessage::Ping { .. } => Ok(()),
+            DaemonMessage::Ping { .. } | DaemonMessage::Attention { .. } => Ok(()),
             DaemonMessage::Rejected { error, .. } => {
                 error.validate().map_err(|e| e.within("error"))
             }
@@ -121,6 +135,7 @@ impl DaemonMessage {
         match self {
             DaemonMessage::Operations(_) => "operations",
             DaemonMessage::Configure { .. } => "configure",
+            DaemonMessage::Attention { .. } => "attention",
             DaemonMessage::StatsInterval { .. } => "stats_interval",
             DaemonMessage::Ping { .. } => "ping",
             DaemonMessage::Rejected { .. } => "rejected",

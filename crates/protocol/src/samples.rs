@@ -159,6 +159,12 @@ pub fn daemon_messages() -> Vec<DaemonMessage> {
             level: Some(WireLevel(2)),
             launch: None,
         },
+        DaemonMessage::Attention {
+            queue: QueueId(4),
+            report: false,
+            unbounded: true,
+            watch: false,
+        },
         DaemonMessage::StatsInterval { interval_ms: 250 },
         DaemonMessage::Ping { nonce: 7 },
         DaemonMessage::Rejected {

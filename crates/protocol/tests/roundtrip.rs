@@ -91,8 +91,9 @@ fn daemon_messages() {
             DaemonMessage::Ping { .. } => 3,
             DaemonMessage::Rejected { .. } => 4,
             DaemonMessage::Release { .. } => 5,
+            DaemonMessage::Attention { .. } => 6,
         }),
-        6,
+        7,
     );
 }
 

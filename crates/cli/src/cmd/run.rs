@@ -3,11 +3,17 @@
 //! The program is started with the interposer preloaded (`LD_PRELOAD`), and the settings given
 //! here passed as `BATON_*` variables; `baton run` then *becomes* the program (exec), so its
 //! exit status, signals and process id are the program's own.
+//!
+//! Unless `--local` is given, the program is scheduled by the daemon (`BATON_SCHEDULER=global`):
+//! if none answers on the socket, one is started in the background first (it exits on its own
+//! a minute after the last scheduled program is gone) and `baton run` waits until it answers.
+//! If it cannot be started, the program is scheduled inside its own process, with a warning.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use baton_core::{LaunchConfig, Level, Priority};
@@ -31,6 +37,14 @@ pub struct RunArgs {
     /// Commands between sync points (default 8, smaller than the threshold).
     #[arg(long, value_name = "N")]
     batch: Option<u32>,
+    /// Share of the device's time to reserve for the program, 1–100 % (for utilization
+    /// policies).
+    #[arg(long, value_name = "PCT")]
+    utilization: Option<u8>,
+    /// Each piece of the program's GPU work should finish within this many µs of becoming
+    /// ready (for deadline policies).
+    #[arg(long, value_name = "D")]
+    deadline_us: Option<u64>,
     /// Schedule inside the process only (stream priorities become queue priorities), without
     /// the daemon.
     #[arg(long)]
@@ -74,6 +88,19 @@ impl RunArgs {
             env.push(("BATON_THRESHOLD", c.threshold().to_string().into()));
             env.push(("BATON_BATCH", c.batch().to_string().into()));
         }
+        if let Some(u) = self.utilization {
+            if !(1..=100).contains(&u) {
+                bail!("invalid --utilization {u}: give a whole percentage from 1 to 100");
+            }
+            env.push(("BATON_UTILIZATION", u.to_string().into()));
+        }
+        if let Some(d) = self.deadline_us {
+            let max = baton_protocol::MAX_DURATION_NS / 1000;
+            if !(1..=max).contains(&d) {
+                bail!("invalid --deadline-us {d}: give microseconds from 1 to {max}");
+            }
+            env.push(("BATON_DEADLINE_US", d.to_string().into()));
+        }
         if self.local {
             env.push(("BATON_SCHEDULER", "local".into()));
         }
@@ -96,7 +123,7 @@ impl RunArgs {
 
 /// Where the interposer is: `--interposer`, `$BATON_INTERPOSER`, next to this executable, or in
 /// `../lib` or `../lib/baton` from it.
-fn find_interposer(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub fn find_interposer(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(p) = flag
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("BATON_INTERPOSER").map(PathBuf::from))
@@ -140,13 +167,97 @@ fn preload_value(interposer: &Path, existing: Option<OsString>) -> OsString {
     v
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let env = args.env()?;
+/// How long an auto-started daemon stays without any scheduled program.
+const AUTO_IDLE_EXIT_S: u64 = 60;
+
+/// The socket of a daemon that answers, starting one if none does.
+fn ensure_daemon(socket: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let explicit = socket
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("BATON_SOCKET").map(PathBuf::from));
+    for c in baton_agent::socket_candidates(explicit.as_deref()) {
+        if crate::client::Client::connect_to(&c).is_ok() {
+            return Ok(c);
+        }
+    }
+    let path = super::daemon::socket_for(explicit.as_deref(), false);
+    let exe = std::env::current_exe().context("cannot locate the baton executable")?;
+    let dir = path.parent().unwrap_or(Path::new("/tmp"));
+    let log_path = dir.join("baton-daemon.log");
+    let log = std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log_path)
+        })
+        .map(Stdio::from)
+        .unwrap_or_else(|_| Stdio::null());
+    let mut cmd = Command::new(exe);
+    cmd.arg("--socket")
+        .arg(&path)
+        .args(["daemon", "--idle-exit", &AUTO_IDLE_EXIT_S.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .env_remove("LD_PRELOAD");
+    // SAFETY: setsid is async-signal-safe and touches nothing of this process's state.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().context("cannot start `baton daemon`")?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if crate::client::Client::connect_to(&path).is_ok() {
+            // The daemon lives on after this process becomes the program; it is reaped by
+            // the program or, once that exits, by init.
+            return Ok(path);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let last = log.lines().last().unwrap_or("").to_string();
+            bail!(
+                "`baton daemon` exited ({status}) before answering on {}: {last}",
+                path.display()
+            );
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            bail!(
+                "`baton daemon` did not answer on {} within 10 s; see {}",
+                path.display(),
+                log_path.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn run(args: RunArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let mut env = args.env()?;
     let interposer = find_interposer(args.interposer.as_deref())?;
     let (program, rest) = args
         .command
         .split_first()
         .context("no command given: use `baton run [OPTIONS] -- CMD [ARGS...]`")?;
+    let scheduler_set = std::env::var("BATON_SCHEDULER").is_ok_and(|v| !v.trim().is_empty());
+    if !args.local && !scheduler_set {
+        match ensure_daemon(socket) {
+            Ok(path) => {
+                env.push(("BATON_SCHEDULER", "global".into()));
+                env.push(("BATON_SOCKET", path.into()));
+            }
+            Err(e) => {
+                eprintln!(
+                    "baton: warning: {e:#}; scheduling inside the program only (as with --local)"
+                );
+                env.push(("BATON_SCHEDULER", "local".into()));
+            }
+        }
+    }
     let mut cmd = Command::new(program);
     cmd.args(rest);
     cmd.env(

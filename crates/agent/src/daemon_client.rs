@@ -1,0 +1,453 @@
+//! The agent's link to the daemon: global scheduling from inside an application process.
+//!
+//! [`DaemonClient`] plays the role [`SchedulerThread`](crate::SchedulerThread) plays in local
+//! mode: queues report to its [`sink`](DaemonClient::sink), the process registers its queues
+//! with it, and a background thread (a plain `std` thread: it lives inside arbitrary
+//! applications) talks to the daemon:
+//!
+//! - it connects (the sockets of [`ClientConfig::sockets`], in order), handshakes, announces
+//!   the process and every registered queue with its current state;
+//! - it forwards queue events, hints, queue creation and destruction as they happen, and
+//!   periodic [`StatsReport`](baton_protocol::StatsReport)s;
+//! - it applies the daemon's [`Operations`](baton_protocol::Operations) (suspend, resume) and
+//!   [`Configure`](baton_protocol::DaemonMessage::Configure) to the registered queues.
+//!
+//! # Fail-open
+//!
+//! If the daemon is absent, dies, stops reading, or releases the process, every queue the
+//! daemon suspended is resumed at once and the application runs unscheduled; the thread tries
+//! again with a growing back-off and, when a daemon answers, registers everything again with
+//! its current state. An event that happens while disconnected is simply folded into that
+//! state.
+//!
+//! # Never blocking the application
+//!
+//! An application thread (a queue's [`EventSink`] call, `register`, `hint`) only takes the
+//! client's state lock, updates it and, when connected, hands the frame to the socket with a
+//! non-blocking `send`; whatever the socket does not take at once is left in a bounded backlog
+//! for the background thread. A daemon that stops reading for long enough to fill the backlog
+//! is treated as gone. Writes never raise `SIGPIPE`.
+//!
+//! # Fork
+//!
+//! A forked child must not speak for its parent: every entry point checks the process id
+//! against the creator's and does nothing in another process, and
+//! [`DaemonClient::forget_in_child`] (async-signal-safe, for `pthread_atfork` child handlers)
+//! closes the inherited socket so the parent's death is still seen by the daemon as a closed
+//! connection. The child builds its own client, with its own identity.
+//!
+//! # Locks
+//!
+//! `apply` (held while the background thread applies operations, or while fail-open resumes
+//! queues) is taken before `state`, never after. Queue control calls (`suspend`, `resume`,
+//! `status`) are made without `state` held, because a queue reports events to the sink, which
+//! takes `state`.
+
+mod io;
+mod link;
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use baton_core::{Clock, EventSink, Nanos, QueueControl, QueueEvent, QueueState, XQueueId};
+use baton_protocol::{
+    AgentMessage, AgentTarget, DeviceRef, Hint, ProtocolError, QueueId, QueueStateChange,
+};
+
+use crate::AgentConfig;
+use link::Link;
+
+/// How a queue is described to the daemon, besides what its [`QueueControl`] reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueInfo {
+    /// A short description for `baton list` (`stream 0x7f3a…`); may be empty.
+    pub label: String,
+    /// The device it runs on (the daemon groups queues by `device.id`).
+    pub device: DeviceRef,
+    /// Queue-scope hints given at creation (a CUDA stream priority, say); process-wide
+    /// settings belong in [`ClientConfig::hints`].
+    pub hints: Vec<Hint>,
+}
+
+/// How a [`DaemonClient`] connects and introduces its process.
+#[derive(Clone)]
+pub struct ClientConfig {
+    /// The daemon sockets to try, in order.
+    pub sockets: Vec<PathBuf>,
+    /// The process's short name.
+    pub name: String,
+    /// Its command line.
+    pub argv: Vec<String>,
+    /// Process-wide hints (from `BATON_PRIORITY`, `BATON_UTILIZATION`, …).
+    pub hints: Vec<Hint>,
+    /// The software named in the hello.
+    pub software: String,
+    /// The clock stamping events and stats.
+    pub clock: Arc<dyn Clock>,
+    /// The first wait before reconnecting; doubles up to `max_backoff`.
+    pub min_backoff: Duration,
+    /// The longest wait between connection attempts.
+    pub max_backoff: Duration,
+    /// How long connecting and the handshake may take before the daemon counts as absent.
+    pub handshake_timeout: Duration,
+}
+
+impl ClientConfig {
+    /// A configuration for this process (name and command line from `/proc/self`) with the
+    /// given sockets and the default timings: reconnect after 20 ms, doubling to 500 ms;
+    /// handshake within 1 s.
+    pub fn new(sockets: Vec<PathBuf>, clock: Arc<dyn Clock>) -> ClientConfig {
+        let argv: Vec<String> = std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let name = std::fs::read_to_string("/proc/self/comm")
+            .map(|s| s.trim_end().to_string())
+            .ok()
+            .filter(|s| !s.is_empty())
+            .or_else(|| argv.first().cloned())
+            .unwrap_or_else(|| "?".into());
+        ClientConfig {
+            sockets,
+            name,
+            argv,
+            hints: Vec::new(),
+            software: format!("baton-agent {}", env!("CARGO_PKG_VERSION")),
+            clock,
+            min_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(500),
+            handshake_timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// The configuration `cfg` (the process's `BATON_*` settings) asks for.
+    pub fn from_agent_config(cfg: &AgentConfig, clock: Arc<dyn Clock>) -> ClientConfig {
+        let mut c = ClientConfig::new(crate::socket_candidates(cfg.socket.as_deref()), clock);
+        c.hints = cfg.process_hints();
+        c
+    }
+}
+
+/// One registered queue.
+struct Tracked {
+    ctl: Arc<dyn QueueControl>,
+    info: QueueInfo,
+    ready: bool,
+    transition: u64,
+    /// Suspended by the daemon (and so to be resumed by fail-open).
+    suspended: bool,
+    busy_ns: u64,
+    ready_since: Option<Nanos>,
+}
+
+impl Tracked {
+    /// Takes in a transition; false if it is not newer than the last one.
+    fn note(&mut self, ready: bool, transition: u64, at: Nanos) -> bool {
+        if transition <= self.transition {
+            return false;
+        }
+        self.transition = transition;
+        if self.ready != ready {
+            if ready {
+                self.ready_since = Some(at);
+            } else if let Some(since) = self.ready_since.take() {
+                self.busy_ns += at.saturating_sub(since).0;
+            }
+        }
+        self.ready = ready;
+        true
+    }
+
+    fn busy_at(&self, now: Nanos) -> u64 {
+        self.busy_ns + self.ready_since.map_or(0, |s| now.saturating_sub(s).0)
+    }
+}
+
+/// The most early transitions remembered for queues not registered yet.
+const MAX_EARLY: usize = 4096;
+
+#[derive(Default)]
+struct State {
+    queues: BTreeMap<XQueueId, Tracked>,
+    /// Transitions of queues that reported before they were registered.
+    early: HashMap<XQueueId, u64>,
+    process_hints: Vec<Hint>,
+    link: Option<Link>,
+}
+
+impl State {
+    /// Sends `msg` if connected; returns whether the background thread must be woken.
+    fn send(&mut self, msg: &AgentMessage) -> bool {
+        self.link.as_mut().is_some_and(|l| l.send(msg))
+    }
+}
+
+pub(crate) struct Shared {
+    cfg: ClientConfig,
+    pid: u32,
+    state: Mutex<State>,
+    apply: Mutex<()>,
+    wake: OwnedFd,
+    stop: AtomicBool,
+    /// The connected socket's descriptor, or -1 (for `forget_in_child`).
+    live_fd: AtomicI32,
+    connected: AtomicBool,
+    connections: AtomicU64,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_apply(&self) -> MutexGuard<'_, ()> {
+        self.apply.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether this is the process that created the client (not a forked child).
+    fn here(&self) -> bool {
+        rustix::process::getpid()
+            .as_raw_nonzero()
+            .get()
+            .unsigned_abs()
+            == self.pid
+    }
+
+    /// Wakes the background thread.
+    fn ring(&self) {
+        let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
+    }
+
+    fn now(&self) -> Nanos {
+        self.cfg.clock.now()
+    }
+}
+
+/// The sink queues report to; see [`DaemonClient::sink`].
+struct Sink(Arc<Shared>);
+
+impl EventSink for Sink {
+    fn on_queue_event(&self, ev: QueueEvent) {
+        let sh = &self.0;
+        if !sh.here() {
+            return;
+        }
+        let ready = ev.state == QueueState::Ready;
+        let mut st = sh.lock();
+        let Some(q) = st.queues.get_mut(&ev.queue) else {
+            if st.early.len() >= MAX_EARLY {
+                st.early.clear();
+            }
+            let t = st.early.entry(ev.queue).or_default();
+            *t = (*t).max(ev.transition);
+            return;
+        };
+        if !q.note(ready, ev.transition, ev.at) {
+            return;
+        }
+        let msg = AgentMessage::QueueState(QueueStateChange {
+            queue: QueueId::from(ev.queue),
+            ready,
+            transition: ev.transition,
+            at_ns: ev.at.0,
+        });
+        let wake = st.send(&msg);
+        drop(st);
+        if wake {
+            sh.ring();
+        }
+    }
+}
+
+/// Schedules this process's queues through the daemon; see the module documentation.
+pub struct DaemonClient {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl DaemonClient {
+    /// Starts the background thread, which connects at once (and keeps trying).
+    pub fn start(cfg: ClientConfig) -> std::io::Result<DaemonClient> {
+        use rustix::event::{EventfdFlags, eventfd};
+        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        let state = State {
+            process_hints: cfg.hints.clone(),
+            ..State::default()
+        };
+        let shared = Arc::new(Shared {
+            pid: std::process::id(),
+            cfg,
+            state: Mutex::new(state),
+            apply: Mutex::new(()),
+            wake,
+            stop: AtomicBool::new(false),
+            live_fd: AtomicI32::new(-1),
+            connected: AtomicBool::new(false),
+            connections: AtomicU64::new(0),
+        });
+        let s = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("baton-daemon-link".into())
+            .spawn(move || io::run(&s))?;
+        Ok(DaemonClient {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The sink this process's queues must report their events to.
+    pub fn sink(&self) -> Arc<dyn EventSink> {
+        Arc::new(Sink(Arc::clone(&self.shared)))
+    }
+
+    /// Starts scheduling `ctl` through the daemon (announced now if connected, else at the
+    /// next connection).
+    pub fn register(&self, ctl: Arc<dyn QueueControl>, info: QueueInfo) {
+        let sh = &self.shared;
+        if !sh.here() {
+            return;
+        }
+        let status = ctl.status();
+        let now = sh.now();
+        let mut st = sh.lock();
+        let seen = st.early.remove(&status.id).unwrap_or(0);
+        let ready = status.state == QueueState::Ready;
+        // The latest transition consistent with the state read: the one seen, or the next.
+        let transition = if (seen % 2 == 1) == ready {
+            seen
+        } else {
+            seen + 1
+        };
+        let tracked = Tracked {
+            ctl,
+            info,
+            ready,
+            transition,
+            suspended: false,
+            busy_ns: 0,
+            ready_since: ready.then_some(now),
+        };
+        let msg = link::queue_created(status.id, &tracked, &status, now);
+        st.queues.insert(status.id, tracked);
+        let wake = st.send(&msg);
+        drop(st);
+        if wake {
+            sh.ring();
+        }
+    }
+
+    /// Stops scheduling `id` (its hardware queue is going away); a queue the daemon held
+    /// suspended is resumed first so its work is not stranded.
+    pub fn unregister(&self, id: XQueueId) {
+        let sh = &self.shared;
+        if !sh.here() {
+            return;
+        }
+        let _apply = sh.lock_apply();
+        let mut st = sh.lock();
+        let Some(q) = st.queues.remove(&id) else {
+            return;
+        };
+        let wake = st.send(&AgentMessage::QueueDestroyed {
+            queue: QueueId::from(id),
+        });
+        drop(st);
+        if q.suspended {
+            let _ = q.ctl.resume(baton_core::ResumeFlags::default());
+        }
+        if wake {
+            sh.ring();
+        }
+    }
+
+    /// Gives a hint about one of this process's queues or about the process; it is kept and
+    /// sent again after a reconnection. Refused if the hint is invalid or not allowed for the
+    /// target (a k-EDF `k` binds every process and may only come from the CLI).
+    pub fn hint(&self, target: AgentTarget, hint: Hint) -> Result<(), ProtocolError> {
+        hint.validate()?;
+        hint.check_scope(target.scope())?;
+        let sh = &self.shared;
+        if !sh.here() {
+            return Ok(());
+        }
+        let mut st = sh.lock();
+        match target {
+            AgentTarget::Process => apply_hint(&mut st.process_hints, hint),
+            AgentTarget::Queue(q) => match st.queues.get_mut(&XQueueId::from(q)) {
+                Some(t) => apply_hint(&mut t.info.hints, hint),
+                None => {
+                    return Err(ProtocolError::invalid(
+                        "target",
+                        format!("{q} is not registered with this agent"),
+                    ));
+                }
+            },
+        }
+        let wake = st.send(&AgentMessage::Hint { target, hint });
+        drop(st);
+        if wake {
+            self.shared.ring();
+        }
+        Ok(())
+    }
+
+    /// Whether the client is connected to a daemon now.
+    pub fn is_connected(&self) -> bool {
+        self.shared.connected.load(Ordering::Acquire)
+    }
+
+    /// How many times it connected so far (a reconnection counts again).
+    pub fn connections(&self) -> u64 {
+        self.shared.connections.load(Ordering::Acquire)
+    }
+
+    /// How many registered queues the daemon holds suspended now.
+    pub fn suspended(&self) -> usize {
+        self.shared
+            .lock()
+            .queues
+            .values()
+            .filter(|q| q.suspended)
+            .count()
+    }
+
+    /// In a forked child: closes the connection inherited from the parent, touching no lock
+    /// (async-signal-safe). The client is unusable in the child afterwards; build another.
+    pub fn forget_in_child(&self) {
+        let fd = self.shared.live_fd.swap(-1, Ordering::AcqRel);
+        if fd >= 0 {
+            // SAFETY: `fd` is the connected socket, which only the background thread (absent in
+            // the child) would close; nothing in the child uses it after this. Closing is
+            // async-signal-safe.
+            drop(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+        }
+    }
+}
+
+impl Drop for DaemonClient {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.ring();
+        if let Some(t) = self.thread.take() {
+            // The thread never panics on its own; a panic in a queue's control call has
+            // already been reported by the runtime.
+            let _ = t.join();
+        }
+    }
+}
+
+/// `hint` applied to a set of hints in force: it replaces the one of its kind, or removes it
+/// if it is a clear.
+pub(crate) fn apply_hint(set: &mut Vec<Hint>, hint: Hint) {
+    set.retain(|h| h.kind() != hint.kind());
+    if !matches!(hint, Hint::Clear(_)) {
+        set.push(hint);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,463 @@
+//! The background thread: connect, register, relay, apply; fail open on any break.
+
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use baton_core::{LaunchConfig, Level, ResumeFlags, SuspendFlags, XQueueId};
+use baton_protocol::{
+    AgentMessage, DaemonMessage, Hello, LaunchWindow, Operations, ProcessStarted, QueueId, Role,
+    Welcome, WireLevel, client_handshake, decode_frame, sanitize_text,
+};
+use bytes::BytesMut;
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::net::RecvFlags;
+
+use super::link::{self, Link};
+use super::{Shared, Tracked};
+
+/// The background thread's body: connect and serve until stopped, failing open between
+/// connections.
+pub(super) fn run(sh: &Shared) {
+    let mut backoff = sh.cfg.min_backoff;
+    let mut logged_absent = false;
+    while !sh.stop.load(Ordering::Acquire) {
+        match connect(sh) {
+            Ok((sock, welcome)) => {
+                backoff = sh.cfg.min_backoff;
+                logged_absent = false;
+                tracing::info!(client = welcome.client.0, policy = %welcome.policy, "connected to the Baton daemon");
+                let why = serve(sh, &sock, welcome.stats_interval_ms);
+                tracing::info!(reason = %why, "disconnected from the Baton daemon; running unscheduled");
+                fail_open(sh);
+                if why == Disconnect::Stopped {
+                    break;
+                }
+            }
+            Err(e) => {
+                if !logged_absent {
+                    tracing::debug!(error = %e, "no Baton daemon answers; running unscheduled and retrying");
+                    logged_absent = true;
+                }
+            }
+        }
+        if sh.stop.load(Ordering::Acquire) {
+            break;
+        }
+        sleep(sh, backoff);
+        backoff = (backoff * 2).min(sh.cfg.max_backoff);
+    }
+    fail_open(sh);
+}
+
+/// Waits `d`, or until woken (a stop).
+fn sleep(sh: &Shared, d: Duration) {
+    let deadline = Instant::now() + d;
+    while !sh.stop.load(Ordering::Acquire) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        let mut fds = [PollFd::new(&sh.wake, PollFlags::IN)];
+        let ts = rustix::time::Timespec::try_from(left).ok();
+        let _ = poll(&mut fds, ts.as_ref());
+        drain_wake(sh);
+    }
+}
+
+fn drain_wake(sh: &Shared) {
+    let mut b = [0u8; 8];
+    let _ = rustix::io::read(&sh.wake, &mut b);
+}
+
+/// Blocking reads and writes that never raise `SIGPIPE`, for the handshake.
+struct NoSigpipe<'a>(&'a UnixStream);
+
+impl Read for NoSigpipe<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl Write for NoSigpipe<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        rustix::net::send(self.0, buf, rustix::net::SendFlags::NOSIGNAL).map_err(io::Error::from)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Connects to the first socket that answers and handshakes; on success the process and its
+/// queues are announced (queued on the new link, ahead of any later event).
+fn connect(sh: &Shared) -> Result<(Arc<UnixStream>, Welcome), String> {
+    let mut errors = Vec::new();
+    for path in &sh.cfg.sockets {
+        let sock = match UnixStream::connect(path) {
+            Ok(s) => s,
+            Err(e) => {
+                errors.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        let t = Some(sh.cfg.handshake_timeout);
+        let _ = sock.set_read_timeout(t);
+        let _ = sock.set_write_timeout(t);
+        let hello = Hello::new(Role::Agent, sh.pid, &sh.cfg.software);
+        let welcome = match client_handshake(&mut NoSigpipe(&sock), &hello) {
+            Ok(w) => w,
+            Err(e) => {
+                errors.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        sock.set_nonblocking(true)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let sock = Arc::new(sock);
+        install(sh, &sock);
+        return Ok((sock, welcome));
+    }
+    Err(errors.join("; "))
+}
+
+/// Makes `sock` the live link, with the process and every queue announced first.
+fn install(sh: &Shared, sock: &Arc<UnixStream>) {
+    let _apply = sh.lock_apply();
+    let ctls: Vec<_> = sh
+        .lock()
+        .queues
+        .iter()
+        .map(|(id, q)| (*id, Arc::clone(&q.ctl)))
+        .collect();
+    let statuses: Vec<_> = ctls.iter().map(|(id, c)| (*id, c.status())).collect();
+    let now = sh.now();
+    let mut st = sh.lock();
+    let mut l = Link::new(Arc::clone(sock));
+    l.queue(&AgentMessage::ProcessStarted(ProcessStarted::new(
+        sh.pid,
+        &sh.cfg.name,
+        &sh.cfg.argv,
+        st.process_hints.clone(),
+    )));
+    for (id, status) in &statuses {
+        if let Some(q) = st.queues.get(id) {
+            l.queue(&link::queue_created(*id, q, status, now));
+        }
+    }
+    st.link = Some(l);
+    sh.live_fd.store(sock.as_raw_fd(), Ordering::Release);
+    sh.connected.store(true, Ordering::Release);
+    sh.connections.fetch_add(1, Ordering::AcqRel);
+    drop(st);
+    sh.ring();
+}
+
+/// Why a connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Disconnect {
+    Stopped,
+    Closed,
+    Failed,
+    Released,
+    BadFrame,
+}
+
+impl std::fmt::Display for Disconnect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Disconnect::Stopped => "the agent is stopping",
+            Disconnect::Closed => "the daemon closed the connection",
+            Disconnect::Failed => "the connection failed or the daemon stopped reading",
+            Disconnect::Released => "the daemon released this process",
+            Disconnect::BadFrame => "the daemon sent a frame that cannot be read",
+        })
+    }
+}
+
+/// Relays until the connection ends.
+fn serve(sh: &Shared, sock: &UnixStream, stats_ms: u32) -> Disconnect {
+    let mut buf = BytesMut::with_capacity(4096);
+    let mut stats_every = interval(stats_ms);
+    let mut next_stats = stats_every.map(|d| Instant::now() + d);
+    loop {
+        if sh.stop.load(Ordering::Acquire) {
+            let mut st = sh.lock();
+            if st.send(&AgentMessage::ProcessExiting { exit_code: None }) {
+                if let Some(l) = st.link.as_mut() {
+                    l.flush();
+                }
+            }
+            return Disconnect::Stopped;
+        }
+        let (pending, broken) = {
+            let st = sh.lock();
+            st.link
+                .as_ref()
+                .map_or((false, true), |l| (l.pending(), l.broken))
+        };
+        if broken {
+            return Disconnect::Failed;
+        }
+        let mut sock_flags = PollFlags::IN;
+        if pending {
+            sock_flags |= PollFlags::OUT;
+        }
+        let timeout = next_stats
+            .map(|t| t.saturating_duration_since(Instant::now()))
+            .unwrap_or(Duration::from_secs(1))
+            .min(Duration::from_secs(1));
+        let ts = rustix::time::Timespec::try_from(timeout).ok();
+        let mut fds = [
+            PollFd::new(sock, sock_flags),
+            PollFd::new(&sh.wake, PollFlags::IN),
+        ];
+        match poll(&mut fds, ts.as_ref()) {
+            Ok(_) => {}
+            Err(e) if e == rustix::io::Errno::INTR => continue,
+            Err(_) => return Disconnect::Failed,
+        }
+        let (sock_ev, wake_ev) = (fds[0].revents(), fds[1].revents());
+        if !wake_ev.is_empty() {
+            drain_wake(sh);
+        }
+        if sock_ev.intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR) {
+            match read_available(sock, &mut buf) {
+                Ok(true) => {}
+                Ok(false) => return Disconnect::Closed,
+                Err(_) => return Disconnect::Failed,
+            }
+            loop {
+                match decode_frame::<DaemonMessage>(&mut buf) {
+                    Ok(Some(msg)) => {
+                        if let Some(why) = handle(sh, msg, &mut stats_every, &mut next_stats) {
+                            return why;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) if e.keeps_sync() => {
+                        tracing::warn!(error = %e, "ignored a daemon message");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "unreadable daemon frame");
+                        return Disconnect::BadFrame;
+                    }
+                }
+            }
+        }
+        {
+            let mut st = sh.lock();
+            if let Some(l) = st.link.as_mut() {
+                l.flush();
+            }
+        }
+        if let Some(t) = next_stats {
+            if Instant::now() >= t {
+                send_stats(sh);
+                next_stats = stats_every.map(|d| Instant::now() + d);
+            }
+        }
+    }
+}
+
+fn interval(ms: u32) -> Option<Duration> {
+    (ms > 0).then(|| Duration::from_millis(u64::from(ms)))
+}
+
+/// Reads what the socket has; false at end of file.
+fn read_available(sock: &UnixStream, buf: &mut BytesMut) -> io::Result<bool> {
+    loop {
+        buf.reserve(4096);
+        let spare = buf.spare_capacity_mut();
+        match rustix::net::recv(sock, spare, RecvFlags::DONTWAIT) {
+            Ok(((&mut [], _), _)) => return Ok(false),
+            Ok(((got, _), _)) => {
+                let n = got.len();
+                // SAFETY: `recv` initialized the first `n` bytes of the spare capacity.
+                unsafe { buf.set_len(buf.len() + n) };
+            }
+            Err(e) if e == rustix::io::Errno::AGAIN => return Ok(true),
+            Err(e) if e == rustix::io::Errno::INTR => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Handles one daemon message; `Some` ends the connection.
+fn handle(
+    sh: &Shared,
+    msg: DaemonMessage,
+    stats_every: &mut Option<Duration>,
+    next_stats: &mut Option<Instant>,
+) -> Option<Disconnect> {
+    match msg {
+        DaemonMessage::Operations(ops) => apply_operations(sh, &ops),
+        DaemonMessage::Configure {
+            queue,
+            level,
+            launch,
+        } => configure(sh, queue, level, launch),
+        DaemonMessage::Attention {
+            queue,
+            report,
+            unbounded,
+            watch,
+        } => {
+            let ctl = sh
+                .lock()
+                .queues
+                .get(&XQueueId::from(queue))
+                .map(|t| Arc::clone(&t.ctl));
+            if let Some(ctl) = ctl {
+                ctl.set_reporting(report);
+                ctl.set_unbounded(unbounded);
+                ctl.set_idle_watch(watch);
+            }
+        }
+        DaemonMessage::StatsInterval { interval_ms } => {
+            *stats_every = interval(interval_ms);
+            *next_stats = stats_every.map(|d| Instant::now() + d);
+        }
+        DaemonMessage::Ping { nonce } => {
+            sh.lock().send(&AgentMessage::Pong { nonce });
+        }
+        DaemonMessage::Rejected { queue, error } => {
+            tracing::warn!(?queue, error = %error, "the daemon refused a message");
+        }
+        DaemonMessage::Release { message } => {
+            tracing::info!(%message, "released by the daemon");
+            return Some(Disconnect::Released);
+        }
+    }
+    None
+}
+
+/// Suspends, then resumes, the queues named; answers `Applied`.
+fn apply_operations(sh: &Shared, ops: &Operations) {
+    let _apply = sh.lock_apply();
+    let pick = |ids: &[QueueId]| -> Vec<(XQueueId, Arc<dyn baton_core::QueueControl>)> {
+        let st = sh.lock();
+        ids.iter()
+            .filter_map(|q| {
+                let id = XQueueId::from(*q);
+                st.queues.get(&id).map(|t| (id, Arc::clone(&t.ctl)))
+            })
+            .collect()
+    };
+    let (suspend, run) = (pick(&ops.suspend), pick(&ops.run));
+    for (id, ctl) in &suspend {
+        if let Err(e) = ctl.suspend(SuspendFlags::default()) {
+            tracing::warn!(queue = %id, error = %e, "suspend: hardware step failed");
+        }
+    }
+    for (id, ctl) in &run {
+        if let Err(e) = ctl.resume(ResumeFlags::default()) {
+            tracing::warn!(queue = %id, error = %e, "resume: hardware step failed");
+        }
+    }
+    let mut st = sh.lock();
+    for (ids, flag) in [(&suspend, true), (&run, false)] {
+        for (id, _) in ids {
+            if let Some(t) = st.queues.get_mut(id) {
+                t.suspended = flag;
+            }
+        }
+    }
+    st.send(&AgentMessage::Applied { seq: ops.seq });
+}
+
+/// Applies a configuration change and reports the result.
+fn configure(sh: &Shared, queue: QueueId, level: Option<WireLevel>, launch: Option<LaunchWindow>) {
+    let id = XQueueId::from(queue);
+    let Some(ctl) = sh.lock().queues.get(&id).map(|t| Arc::clone(&t.ctl)) else {
+        return;
+    };
+    let result = (|| -> Result<(), String> {
+        let level = level
+            .map(Level::try_from)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let launch = launch
+            .map(LaunchConfig::try_from)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        if let Some(l) = level {
+            ctl.set_level(l).map_err(|e| e.to_string())?;
+        }
+        if let Some(c) = launch {
+            ctl.set_launch_config(c);
+        }
+        Ok(())
+    })();
+    let msg = match result {
+        Ok(()) => {
+            let s = ctl.status();
+            AgentMessage::QueueConfigChanged {
+                queue,
+                level: WireLevel::from(s.level),
+                launch: LaunchWindow::from(s.config),
+            }
+        }
+        Err(e) => AgentMessage::ConfigFailed {
+            queue,
+            message: sanitize_text(&e, baton_protocol::MAX_MESSAGE_LEN),
+        },
+    };
+    sh.lock().send(&msg);
+}
+
+fn send_stats(sh: &Shared) {
+    let ctls: Vec<_> = sh
+        .lock()
+        .queues
+        .iter()
+        .map(|(id, q)| (*id, Arc::clone(&q.ctl)))
+        .collect();
+    let statuses: Vec<_> = ctls.iter().map(|(id, c)| (*id, c.status())).collect();
+    let now = sh.now();
+    let mut st = sh.lock();
+    let rows: Vec<_> = statuses
+        .into_iter()
+        .filter_map(|(id, s)| st.queues.get(&id).map(|q| (id, s, q.busy_at(now))))
+        .collect();
+    st.send(&link::stats(&rows, now));
+}
+
+/// Drops the link and resumes every queue the daemon held suspended. Every queue goes back
+/// to what a new queue reports and how it launches, which is what a daemon assumes when the
+/// queue is registered again.
+pub(super) fn fail_open(sh: &Shared) {
+    let _apply = sh.lock_apply();
+    let all: Vec<_> = sh
+        .lock()
+        .queues
+        .values()
+        .map(|q| Arc::clone(&q.ctl))
+        .collect();
+    for ctl in &all {
+        ctl.set_reporting(true);
+        ctl.set_unbounded(false);
+        ctl.set_idle_watch(true);
+    }
+    let resume: Vec<_> = {
+        let mut st = sh.lock();
+        st.link = None;
+        sh.live_fd.store(-1, Ordering::Release);
+        sh.connected.store(false, Ordering::Release);
+        st.queues
+            .values_mut()
+            .filter(|q| q.suspended)
+            .map(|q: &mut Tracked| {
+                q.suspended = false;
+                Arc::clone(&q.ctl)
+            })
+            .collect()
+    };
+    for ctl in resume {
+        if let Err(e) = ctl.resume(ResumeFlags::default()) {
+            tracing::warn!(queue = %ctl.id(), error = %e, "fail-open resume: hardware step failed");
+        }
+    }
+}

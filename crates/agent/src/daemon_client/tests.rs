@@ -1,0 +1,264 @@
+//! The daemon client against a scripted daemon on a temporary socket.
+
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton_core::testing::{ScriptedHwQueue, TestCommand};
+use baton_core::{Drive, Level, MonotonicClock, XQueue};
+use baton_protocol::{
+    AgentMessage, Backend, ClientId, DaemonMessage, DeviceRef, Hello, HelloReply, Operations,
+    PROTOCOL_VERSION, QueueId, Welcome, read_frame, write_frame,
+};
+
+use super::*;
+
+fn temp_socket(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("baton-agent-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("s")
+}
+
+/// A daemon that accepts one agent and welcomes it.
+struct FakeDaemon {
+    listener: UnixListener,
+}
+
+impl FakeDaemon {
+    fn bind(path: &Path) -> FakeDaemon {
+        FakeDaemon {
+            listener: UnixListener::bind(path).unwrap(),
+        }
+    }
+
+    fn accept(&self) -> UnixStream {
+        let (mut s, _) = self.listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let hello: Hello = read_frame(&mut s).unwrap().unwrap();
+        assert_eq!(hello.pid, std::process::id());
+        let w = HelloReply::Welcome(Welcome {
+            version: PROTOCOL_VERSION,
+            client: ClientId(1),
+            daemon_pid: std::process::id(),
+            software: "test daemon".into(),
+            policy: "hpf".into(),
+            stats_interval_ms: 0,
+        });
+        write_frame(&mut s, &w).unwrap();
+        s
+    }
+}
+
+fn next(s: &mut UnixStream) -> AgentMessage {
+    read_frame(s).unwrap().expect("a message")
+}
+
+/// The next message that is not a stats report.
+fn next_event(s: &mut UnixStream) -> AgentMessage {
+    loop {
+        match next(s) {
+            AgentMessage::Stats(_) => {}
+            m => return m,
+        }
+    }
+}
+
+fn client(path: &Path) -> DaemonClient {
+    let mut cfg = ClientConfig::new(vec![path.to_path_buf()], Arc::new(MonotonicClock::new()));
+    cfg.hints = vec![Hint::Priority(baton_protocol::WirePriority(3))];
+    cfg.min_backoff = Duration::from_millis(5);
+    cfg.max_backoff = Duration::from_millis(20);
+    DaemonClient::start(cfg).unwrap()
+}
+
+fn queue(c: &DaemonClient) -> (ScriptedHwQueue, Arc<XQueue<ScriptedHwQueue>>) {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let q = XQueue::builder(hw.clone())
+        .drive(Drive::External)
+        .sink(c.sink())
+        .build()
+        .unwrap();
+    (hw, Arc::new(q))
+}
+
+fn info() -> QueueInfo {
+    QueueInfo {
+        label: "test".into(),
+        device: DeviceRef {
+            backend: Backend::Sim,
+            id: "sim-0".into(),
+            ordinal: 0,
+        },
+        hints: vec![],
+    }
+}
+
+fn wait_until(what: &str, f: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn announces_relays_and_applies_operations() {
+    let path = temp_socket("relay");
+    let d = FakeDaemon::bind(&path);
+    let c = client(&path);
+    let (hw, q) = queue(&c);
+    c.register(q.clone(), info());
+    let mut s = d.accept();
+    match next_event(&mut s) {
+        AgentMessage::ProcessStarted(p) => {
+            assert_eq!(p.pid, std::process::id());
+            assert_eq!(
+                p.hints,
+                vec![Hint::Priority(baton_protocol::WirePriority(3))]
+            );
+        }
+        m => panic!("{m:?}"),
+    }
+    match next_event(&mut s) {
+        AgentMessage::QueueCreated(qc) => {
+            assert_eq!(qc.queue, QueueId::from(q.id()));
+            assert!(!qc.ready);
+            assert_eq!(qc.transition, 0);
+        }
+        m => panic!("{m:?}"),
+    }
+    q.submit(TestCommand(1)).unwrap();
+    match next_event(&mut s) {
+        AgentMessage::QueueState(st) => assert!(st.ready && st.transition == 1),
+        m => panic!("{m:?}"),
+    }
+    let ops = DaemonMessage::Operations(Operations {
+        seq: 1,
+        run: vec![],
+        suspend: vec![QueueId::from(q.id())],
+    });
+    write_frame(&mut s, &ops).unwrap();
+    assert_eq!(next_event(&mut s), AgentMessage::Applied { seq: 1 });
+    assert!(q.status().suspended);
+    assert_eq!(c.suspended(), 1);
+    q.submit(TestCommand(2)).unwrap();
+    assert_eq!(
+        hw.script().launched,
+        vec![1],
+        "suspended: nothing more launched"
+    );
+    // Fail-open: the daemon goes away, the queue runs again at once.
+    drop(s);
+    wait_until("fail-open", || !q.status().suspended);
+    assert_eq!(hw.script().launched, vec![1, 2]);
+    assert_eq!(c.suspended(), 0);
+}
+
+#[test]
+fn reconnects_with_current_state_after_the_daemon_returns() {
+    let path = temp_socket("reconnect");
+    let d = FakeDaemon::bind(&path);
+    let c = client(&path);
+    let (hw, q) = queue(&c);
+    c.register(q.clone(), info());
+    let s = d.accept();
+    wait_until("connected", || c.is_connected());
+    drop(s);
+    drop(d);
+    wait_until("disconnected", || !c.is_connected());
+    // Events while nobody listens are folded into the state sent at reconnection.
+    q.submit(TestCommand(1)).unwrap();
+    hw.complete_all();
+    q.poll();
+    q.submit(TestCommand(2)).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let d = FakeDaemon::bind(&path);
+    let mut s = d.accept();
+    assert!(matches!(
+        next_event(&mut s),
+        AgentMessage::ProcessStarted(_)
+    ));
+    match next_event(&mut s) {
+        AgentMessage::QueueCreated(qc) => {
+            assert!(qc.ready);
+            assert_eq!(qc.transition, 3, "ready, idle, ready again");
+        }
+        m => panic!("{m:?}"),
+    }
+    assert_eq!(c.connections(), 2);
+}
+
+#[test]
+fn hints_are_checked_and_kept() {
+    let path = temp_socket("hints");
+    let d = FakeDaemon::bind(&path);
+    let c = client(&path);
+    let (_hw, q) = queue(&c);
+    c.register(q.clone(), info());
+    let target = AgentTarget::Queue(QueueId::from(q.id()));
+    assert!(
+        c.hint(target, Hint::KEdf { k: 1 }).is_err(),
+        "k-EDF is device-wide"
+    );
+    assert!(
+        c.hint(target, Hint::Utilization { percent: 0 }).is_err(),
+        "out of range"
+    );
+    c.hint(target, Hint::Utilization { percent: 40 }).unwrap();
+    let mut s = d.accept();
+    let _started = next_event(&mut s);
+    match next_event(&mut s) {
+        AgentMessage::QueueCreated(qc) => {
+            assert_eq!(qc.hints, vec![Hint::Utilization { percent: 40 }]);
+        }
+        m => panic!("{m:?}"),
+    }
+    c.hint(AgentTarget::Process, Hint::ActiveWindow { active: true })
+        .unwrap();
+    assert_eq!(
+        next_event(&mut s),
+        AgentMessage::Hint {
+            target: AgentTarget::Process,
+            hint: Hint::ActiveWindow { active: true }
+        }
+    );
+}
+
+#[test]
+fn a_released_process_runs_unscheduled() {
+    let path = temp_socket("release");
+    let d = FakeDaemon::bind(&path);
+    let c = client(&path);
+    let (_hw, q) = queue(&c);
+    c.register(q.clone(), info());
+    let mut s = d.accept();
+    let _ = next_event(&mut s);
+    let _ = next_event(&mut s);
+    let ops = DaemonMessage::Operations(Operations {
+        seq: 1,
+        run: vec![],
+        suspend: vec![QueueId::from(q.id())],
+    });
+    write_frame(&mut s, &ops).unwrap();
+    assert_eq!(next_event(&mut s), AgentMessage::Applied { seq: 1 });
+    write_frame(
+        &mut s,
+        &DaemonMessage::Release {
+            message: "shutting down".into(),
+        },
+    )
+    .unwrap();
+    wait_until("resumed", || !q.status().suspended);
+}
+
+#[test]
+fn apply_hint_replaces_and_clears() {
+    let mut set = vec![Hint::Priority(baton_protocol::WirePriority(1))];
+    apply_hint(&mut set, Hint::Priority(baton_protocol::WirePriority(2)));
+    apply_hint(&mut set, Hint::Utilization { percent: 5 });
+    assert_eq!(set.len(), 2);
+    apply_hint(&mut set, Hint::Clear(baton_protocol::HintKind::Priority));
+    assert_eq!(set, vec![Hint::Utilization { percent: 5 }]);
+}

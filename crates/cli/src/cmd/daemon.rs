@@ -1,0 +1,80 @@
+//! `baton daemon`: the global scheduler service.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use baton_daemon::{Daemon, DaemonConfig};
+use baton_protocol::Request;
+use clap::Args;
+
+use crate::client::Client;
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// The policy to start with (see `baton policy list`); switch later with `baton policy`.
+    #[arg(long, value_name = "NAME", default_value = "hpf")]
+    policy: String,
+    /// Serve the machine: socket /run/baton/baton.sock, mode 0660 for --group; only root may
+    /// change the policy.
+    #[arg(long)]
+    system: bool,
+    /// The group allowed to use a system daemon [default: baton if it exists, else the
+    /// daemon's group].
+    #[arg(long, value_name = "NAME", requires = "system")]
+    group: Option<String>,
+    /// Serve Prometheus /metrics and JSON /status on this address (e.g. 127.0.0.1:9464).
+    /// Nothing listens on the network otherwise.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
+    /// Exit once no program has been scheduled for this many seconds (how `baton run`
+    /// starts the daemon it needs).
+    #[arg(long, value_name = "S", hide = true)]
+    idle_exit: Option<u64>,
+    /// Stop the daemon running on the socket instead: scheduled programs go on unscheduled.
+    #[arg(long, conflicts_with_all = ["policy", "system", "metrics"])]
+    stop: bool,
+}
+
+/// The socket a daemon with these settings serves.
+pub fn socket_for(socket: Option<&Path>, system: bool) -> PathBuf {
+    socket
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("BATON_SOCKET").map(PathBuf::from))
+        .unwrap_or_else(|| {
+            if system {
+                PathBuf::from(baton_agent::SYSTEM_SOCKET)
+            } else {
+                baton_agent::user_socket_path()
+            }
+        })
+}
+
+pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let path = socket_for(socket, args.system);
+    if args.stop {
+        let mut c = Client::connect_to(&path)
+            .with_context(|| format!("no Baton daemon answers on {}", path.display()))?;
+        c.done(&Request::Shutdown)?;
+        eprintln!("baton: the daemon on {} is stopping", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut cfg = DaemonConfig::new(path);
+    cfg.policy = args.policy;
+    cfg.system = args.system;
+    cfg.group = args.group;
+    cfg.metrics = args.metrics;
+    cfg.idle_exit = args.idle_exit.map(Duration::from_secs);
+    let d = Daemon::bind(cfg)?;
+    eprintln!(
+        "baton: daemon listening on {}{}",
+        d.socket().display(),
+        d.metrics_addr()
+            .map(|a| format!(", metrics on http://{a}/metrics"))
+            .unwrap_or_default()
+    );
+    d.run()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,263 @@
+//! `baton doctor`: is everything Baton needs here? The driver, the interposer, the daemon,
+//! and the preemption levels each device supports.
+//!
+//! Each check is one function returning a [`Check`]; the level probe is per device
+//! ([`levels`]) so later releases add Level 2/3 detection there.
+
+use std::ffi::{CStr, CString};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use baton_protocol::{Reply, Request};
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::client::Client;
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// The real CUDA driver library, if it is not found by the usual search.
+    #[arg(long, value_name = "PATH")]
+    cuda_lib: Option<PathBuf>,
+    /// The interposer [default: next to the baton executable, or $BATON_INTERPOSER].
+    #[arg(long, value_name = "PATH")]
+    interposer: Option<PathBuf>,
+}
+
+/// One check's outcome.
+pub struct Check {
+    pub name: &'static str,
+    pub ok: bool,
+    /// What was found, or what is wrong and what to do.
+    pub detail: String,
+    pub data: Value,
+}
+
+/// One level on one device.
+pub struct LevelReport {
+    pub level: u8,
+    pub supported: bool,
+    pub how: &'static str,
+}
+
+/// The levels a CUDA device supports. Level 1 needs nothing from the hardware; Levels 2 and
+/// 3 are probed by later releases (stream-memory gates, channel-group time slices).
+pub fn levels(_device: i32) -> Vec<LevelReport> {
+    vec![
+        LevelReport {
+            level: 1,
+            supported: true,
+            how: "progressive launching: works on every CUDA device",
+        },
+        LevelReport {
+            level: 2,
+            supported: false,
+            how: "deactivation: not detected by this release",
+        },
+        LevelReport {
+            level: 3,
+            supported: false,
+            how: "interruption: not detected by this release",
+        },
+    ]
+}
+
+fn driver_check(lib: Option<&Path>) -> Check {
+    let lib = lib
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("BATON_CUDA_LIB").map(PathBuf::from));
+    let handle = match baton_cuda::open_library(lib.as_deref()) {
+        Ok(h) => h,
+        Err(e) => {
+            return Check {
+                name: "driver",
+                ok: false,
+                detail: format!(
+                    "{e}: install the NVIDIA driver, or give its libcuda.so.1 with --cuda-lib \
+                     (without a GPU, `baton demo` runs on the simulated device)"
+                ),
+                data: json!({"found": false}),
+            };
+        }
+    };
+    // SAFETY: dlsym on the driver's handle returns the driver's own exports, whose C
+    // signatures the table declares.
+    let d =
+        unsafe { baton_cuda::Driver::resolve(|name: &CStr| libc::dlsym(handle, name.as_ptr())) };
+    let mut version = 0;
+    if let Some(f) = d.cuDriverGetVersion {
+        // SAFETY: a valid out-pointer.
+        let _ = unsafe { f(&mut version) };
+    }
+    let mut count = 0;
+    let init_ok = d.cuInit.is_some_and(|f| {
+        // SAFETY: cuInit takes flags 0.
+        unsafe { f(0) }.is_success()
+    });
+    if init_ok {
+        if let Some(f) = d.cuDeviceGetCount {
+            // SAFETY: a valid out-pointer.
+            let _ = unsafe { f(&mut count) };
+        }
+    }
+    let mut devices = Vec::new();
+    for ordinal in 0..count {
+        let mut name = [0 as std::ffi::c_char; 128];
+        let mut dev = 0;
+        if let (Some(get), Some(get_name)) = (d.cuDeviceGet, d.cuDeviceGetName) {
+            // SAFETY: valid out-pointers; `name` holds 128 bytes.
+            unsafe {
+                if get(&mut dev, ordinal).is_success() {
+                    let _ = get_name(name.as_mut_ptr(), 128, dev);
+                }
+            }
+        }
+        name[127] = 0;
+        // SAFETY: `name` is NUL-terminated (set just above).
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        let lv: Vec<Value> = levels(ordinal)
+            .iter()
+            .map(|l| json!({"level": l.level, "supported": l.supported, "how": l.how}))
+            .collect();
+        devices.push(json!({"ordinal": ordinal, "name": name, "levels": lv}));
+    }
+    let ok = init_ok && count > 0;
+    Check {
+        name: "driver",
+        ok,
+        detail: if ok {
+            format!("CUDA driver {version}, {count} device(s)")
+        } else if !init_ok {
+            "the driver loads but cuInit failed: check that the GPU is visible (nvidia-smi)".into()
+        } else {
+            "the driver reports no device: check CUDA_VISIBLE_DEVICES and nvidia-smi".into()
+        },
+        data: json!({"found": true, "version": version, "devices": devices}),
+    }
+}
+
+fn interposer_check(flag: Option<&Path>) -> Check {
+    let path = match super::run::find_interposer(flag) {
+        Ok(p) => p,
+        Err(e) => {
+            return Check {
+                name: "interposer",
+                ok: false,
+                detail: format!("{e:#}"),
+                data: json!({"found": false}),
+            };
+        }
+    };
+    let c = CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default();
+    // SAFETY: `c` is a valid C string. RTLD_LOCAL keeps its symbols out of this process's
+    // namespace, and it initializes nothing until a hooked function is called. It stays loaded
+    // (unloading Rust libraries with thread-locals is not safe).
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    // SAFETY: a non-null handle and a valid symbol name.
+    let hooks = !h.is_null() && !unsafe { libc::dlsym(h, c"cuLaunchKernel".as_ptr()) }.is_null();
+    Check {
+        name: "interposer",
+        ok: hooks,
+        detail: if hooks {
+            format!("{} loads and exports the hooks", path.display())
+        } else {
+            format!(
+                "{} does not load or lacks cuLaunchKernel: rebuild it with `cargo build \
+                 --release -p baton-interposer`",
+                path.display()
+            )
+        },
+        data: json!({"found": true, "path": path, "loads": hooks}),
+    }
+}
+
+fn daemon_check(socket: Option<&Path>) -> Check {
+    let mut c = match Client::connect(socket) {
+        Ok(c) => c,
+        Err(e) => {
+            return Check {
+                name: "daemon",
+                ok: false,
+                detail: format!("{e:#}"),
+                data: json!({"reachable": false}),
+            };
+        }
+    };
+    match c.request(&Request::Status) {
+        Ok(Reply::Status(s)) => Check {
+            name: "daemon",
+            ok: true,
+            detail: format!(
+                "{} (pid {}) on {}: policy {}, {} processes, {} queues, decision p50 {:.1} µs",
+                s.software,
+                s.pid,
+                c.path().display(),
+                s.policy,
+                s.processes,
+                s.queues,
+                s.decision_latency.p50_ns as f64 / 1000.0
+            ),
+            data: json!({"reachable": true, "status": s}),
+        },
+        other => Check {
+            name: "daemon",
+            ok: false,
+            detail: format!("the daemon did not report its status: {other:?}"),
+            data: json!({"reachable": true}),
+        },
+    }
+}
+
+pub fn run(args: DoctorArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let checks = [
+        driver_check(args.cuda_lib.as_deref()),
+        interposer_check(args.interposer.as_deref()),
+        daemon_check(socket),
+    ];
+    if args.json {
+        let mut v = serde_json::Map::new();
+        for c in &checks {
+            let mut d = c.data.clone();
+            d["ok"] = json!(c.ok);
+            d["detail"] = json!(c.detail);
+            v.insert(c.name.to_string(), d);
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for c in &checks {
+            println!(
+                "{} {:<10} {}",
+                if c.ok { "ok " } else { "!! " },
+                c.name,
+                c.detail
+            );
+            if c.name == "driver" {
+                for d in c.data["devices"].as_array().into_iter().flatten() {
+                    println!(
+                        "      device {} {}",
+                        d["ordinal"],
+                        d["name"].as_str().unwrap_or("")
+                    );
+                    for l in d["levels"].as_array().into_iter().flatten() {
+                        println!(
+                            "        L{} {} {}",
+                            l["level"],
+                            if l["supported"] == true { "yes" } else { "no " },
+                            l["how"].as_str().unwrap_or("")
+                        );
+                    }
+                }
+            }
+        }
+    }
+    Ok(if checks.iter().all(|c| c.ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

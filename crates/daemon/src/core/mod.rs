@@ -1,0 +1,409 @@
+//! The core: the one task that owns the scheduling state.
+//!
+//! Connection tasks send it [`Event`]s; it handles them in arrival order, draining whatever
+//! is queued before it ends a **round**: queue events of the round go to the scheduler
+//! together (one decision), then every operation the round decided is sent, one
+//! [`Operations`] frame per agent naming only the queues whose state changes, agents with
+//! queues to suspend first. Decision latency is measured from the arrival of the round's
+//! first event to the hand-off of its frames.
+//!
+//! State, by owner: `clients` (one per agent connection, by [`ClientId`]; `by_pid` finds a
+//! process's current connection), `queues` (every remote queue by its daemon-wide id, with
+//! the state last sent to its agent), the `LocalScheduler` over their proxies, hints of the
+//! wider scopes, the trace and the counters. Nothing else touches them.
+
+mod agents;
+mod requests;
+mod views;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use baton_agent::LocalScheduler;
+use baton_core::{Clock, LaunchConfig, Level, MonotonicClock, Nanos, QueueEvent, XQueueId};
+use baton_policies::DeviceId;
+use baton_protocol::{
+    AgentMessage, ClientId, DaemonMessage, DecisionCause, DeviceRef, Hello, HelloReply, Operations,
+    PolicyParam, ProtocolError, QueueId, QueueStats, Reply, Request,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::auth::Authority;
+use crate::hints::HintSet;
+use crate::latency::Latencies;
+use crate::peer::Peer;
+use crate::proxy::{Attention, Outbox, RemoteQueue, Wanted};
+use crate::trace::Trace;
+
+pub(crate) use views::Snapshot;
+
+/// Where a client's outgoing messages go (its writer task).
+pub(crate) type AgentTx = mpsc::UnboundedSender<DaemonMessage>;
+
+/// What connection tasks tell the core.
+pub(crate) enum Event {
+    /// An agent said hello; the core answers with a welcome or a refusal.
+    AgentHello {
+        client: ClientId,
+        peer: Peer,
+        hello: Hello,
+        tx: AgentTx,
+        reply: oneshot::Sender<HelloReply>,
+    },
+    /// Frames from an agent, decoded at `arrived`.
+    Agent {
+        client: ClientId,
+        msgs: Vec<AgentMessage>,
+        arrived: Instant,
+    },
+    /// An agent's frame was refused (it was consumed; the connection goes on).
+    AgentRefused {
+        client: ClientId,
+        error: ProtocolError,
+    },
+    /// An agent's connection closed, or its process exited.
+    AgentGone { client: ClientId, why: &'static str },
+    /// A CLI connection opened or closed.
+    Cli { open: bool },
+    /// A CLI request.
+    Request {
+        peer: Peer,
+        request: Request,
+        reply: oneshot::Sender<Reply>,
+    },
+    /// The metrics endpoint wants a snapshot.
+    Snapshot { reply: oneshot::Sender<Snapshot> },
+}
+
+/// One agent connection and the process behind it.
+pub(crate) struct Client {
+    pub(crate) id: ClientId,
+    pub(crate) peer: Peer,
+    pub(crate) name: String,
+    pub(crate) command: String,
+    pub(crate) connected: Instant,
+    pub(crate) tx: AgentTx,
+    pub(crate) queues: BTreeMap<QueueId, XQueueId>,
+    pub(crate) hints: HintSet,
+    next_seq: u64,
+}
+
+/// Counters from an agent's stats, and rates derived from two reports.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) last: Option<(Instant, QueueStats)>,
+    pub(crate) commands_per_sec: f64,
+    pub(crate) device_share: f64,
+}
+
+/// One remote queue.
+pub(crate) struct QueueRec {
+    pub(crate) client: ClientId,
+    pub(crate) pid: u32,
+    pub(crate) queue: QueueId,
+    pub(crate) label: String,
+    pub(crate) device: DeviceRef,
+    pub(crate) level: Level,
+    pub(crate) max_level: Level,
+    pub(crate) launch: LaunchConfig,
+    pub(crate) ready: bool,
+    pub(crate) transition: u64,
+    pub(crate) since: Instant,
+    /// Suspended as last sent to the agent.
+    pub(crate) suspended: bool,
+    /// Time spent suspended before `suspended_since`.
+    pub(crate) suspended_ns: u64,
+    pub(crate) suspended_since: Option<Instant>,
+    pub(crate) hints: HintSet,
+    pub(crate) counters: Counters,
+    pub(crate) proxy: Arc<RemoteQueue>,
+}
+
+/// The daemon's identity, for welcomes and status.
+pub(crate) struct Identity {
+    pub(crate) pid: u32,
+    pub(crate) software: String,
+    pub(crate) socket: PathBuf,
+    pub(crate) metrics: Option<String>,
+    pub(crate) stats_interval_ms: u32,
+    pub(crate) auth: Authority,
+}
+
+/// The scheduling state; see the module documentation.
+pub(crate) struct Core {
+    pub(crate) ident: Identity,
+    sched: LocalScheduler,
+    policy_params: Vec<PolicyParam>,
+    pub(crate) clients: BTreeMap<ClientId, Client>,
+    pub(crate) by_pid: HashMap<u32, ClientId>,
+    pub(crate) queues: HashMap<XQueueId, QueueRec>,
+    next_queue: u64,
+    devices: HashMap<String, DeviceId>,
+    device_hints: BTreeMap<String, HintSet>,
+    all_hints: HintSet,
+    outbox: Arc<Outbox>,
+    clock: MonotonicClock,
+    started: Instant,
+    pub(crate) latencies: Latencies,
+    pub(crate) operations_sent: u64,
+    pub(crate) clis: u32,
+    pub(crate) trace: Trace,
+    /// Queue events of the current round.
+    round_events: Vec<QueueEvent>,
+    /// The arrival of the round's first scheduling input, and what it was.
+    round_start: Option<(Instant, DecisionCause)>,
+    /// Set by a shutdown request.
+    pub(crate) stopping: bool,
+    /// Since when no agent has been connected.
+    pub(crate) idle_since: Option<Instant>,
+}
+
+impl Core {
+    /// A core running `policy`.
+    pub(crate) fn new(ident: Identity, policy: Box<dyn baton_policies::Policy>) -> Core {
+        Core {
+            ident,
+            sched: LocalScheduler::new(policy),
+            policy_params: Vec::new(),
+            clients: BTreeMap::new(),
+            by_pid: HashMap::new(),
+            queues: HashMap::new(),
+            next_queue: 1,
+            devices: HashMap::new(),
+            device_hints: BTreeMap::new(),
+            all_hints: HintSet::default(),
+            outbox: Arc::new(Outbox::default()),
+            clock: MonotonicClock::new(),
+            started: Instant::now(),
+            latencies: Latencies::new(),
+            operations_sent: 0,
+            clis: 0,
+            trace: Trace::Idle,
+            round_events: Vec::new(),
+            round_start: None,
+            stopping: false,
+            idle_since: Some(Instant::now()),
+        }
+    }
+
+    /// The daemon's clock, for the scheduler and traces.
+    pub(crate) fn now(&self) -> Nanos {
+        self.clock.now()
+    }
+
+    fn nanos_at(&self, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(self.started).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// When the policy wants to decide again, as an instant.
+    pub(crate) fn next_wake(&self) -> Option<Instant> {
+        self.sched
+            .next_wake()
+            .map(|t| self.started + std::time::Duration::from(t))
+    }
+
+    /// Handles one event of the current round.
+    pub(crate) fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::AgentHello {
+                client,
+                peer,
+                hello,
+                tx,
+                reply,
+            } => {
+                let r = self.agent_hello(client, peer, &hello, tx);
+                let _ = reply.send(r);
+            }
+            Event::Agent {
+                client,
+                msgs,
+                arrived,
+            } => {
+                for m in msgs {
+                    self.agent_message(client, m, arrived);
+                }
+            }
+            Event::AgentRefused { client, error } => self.agent_refused(client, &error),
+            Event::AgentGone { client, why } => self.drop_client(client, why),
+            Event::Cli { open } => {
+                if open {
+                    self.clis += 1;
+                } else {
+                    self.clis = self.clis.saturating_sub(1);
+                }
+            }
+            Event::Request {
+                peer,
+                request,
+                reply,
+            } => {
+                let r = self.request(peer, request);
+                let _ = reply.send(r);
+            }
+            Event::Snapshot { reply } => {
+                let _ = reply.send(self.snapshot());
+            }
+        }
+    }
+
+    /// A scheduling input arrived at `at` (the round's latency counts from the first).
+    fn mark(&mut self, at: Instant, cause: DecisionCause) {
+        if self.round_start.is_none() {
+            self.round_start = Some((at, cause));
+        }
+    }
+
+    /// The policy's wake-up time came.
+    pub(crate) fn on_timer(&mut self) {
+        self.mark(Instant::now(), DecisionCause::Timer);
+        let now = self.now();
+        self.sched.on_timer(now);
+    }
+
+    /// Ends the round: decides on its queue events, then sends what changed.
+    pub(crate) fn end_round(&mut self) {
+        if !self.round_events.is_empty() {
+            let events = std::mem::take(&mut self.round_events);
+            let now = self.now();
+            self.sched.on_events(events, now);
+        }
+        let (suspended, resumed) = self.flush();
+        if let Some((start, cause)) = self.round_start.take() {
+            let done = Instant::now();
+            let latency = done.saturating_duration_since(start);
+            self.latencies.record(latency);
+            let at = self.nanos_at(start);
+            if let Trace::Recording(r) = &mut self.trace {
+                let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+                r.decision(at, ns, cause, suspended, resumed);
+            }
+        }
+        self.idle_since = match (self.clients.is_empty(), self.idle_since) {
+            (false, _) => None,
+            (true, None) => Some(Instant::now()),
+            (true, since) => since,
+        };
+    }
+
+    /// Sends the operations recorded since the last flush; returns how many queues were
+    /// suspended and resumed.
+    fn flush(&mut self) -> (u32, u32) {
+        let wanted = self.outbox.take();
+        if wanted.is_empty() {
+            return (0, 0);
+        }
+        let mut last: HashMap<XQueueId, bool> = HashMap::with_capacity(wanted.len());
+        let mut attention: BTreeMap<XQueueId, Attention> = BTreeMap::new();
+        for (q, w) in wanted {
+            match w {
+                Wanted::Suspended(s) => {
+                    last.insert(q, s);
+                }
+                Wanted::Attention(a) => {
+                    attention.insert(q, a);
+                }
+            }
+        }
+        let now_i = Instant::now();
+        let now_ns = self.nanos_at(now_i);
+        let mut per_client: BTreeMap<ClientId, (Vec<QueueId>, Vec<QueueId>)> = BTreeMap::new();
+        let (mut suspended, mut resumed) = (0u32, 0u32);
+        for (gid, want) in last {
+            let Some(rec) = self.queues.get_mut(&gid) else {
+                continue;
+            };
+            if rec.suspended == want {
+                continue;
+            }
+            rec.suspended = want;
+            let e = per_client.entry(rec.client).or_default();
+            if want {
+                rec.suspended_since = Some(now_i);
+                e.1.push(rec.queue);
+                suspended += 1;
+            } else {
+                if let Some(s) = rec.suspended_since.take() {
+                    rec.suspended_ns +=
+                        u64::try_from(now_i.saturating_duration_since(s).as_nanos())
+                            .unwrap_or(u64::MAX);
+                }
+                e.0.push(rec.queue);
+                resumed += 1;
+            }
+            if let Trace::Recording(r) = &mut self.trace {
+                r.span(gid, want, now_ns);
+            }
+        }
+        // Suspensions leave first, so a device never runs both sides of a switch at once.
+        let mut frames: Vec<(ClientId, Vec<QueueId>, Vec<QueueId>)> = per_client
+            .into_iter()
+            .map(|(c, (mut run, mut suspend))| {
+                run.sort_unstable();
+                suspend.sort_unstable();
+                (c, run, suspend)
+            })
+            .collect();
+        frames.sort_by_key(|(_, _, suspend)| suspend.is_empty());
+        for (c, run, suspend) in frames {
+            let Some(client) = self.clients.get_mut(&c) else {
+                continue;
+            };
+            client.next_seq += 1;
+            let msg = DaemonMessage::Operations(Operations {
+                seq: client.next_seq,
+                run,
+                suspend,
+            });
+            if client.tx.send(msg).is_ok() {
+                self.operations_sent += 1;
+            }
+        }
+        for (gid, a) in attention {
+            let Some(rec) = self.queues.get(&gid) else {
+                continue;
+            };
+            if let Some(client) = self.clients.get(&rec.client) {
+                let _ = client.tx.send(DaemonMessage::Attention {
+                    queue: rec.queue,
+                    report: a.report,
+                    unbounded: a.unbounded,
+                    watch: a.watch,
+                });
+            }
+        }
+        (suspended, resumed)
+    }
+
+    /// The device number the scheduler uses for `id`.
+    fn device_number(&mut self, id: &str) -> DeviceId {
+        let next = DeviceId(u32::try_from(self.devices.len()).unwrap_or(u32::MAX));
+        *self.devices.entry(id.to_string()).or_insert(next)
+    }
+
+    /// A fresh daemon-wide queue id.
+    fn next_queue_id(&mut self) -> XQueueId {
+        let id = XQueueId(self.next_queue);
+        self.next_queue += 1;
+        id
+    }
+
+    /// Tells every agent the daemon stops scheduling it, and forgets them.
+    pub(crate) fn release_all(&mut self, why: &str) {
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        for c in ids {
+            if let Some(client) = self.clients.get(&c) {
+                let _ = client.tx.send(DaemonMessage::Release {
+                    message: why.to_string(),
+                });
+            }
+            self.drop_client(c, "released");
+        }
+        let _ = self.outbox.take();
+    }
+}
+
+#[cfg(test)]
+mod tests;

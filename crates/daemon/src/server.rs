@@ -1,0 +1,205 @@
+//! The daemon's tasks: accept connections, run the core, stop cleanly.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use crate::auth::Authority;
+use crate::conn::{self, Shared};
+use crate::core::{Core, Event, Identity};
+use crate::listen::{self, Bound};
+use crate::{DaemonConfig, DaemonError};
+
+/// Events handled per round at most, so a flood from one side cannot starve the others'
+/// decisions for long.
+const MAX_ROUND: usize = 1024;
+
+/// A daemon with its socket bound, ready to run.
+pub struct Daemon {
+    cfg: DaemonConfig,
+    bound: Bound,
+    metrics: Option<std::net::TcpListener>,
+    policy: Box<dyn baton_policies::Policy>,
+}
+
+impl Daemon {
+    /// Checks the settings and binds the socket (and the metrics address), so every start-up
+    /// error is reported before anything runs.
+    pub fn bind(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
+        let policy = baton_policies::by_name(&cfg.policy)?;
+        let bound = listen::bind(&cfg)?;
+        let metrics = match cfg.metrics {
+            None => None,
+            Some(addr) => {
+                if !addr.ip().is_loopback() {
+                    tracing::warn!(%addr, "serving metrics on a non-loopback address, as asked");
+                }
+                let l = std::net::TcpListener::bind(addr)
+                    .map_err(|source| DaemonError::Metrics { addr, source })?;
+                Some(l)
+            }
+        };
+        Ok(Daemon {
+            cfg,
+            bound,
+            metrics,
+            policy,
+        })
+    }
+
+    /// The socket it listens on.
+    pub fn socket(&self) -> &Path {
+        &self.bound.path
+    }
+
+    /// The metrics endpoint's address, if it serves one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// Runs on a single-threaded runtime of its own until SIGINT or SIGTERM, a shutdown
+    /// request, or (with `idle_exit`) no agent for that long.
+    pub fn run(self) -> Result<(), DaemonError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(DaemonError::Runtime)?;
+        rt.block_on(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Runtime)?;
+            let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Runtime)?;
+            let stop = async move {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            };
+            self.serve(stop).await
+        })
+    }
+
+    /// Serves until `stop` resolves (or a shutdown request, or idle exit). Must run on a
+    /// tokio runtime with I/O and time enabled.
+    pub async fn serve(self, stop: impl Future<Output = ()>) -> Result<(), DaemonError> {
+        let Daemon {
+            cfg,
+            bound,
+            metrics,
+            policy,
+        } = self;
+        bound
+            .listener
+            .set_nonblocking(true)
+            .map_err(DaemonError::Runtime)?;
+        let listener = tokio::net::UnixListener::from_std(
+            bound.listener.try_clone().map_err(DaemonError::Runtime)?,
+        )
+        .map_err(DaemonError::Runtime)?;
+        let auth = Authority {
+            daemon_uid: rustix::process::geteuid().as_raw(),
+            system: cfg.system,
+        };
+        let metrics_addr = metrics.as_ref().and_then(|l| l.local_addr().ok());
+        let ident = Identity {
+            pid: std::process::id(),
+            software: format!("baton-daemon {}", env!("CARGO_PKG_VERSION")),
+            socket: bound.path.clone(),
+            metrics: metrics_addr.map(|a| a.to_string()),
+            stats_interval_ms: cfg.stats_interval_ms,
+            auth,
+        };
+        let mut core = Core::new(ident, policy);
+        let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+        let shared = Arc::new(Shared::new(auth));
+        let accept = tokio::spawn(accept_loop(listener, tx.clone(), Arc::clone(&shared)));
+        let metrics_task = match metrics {
+            Some(l) => {
+                l.set_nonblocking(true).map_err(DaemonError::Runtime)?;
+                let l = tokio::net::TcpListener::from_std(l).map_err(DaemonError::Runtime)?;
+                Some(tokio::spawn(crate::metrics::serve(l, tx.clone())))
+            }
+            None => None,
+        };
+        drop(tx);
+        tracing::info!(socket = %bound.path.display(), policy = %cfg.policy, metrics = ?metrics_addr, "Baton daemon ready");
+        tokio::pin!(stop);
+        let far = Instant::now() + Duration::from_secs(86_400 * 365);
+        loop {
+            let wake = core.next_wake();
+            let idle = cfg
+                .idle_exit
+                .zip(core.idle_since)
+                .map(|(d, since)| since + d);
+            tokio::select! {
+                biased;
+                () = &mut stop => break,
+                ev = rx.recv() => {
+                    let Some(ev) = ev else { break };
+                    core.handle(ev);
+                    for _ in 1..MAX_ROUND {
+                        match rx.try_recv() {
+                            Ok(ev) => core.handle(ev),
+                            Err(_) => break,
+                        }
+                    }
+                    core.end_round();
+                }
+                () = tokio::time::sleep_until(wake.unwrap_or(far).into()), if wake.is_some() => {
+                    core.on_timer();
+                    core.end_round();
+                }
+                () = tokio::time::sleep_until(idle.unwrap_or(far).into()), if idle.is_some() => {
+                    tracing::info!("no agent for a while; the daemon exits (it was started on demand)");
+                    break;
+                }
+            }
+            if core.stopping {
+                break;
+            }
+        }
+        accept.abort();
+        if let Some(m) = metrics_task {
+            m.abort();
+        }
+        core.stopping = true;
+        core.release_all("the Baton daemon is stopping; the process runs unscheduled");
+        drop(core);
+        // Let writers deliver the releases (and the shutdown's reply) before the runtime ends.
+        shared.drain(Duration::from_secs(1)).await;
+        tracing::info!("Baton daemon stopped");
+        drop(bound);
+        Ok(())
+    }
+}
+
+/// Accepts connections and starts a task for each.
+async fn accept_loop(
+    listener: tokio::net::UnixListener,
+    tx: mpsc::UnboundedSender<Event>,
+    shared: Arc<Shared>,
+) {
+    static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let id = baton_protocol::ClientId(NEXT_CLIENT.fetch_add(1, Ordering::Relaxed));
+                tokio::spawn(conn::connection(
+                    stream,
+                    id,
+                    tx.clone(),
+                    Arc::clone(&shared),
+                ));
+            }
+            Err(e) => {
+                // Out of descriptors, say: wait a little instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}

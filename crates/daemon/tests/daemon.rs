@@ -1,0 +1,387 @@
+//! The daemon with real processes: simulated clients (`baton-sim-client`) scheduled across
+//! processes, killed clients, a killed daemon, another user's requests, and bad frames.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::time::{Duration, Instant};
+
+use baton_daemon::{Daemon, DaemonConfig};
+use baton_protocol::{
+    AgentMessage, DaemonMessage, ErrorKind, Hello, HelloReply, PROTOCOL_VERSION, RefusalReason,
+    Reply, Request, Role, Target, WirePriority, encode_frame, read_frame, write_frame,
+};
+use support::*;
+
+/// Not a test: the daemon process the kill tests start (this binary re-run with
+/// `BATON_TEST_DAEMON_SOCKET` set). Without the variable it returns at once.
+#[test]
+fn daemon_process() {
+    let Some(socket) = std::env::var_os("BATON_TEST_DAEMON_SOCKET") else {
+        return;
+    };
+    Daemon::bind(DaemonConfig::new(socket.into()))
+        .unwrap()
+        .run()
+        .unwrap();
+}
+
+/// Not a test: a CLI request made as another user (this binary re-run under another uid
+/// with `BATON_TEST_CLI_SOCKET` and `BATON_TEST_CLI_REQUEST` set). Prints the reply as JSON.
+#[test]
+fn cli_process() {
+    let (Some(socket), Some(req)) = (
+        std::env::var_os("BATON_TEST_CLI_SOCKET"),
+        std::env::var("BATON_TEST_CLI_REQUEST").ok(),
+    ) else {
+        return;
+    };
+    let req: Request = serde_json::from_str(&req).unwrap();
+    let reply = request(std::path::Path::new(&socket), &req);
+    println!("REPLY {}", serde_json::to_string(&reply).unwrap());
+}
+
+fn daemon() -> InProcess {
+    InProcess::start(DaemonConfig::new(temp_dir("sock").join("baton.sock")))
+}
+
+#[test]
+fn best_effort_waits_while_high_priority_is_ready() {
+    let d = daemon();
+    let mut hp = Sim::start(&d.socket, 1, 10);
+    let mut be = Sim::start(&d.socket, 1, 0);
+    wait_until("both registered", || {
+        registered(&d.socket, hp.pid(), 1) && registered(&d.socket, be.pid(), 1)
+    });
+    be.send("ready 0");
+    be.quiet("suspend", Duration::from_millis(50));
+    hp.send("ready 0");
+    be.expect("suspend 0");
+    // BE's next command waits while HP runs.
+    be.send("ready 0");
+    let s = be.status();
+    assert_eq!(
+        (s["submitted"].as_str(), s["launched"].as_str()),
+        ("2", "1")
+    );
+    let l = list(&d.socket);
+    let row = |pid| {
+        l.processes
+            .iter()
+            .find(|p| p.pid == pid)
+            .map(|p| p.queues[0].suspended)
+    };
+    assert_eq!((row(hp.pid()), row(be.pid())), (Some(false), Some(true)));
+    hp.send("idle 0");
+    be.expect("resume 0");
+    let s = be.status();
+    assert_eq!(s["launched"], "2", "the held command ran after the resume");
+    hp.quiet("suspend", Duration::from_millis(20));
+}
+
+#[test]
+fn killing_a_client_frees_its_queues_within_100_ms() {
+    let d = daemon();
+    let mut hp = Sim::start(&d.socket, 2, 10);
+    let mut be = Sim::start(&d.socket, 1, 0);
+    wait_until("both registered", || {
+        registered(&d.socket, hp.pid(), 2) && registered(&d.socket, be.pid(), 1)
+    });
+    be.send("ready 0");
+    hp.send("ready 0");
+    be.expect("suspend 0");
+    be.send("ready 0");
+    let pid = hp.pid();
+    let t0 = Instant::now();
+    hp.child.kill().unwrap();
+    wait_until("the killed client's queues to go", || {
+        !list(&d.socket).processes.iter().any(|p| p.pid == pid)
+    });
+    let freed = t0.elapsed();
+    let _ = hp.child.wait();
+    assert!(freed < Duration::from_millis(100), "freed after {freed:?}");
+    // The other client is unaffected: resumed, and its held work runs.
+    be.expect("resume 0");
+    let s = be.status();
+    assert_eq!(
+        (s["submitted"].as_str(), s["launched"].as_str()),
+        ("2", "2")
+    );
+    let st = match request(&d.socket, &Request::Status) {
+        Reply::Status(s) => s,
+        r => panic!("{r:?}"),
+    };
+    assert_eq!((st.processes, st.queues, st.suspended_queues), (1, 1, 0));
+}
+
+#[test]
+fn killing_the_daemon_fails_open_and_clients_register_again() {
+    let socket = temp_dir("kill-daemon").join("baton.sock");
+    let mut d = Separate::start(&socket);
+    let mut hp = Sim::start(&socket, 1, 10);
+    let mut be = Sim::start(&socket, 2, 0);
+    wait_until("both registered", || {
+        registered(&socket, hp.pid(), 1) && registered(&socket, be.pid(), 2)
+    });
+    hp.send("ready 0");
+    be.expect("suspend ");
+    be.expect("suspend ");
+    be.send("ready 0");
+    be.send("ready 1");
+    be.send("ready 0");
+    let s = be.status();
+    assert_eq!(
+        (s["submitted"].as_str(), s["launched"].as_str()),
+        ("3", "0")
+    );
+    d.kill();
+    // Fail-open: every held queue runs at once, and no command is lost.
+    be.expect("resume ");
+    be.expect("resume ");
+    wait_until("BE to run everything", || {
+        let s = be.status();
+        s["launched"] == "3" && s["connected"] == "false"
+    });
+    // A new daemon: both clients come back with their current state, and HP, still ready,
+    // holds BE back again.
+    let _d2 = Separate::start(&socket);
+    wait_until("both registered again", || {
+        registered(&socket, hp.pid(), 1) && registered(&socket, be.pid(), 2)
+    });
+    be.expect("suspend ");
+    assert_eq!(hp.status()["connections"], "2");
+    assert_eq!(be.status()["connections"], "2");
+}
+
+/// A group that `nobody` (uid 65534) is a member of through its primary gid.
+const NOBODY: u32 = 65534;
+
+#[test]
+fn requests_from_another_user_are_refused() {
+    if rustix::process::geteuid().as_raw() != 0 {
+        eprintln!(
+            "skipped: running as another user needs root (this test runs as uid {})",
+            rustix::process::geteuid().as_raw()
+        );
+        return;
+    }
+    // A system daemon lets `nobody`'s group in; only root or the owner may change things.
+    let dir = temp_dir("uid");
+    let mut cfg = DaemonConfig::new(dir.join("baton.sock"));
+    cfg.system = true;
+    cfg.group = [c"nogroup", c"nobody"].iter().find_map(|g| {
+        // SAFETY: a valid C string; the record is read at once.
+        let gr = unsafe { libc::getgrnam(g.as_ptr()) };
+        // SAFETY: non-null results point to a valid record.
+        (!gr.is_null() && unsafe { (*gr).gr_gid } == NOBODY)
+            .then(|| g.to_str().unwrap().to_string())
+    });
+    if cfg.group.is_none() {
+        eprintln!("skipped: no group with gid {NOBODY} to give the socket to");
+        return;
+    }
+    let d = InProcess::start(cfg);
+    let mut root_client = Sim::start(&d.socket, 1, 0);
+    wait_until("registered", || registered(&d.socket, root_client.pid(), 1));
+    let as_nobody = |req: &Request| -> Reply {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "cli_process", "--nocapture", "--test-threads=1"])
+            .env("BATON_TEST_CLI_SOCKET", &d.socket)
+            .env(
+                "BATON_TEST_CLI_REQUEST",
+                serde_json::to_string(req).unwrap(),
+            )
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find_map(|l| l.split_once("REPLY ").map(|(_, r)| r))
+            .unwrap_or_else(|| panic!("no reply: {text} {}", String::from_utf8_lossy(&out.stderr)));
+        serde_json::from_str(line).unwrap()
+    };
+    let set = Request::SetPriority {
+        target: Target::Process {
+            pid: root_client.pid(),
+        },
+        priority: WirePriority(100),
+    };
+    match as_nobody(&set) {
+        Reply::Error(e) => {
+            assert_eq!(e.kind, ErrorKind::Unauthorized);
+            assert!(
+                e.message.contains("uid 65534 may not change process"),
+                "{}",
+                e.message
+            );
+        }
+        r => panic!("{r:?}"),
+    }
+    let policy = Request::SetPolicy {
+        name: "hpf".into(),
+        params: vec![],
+    };
+    match as_nobody(&policy) {
+        Reply::Error(e) => {
+            assert_eq!(e.kind, ErrorKind::Unauthorized);
+            assert!(e.message.contains("only root"), "{}", e.message);
+        }
+        r => panic!("{r:?}"),
+    }
+    // Reading is allowed, and nothing changed.
+    match as_nobody(&Request::List { pid: None }) {
+        Reply::List(l) => assert!(
+            l.processes[0]
+                .hints
+                .iter()
+                .all(|h| { !matches!(h, baton_protocol::Hint::Priority(WirePriority(100))) })
+        ),
+        r => panic!("{r:?}"),
+    }
+    // Root may.
+    assert_eq!(request(&d.socket, &set), Reply::Done);
+    root_client.send("status");
+}
+
+fn raw(socket: &std::path::Path) -> UnixStream {
+    let s = UnixStream::connect(socket).unwrap();
+    s.set_read_timeout(Some(LIMIT)).unwrap();
+    s
+}
+
+#[test]
+fn bad_frames_are_refused_and_other_clients_carry_on() {
+    let d = daemon();
+    let hp = Sim::start(&d.socket, 1, 10);
+    let mut be = Sim::start(&d.socket, 1, 0);
+    wait_until("both registered", || {
+        registered(&d.socket, hp.pid(), 1) && registered(&d.socket, be.pid(), 1)
+    });
+    // A hello of another protocol version: refused, saying so.
+    let mut s = raw(&d.socket);
+    let mut hello = Hello::new(Role::Agent, 1, "old");
+    hello.version = PROTOCOL_VERSION + 1;
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&[0; 4]);
+    let payload = postcard_hello(&hello);
+    bytes.truncate(0);
+    bytes.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    s.write_all(&bytes).unwrap();
+    match read_frame::<HelloReply, _>(&mut s).unwrap() {
+        Some(HelloReply::Refused(r)) => assert_eq!(r.reason, RefusalReason::VersionMismatch),
+        r => panic!("{r:?}"),
+    }
+    // Garbage instead of a hello.
+    let mut s = raw(&d.socket);
+    s.write_all(&[3, 0, 0, 0, 0xff, 0xff, 0xff]).unwrap();
+    match read_frame::<HelloReply, _>(&mut s).unwrap() {
+        Some(HelloReply::Refused(r)) => assert_eq!(r.reason, RefusalReason::BadHello),
+        r => panic!("{r:?}"),
+    }
+    // An agent sending a malformed frame is told, and its connection goes on.
+    let mut a = raw(&d.socket);
+    write_frame(&mut a, &Hello::new(Role::Agent, std::process::id(), "t")).unwrap();
+    assert!(matches!(
+        read_frame::<HelloReply, _>(&mut a).unwrap(),
+        Some(HelloReply::Welcome(_))
+    ));
+    a.write_all(&[2, 0, 0, 0, 0xee, 0xee]).unwrap();
+    match read_frame::<DaemonMessage, _>(&mut a).unwrap() {
+        Some(DaemonMessage::Rejected { error, .. }) => {
+            assert_eq!(error.kind, ErrorKind::InvalidArgument);
+        }
+        r => panic!("{r:?}"),
+    }
+    write_frame(
+        &mut a,
+        &AgentMessage::QueueDestroyed {
+            queue: baton_protocol::QueueId(5),
+        },
+    )
+    .unwrap();
+    match read_frame::<DaemonMessage, _>(&mut a).unwrap() {
+        Some(DaemonMessage::Rejected { error, .. }) => {
+            assert_eq!(error.kind, ErrorKind::UnknownQueue)
+        }
+        r => panic!("{r:?}"),
+    }
+    // An oversized frame ends that connection only.
+    a.write_all(&u32::MAX.to_le_bytes()).unwrap();
+    let mut rest = Vec::new();
+    let _ = a.read_to_end(&mut rest);
+    // A CLI sending nonsense gets an error reply.
+    let mut c = cli(&d.socket).unwrap();
+    let mut junk = Vec::new();
+    encode_frame(&Request::Status, &mut junk).unwrap();
+    let n = junk.len();
+    junk[n - 1] = 0xff;
+    c.write_all(&junk).unwrap();
+    match read_frame::<Reply, _>(&mut c).unwrap() {
+        Some(Reply::Error(e)) => assert_eq!(e.kind, ErrorKind::InvalidArgument),
+        r => panic!("{r:?}"),
+    }
+    // The real clients were never disturbed.
+    let mut hp = hp;
+    be.send("ready 0");
+    hp.send("ready 0");
+    be.expect("suspend 0");
+    hp.send("idle 0");
+    be.expect("resume 0");
+}
+
+/// A hello's payload, built with the protocol's own encoder but a forged version (which the
+/// encoder's validation would refuse).
+fn postcard_hello(h: &Hello) -> Vec<u8> {
+    let mut ok = h.clone();
+    ok.version = PROTOCOL_VERSION;
+    let mut framed = Vec::new();
+    encode_frame(&ok, &mut framed).unwrap();
+    let mut payload = framed[4..].to_vec();
+    // The version is the first field: a varint; versions below 128 take one byte.
+    const { assert!(PROTOCOL_VERSION < 127) };
+    payload[0] = u8::try_from(h.version).unwrap();
+    payload
+}
+
+#[test]
+fn metrics_endpoint_serves_prometheus_and_json_on_loopback() {
+    let mut cfg = DaemonConfig::new(temp_dir("metrics").join("baton.sock"));
+    cfg.metrics = Some("127.0.0.1:0".parse().unwrap());
+    let d = InProcess::start(cfg);
+    let mut hp = Sim::start(&d.socket, 1, 10);
+    wait_until("registered", || registered(&d.socket, hp.pid(), 1));
+    hp.send("ready 0");
+    let addr = d.metrics.unwrap();
+    assert!(addr.ip().is_loopback());
+    let get = |path: &str| -> String {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    wait_until("the ready queue in the metrics", || {
+        get("/metrics").contains("baton_queues_ready 1")
+    });
+    let m = get("/metrics");
+    assert!(m.starts_with("HTTP/1.1 200 OK"), "{m}");
+    for needle in [
+        "baton_queues 1",
+        "baton_decision_latency_seconds_bucket",
+        "baton_queue_suspended_seconds_total",
+        "baton_queue_commands_launched_total",
+    ] {
+        assert!(m.contains(needle), "{needle} missing in {m}");
+    }
+    let j = get("/status");
+    let body = j.split("\r\n\r\n").nth(1).unwrap();
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(v["status"]["queues"], 1);
+    assert_eq!(v["processes"]["processes"][0]["pid"], hp.pid());
+    assert!(get("/nope").starts_with("HTTP/1.1 404"));
+}

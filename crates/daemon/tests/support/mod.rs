@@ -1,0 +1,274 @@
+//! Daemons, simulated client processes and CLI requests for the integration tests.
+//!
+//! Nothing here sleeps to wait for a condition: waits poll the condition against a deadline,
+//! or read a child's output with a timeout.
+
+#![allow(dead_code)] // Each test binary uses a different part.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use baton_daemon::{Daemon, DaemonConfig};
+use baton_protocol::{
+    Hello, ProcessList, Reply, Request, Role, client_handshake, read_frame, write_frame,
+};
+
+/// How long any single wait may take before the test fails.
+pub const LIMIT: Duration = Duration::from_secs(20);
+
+/// A fresh directory (traversable by other users, for the uid test).
+pub fn temp_dir(tag: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "d{}-{}-{tag}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    // Explicitly: an in-process daemon binding meanwhile narrows the (process-wide) umask.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
+}
+
+/// Polls `f` until it holds; panics after [`LIMIT`].
+pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + LIMIT;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::yield_now();
+    }
+}
+
+/// A daemon on a thread of the test process.
+pub struct InProcess {
+    pub socket: PathBuf,
+    pub metrics: Option<std::net::SocketAddr>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl InProcess {
+    pub fn start(cfg: DaemonConfig) -> InProcess {
+        let d = Daemon::bind(cfg).expect("the daemon binds");
+        let socket = d.socket().to_path_buf();
+        let metrics = d.metrics_addr();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(d.serve(async move {
+                let _ = rx.await;
+            }))
+            .unwrap();
+        });
+        InProcess {
+            socket,
+            metrics,
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A daemon in a process of its own: this test binary re-run as `daemon_process` (see
+/// `tests/daemon.rs`), so it can be killed.
+pub struct Separate {
+    pub child: Child,
+}
+
+impl Separate {
+    pub fn start(socket: &Path) -> Separate {
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "daemon_process",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("BATON_TEST_DAEMON_SOCKET", socket)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        wait_until("the daemon to answer", || cli(socket).is_ok());
+        Separate { child }
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Separate {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A `baton-sim-client` process.
+pub struct Sim {
+    pub child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Sim {
+    pub fn start(socket: &Path, queues: usize, priority: i32) -> Sim {
+        Sim::start_with(socket, queues, priority, &[])
+    }
+
+    pub fn start_with(socket: &Path, queues: usize, priority: i32, extra: &[&str]) -> Sim {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_baton-sim-client"))
+            .arg("--socket")
+            .arg(socket)
+            .args(["--queues", &queues.to_string()])
+            .args(["--priority", &priority.to_string()])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Sim {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a command and waits for its `ok` (lines before it are kept for `expect`).
+    pub fn send(&mut self, cmd: &str) -> Vec<String> {
+        writeln!(self.stdin, "{cmd}").unwrap();
+        self.stdin.flush().unwrap();
+        let mut seen = Vec::new();
+        loop {
+            let l = self.next_line(&format!("ok after {cmd}"));
+            if l == "ok" {
+                return seen;
+            }
+            seen.push(l);
+        }
+    }
+
+    fn next_line(&self, what: &str) -> String {
+        match self.lines.recv_timeout(LIMIT) {
+            Ok(l) => l,
+            Err(RecvTimeoutError::Timeout) => panic!("timed out waiting for {what}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the client exited waiting for {what}"),
+        }
+    }
+
+    /// Waits for a line starting with `prefix`; returns it.
+    pub fn expect(&self, prefix: &str) -> String {
+        loop {
+            let l = self.next_line(prefix);
+            if l.starts_with(prefix) {
+                return l;
+            }
+        }
+    }
+
+    /// No line starting with `prefix` arrives within `d` (a bounded check that nothing
+    /// happens, not a wait for something to happen).
+    pub fn quiet(&self, prefix: &str, d: Duration) {
+        let deadline = Instant::now() + d;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(l) => assert!(!l.starts_with(prefix), "unexpected {l:?}"),
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// The client's `status` line as key=value pairs.
+    pub fn status(&mut self) -> std::collections::HashMap<String, String> {
+        writeln!(self.stdin, "status").unwrap();
+        self.stdin.flush().unwrap();
+        let l = self.expect("status ");
+        let _ok = self.expect("ok");
+        l.split_whitespace()
+            .skip(1)
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A CLI connection to the daemon on `socket`.
+pub fn cli(socket: &Path) -> std::io::Result<UnixStream> {
+    let mut s = UnixStream::connect(socket)?;
+    s.set_read_timeout(Some(LIMIT))?;
+    let hello = Hello::new(Role::Cli, std::process::id(), "test");
+    client_handshake(&mut s, &hello).map_err(std::io::Error::other)?;
+    Ok(s)
+}
+
+/// One request, one reply.
+pub fn request(socket: &Path, r: &Request) -> Reply {
+    let mut s = cli(socket).expect("a CLI connection");
+    write_frame(&mut s, r).unwrap();
+    read_frame(&mut s).unwrap().expect("a reply")
+}
+
+/// The daemon's process list.
+pub fn list(socket: &Path) -> ProcessList {
+    match request(socket, &Request::List { pid: None }) {
+        Reply::List(l) => l,
+        r => panic!("{r:?}"),
+    }
+}
+
+/// Whether process `pid` has `queues` queues registered.
+pub fn registered(socket: &Path, pid: u32, queues: usize) -> bool {
+    list(socket)
+        .processes
+        .iter()
+        .any(|p| p.pid == pid && p.queues.len() == queues)
+}

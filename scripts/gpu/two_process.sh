@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Two PyTorch processes on one GPU: HP = ResNet-50 fp16 batch-8 inference (a request every
+# 20 ms, per-request latency), BE = ResNet-50 training. Three phases in one run:
+#   1. HP alone;  2. HP + BE native;  3. HP + BE each under `baton run --priority 10 / 0`
+#   (the daemon is started by the first `baton run`), with `baton trace` recording.
+# Writes $OUT/{hp_alone,hp_native,be_native,hp_baton,be_baton}.json, $OUT/summary.json,
+# $OUT/trace.json and $OUT/trace.png. About 4–5 minutes.
+#
+#   BATON_BIN=target/release/baton OUT=/tmp/out scripts/gpu/two_process.sh
+#
+# Needs: a CUDA GPU, python3 with torch and matplotlib, `baton` and libbaton_interposer.so
+# side by side (cargo build --release -p baton-cli -p baton-interposer).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BATON_BIN=${BATON_BIN:-target/release/baton}
+OUT=${OUT:-$(mktemp -d /tmp/baton-two-process.XXXX)}
+HP_S=${HP_S:-45}
+mkdir -p "$OUT"
+W=scripts/gpu/resnet_workload.py
+[ -x "$BATON_BIN" ] || { echo "no $BATON_BIN: build it with cargo build --release -p baton-cli -p baton-interposer" >&2; exit 1; }
+[ -f "$(dirname "$BATON_BIN")/libbaton_interposer.so" ] || { echo "no libbaton_interposer.so next to $BATON_BIN" >&2; exit 1; }
+export BATON_SOCKET="$OUT/baton.sock"   # a daemon of this run's own
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+"$BATON_BIN" doctor --json > "$OUT/doctor_before.json" || true
+
+echo "== phase 1: HP alone (${HP_S}s)"
+python3 $W infer --seconds "$HP_S" --out "$OUT/hp_alone.json"
+
+echo "== phase 2: HP + BE, native"
+python3 $W train --seconds $((HP_S + 40)) --out "$OUT/be_native.json" & BE=$!
+sleep 25   # BE warm-up (cuDNN autotuning) before HP measures
+python3 $W infer --seconds "$HP_S" --out "$OUT/hp_native.json"
+wait $BE
+
+echo "== phase 3: HP + BE under baton run --priority 10 / 0"
+"$BATON_BIN" run --priority 0 -- python3 $W train --seconds $((HP_S + 40)) --out "$OUT/be_baton.json" & BE=$!
+sleep 25
+"$BATON_BIN" trace --seconds 10 --out "$OUT/trace.json" & TR=$!
+"$BATON_BIN" run --priority 10 -- python3 $W infer --seconds "$HP_S" --out "$OUT/hp_baton.json" & HP=$!
+sleep 5
+"$BATON_BIN" list --json > "$OUT/list_during_baton.json" || true
+"$BATON_BIN" doctor --json > "$OUT/doctor_during_baton.json" || true
+wait $HP; wait $TR; wait $BE
+"$BATON_BIN" daemon --stop || true
+
+python3 scripts/gpu/plot_trace.py "$OUT/trace.json" "$OUT/trace.png" --window-ms 300
+python3 - "$OUT" <<'PY'
+import json, sys, os
+o = sys.argv[1]
+j = lambda n: json.load(open(os.path.join(o, n + ".json")))
+a, n, b = j("hp_alone"), j("hp_native"), j("hp_baton")
+bn, bb = j("be_native"), j("be_baton")
+s = {"hp_alone": a, "hp_native": n, "hp_baton": b, "be_native": bn, "be_baton": bb,
+     "hp_p50_x_alone": {"native": n["p50_ms"] / a["p50_ms"], "baton": b["p50_ms"] / a["p50_ms"]},
+     "hp_p99_x_alone": {"native": n["p99_ms"] / a["p99_ms"], "baton": b["p99_ms"] / a["p99_ms"]},
+     "be_baton_x_native": bb["images_per_s"] / bn["images_per_s"] if bn["images_per_s"] else None}
+json.dump(s, open(os.path.join(o, "summary.json"), "w"), indent=2)
+print(json.dumps({k: s[k] for k in ["hp_p50_x_alone", "hp_p99_x_alone", "be_baton_x_native"]}, indent=2))
+PY
+echo "results in $OUT"
