@@ -7,6 +7,7 @@
 //! | `BATON_LEVEL` (`XSCHED_AUTO_XQUEUE_LEVEL`) | preemption level 1–3 (capped at what the device supports) | 1 |
 //! | `BATON_THRESHOLD` (`XSCHED_AUTO_XQUEUE_THRESHOLD`) | commands in flight per queue | 16 |
 //! | `BATON_BATCH` (`XSCHED_AUTO_XQUEUE_BATCH_SIZE`) | commands between sync points | 8 |
+//! | `BATON_KEEP_WINDOW` | `on`: keep the launch window even for queues the policy cannot suspend now (bounds what a higher-priority process that starts later waits for) | off |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
 //! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
 //! | `BATON_UTILIZATION` | share of the device's time to reserve for this process, 1–100 % (a hint for utilization policies) | unset |
@@ -58,6 +59,8 @@ pub struct AgentConfig {
     pub level: Level,
     /// Launch window of new queues.
     pub launch: LaunchConfig,
+    /// Keep the window even for queues no decision can suspend now.
+    pub keep_window: bool,
     /// Who schedules.
     pub scheduler: SchedulerMode,
     /// The local policy's name (validated against the registry).
@@ -82,6 +85,7 @@ impl Default for AgentConfig {
             priority: Priority::DEFAULT,
             level: Level::L1,
             launch: LaunchConfig::default(),
+            keep_window: false,
             scheduler: SchedulerMode::Local,
             policy: "hpf".into(),
             utilization: None,
@@ -110,6 +114,13 @@ impl AgentConfig {
                 "1" | "on" | "yes" | "true" => c.enabled = true,
                 "0" | "off" | "no" | "false" => c.enabled = false,
                 _ => c.warn(name, &v, "use on or off", "on"),
+            }
+        }
+        if let Some((name, v)) = read(&["BATON_KEEP_WINDOW"]) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "on" | "yes" | "true" => c.keep_window = true,
+                "0" | "off" | "no" | "false" => c.keep_window = false,
+                _ => c.warn(name, &v, "use on or off", "off"),
             }
         }
         if let Some((name, v)) = read(&["BATON_PRIORITY", "XSCHED_AUTO_XQUEUE_PRIORITY"]) {
@@ -284,8 +295,10 @@ mod tests {
             ("BATON_ENABLE", "off"),
             ("BATON_UTILIZATION", "30%"),
             ("BATON_DEADLINE_US", "2500"),
+            ("BATON_KEEP_WINDOW", "on"),
         ]);
         assert_eq!(c.priority.get(), 10);
+        assert!(c.keep_window && !AgentConfig::default().keep_window);
         assert_eq!(c.utilization, Some(30));
         assert_eq!(c.deadline, Some(Nanos::from_micros(2500)));
         assert_eq!(
@@ -343,8 +356,10 @@ mod tests {
             ("BATON_ENABLE", "maybe"),
             ("BATON_UTILIZATION", "0"),
             ("BATON_DEADLINE_US", "soon"),
+            ("BATON_KEEP_WINDOW", "sometimes"),
         ]);
         let d = AgentConfig::default();
+        assert!(!c.keep_window);
         assert_eq!(
             (
                 c.priority,
@@ -366,8 +381,8 @@ mod tests {
             )
         );
         assert_eq!((c.utilization, c.deadline), (None, None));
-        // Nine settings, nine lines: threshold and batch are judged together.
-        assert_eq!(c.warnings().len(), 9, "{:#?}", c.warnings());
+        // Ten settings, ten lines: threshold and batch are judged together.
+        assert_eq!(c.warnings().len(), 10, "{:#?}", c.warnings());
         for w in c.warnings() {
             assert!(w.starts_with("baton: ignoring"), "{w}");
             assert!(w.contains("using"), "{w}");

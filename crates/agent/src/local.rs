@@ -93,6 +93,8 @@ pub struct LocalScheduler {
     ops: Option<Vec<OpRecord>>,
     decisions: u64,
     inherited: u64,
+    /// The queues the last decision kept running by inheritance.
+    inheriting: Vec<XQueueId>,
 }
 
 impl LocalScheduler {
@@ -110,6 +112,7 @@ impl LocalScheduler {
             ops: None,
             decisions: 0,
             inherited: 0,
+            inheriting: Vec::new(),
         }
     }
 
@@ -143,7 +146,8 @@ impl LocalScheduler {
         self.decisions
     }
 
-    /// How many times a suspension was overridden because a running queue waited on the queue.
+    /// How many times a queue began to run only because a running queue waits on it (priority
+    /// inheritance); a queue inheriting across several decisions counts once.
     pub fn inherited_resumes(&self) -> u64 {
         self.inherited
     }
@@ -410,7 +414,12 @@ impl LocalScheduler {
             global: self.global,
             deps: &self.deps,
         });
-        self.inherited += inherit(&mut decision, &views, &self.deps).len() as u64;
+        let lifted = inherit(&mut decision, &views, &self.deps);
+        self.inherited += lifted
+            .iter()
+            .filter(|id| !self.inheriting.contains(id))
+            .count() as u64;
+        self.inheriting = lifted;
         self.decisions += 1;
         self.wake_at = decision.wake_at;
         // Sorted once, so the lookups below stay O(n log n) across hundreds of queues.
@@ -458,7 +467,13 @@ impl LocalScheduler {
         let any_suspended = self.entries.values().any(|e| e.view.suspended);
         let mut stale = false;
         for e in self.entries.values_mut() {
-            let report = self.policy.wants_events(&snap, &e.view);
+            // A queue in a dependency reports too: its progress ends the dependency (and
+            // any priority it inherited) whatever the policy reads.
+            let report = self.policy.wants_events(&snap, &e.view)
+                || self
+                    .deps
+                    .iter()
+                    .any(|d| d.on == e.view.id || d.waiter == e.view.id);
             if e.reporting != report {
                 e.reporting = report;
                 e.ctl.set_reporting(report);

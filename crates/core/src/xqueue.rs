@@ -143,6 +143,7 @@ pub struct XQueueBuilder<H: HwQueue> {
     drive: Drive,
     clock: StdArc<dyn Clock>,
     sink: StdArc<dyn EventSink>,
+    keep_window: bool,
 }
 
 impl<H: HwQueue> XQueueBuilder<H> {
@@ -155,6 +156,15 @@ impl<H: HwQueue> XQueueBuilder<H> {
     /// The launch window (default 16 in flight, a sync point every 8).
     pub fn config(mut self, config: LaunchConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Keep the launch window even when a scheduler says no decision can suspend the queue
+    /// now ([`XQueue::set_unbounded`] is then ignored; default: no). The window then also
+    /// bounds what a higher-priority queue that appears *later* waits for; without it, a
+    /// queue that ran alone may have launched arbitrarily far ahead by then.
+    pub fn keep_window(mut self, on: bool) -> Self {
+        self.keep_window = on;
         self
     }
 
@@ -193,6 +203,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             clock: self.clock,
             sink: self.sink,
             drive: self.drive,
+            keep_window: self.keep_window,
             state: Mutex::new(State {
                 buffer: VecDeque::new(),
                 submitted: 0,
@@ -244,6 +255,7 @@ impl<H: HwQueue> XQueue<H> {
             drive: Drive::Worker,
             clock: StdArc::new(MonotonicClock::new()),
             sink: StdArc::new(NullSink),
+            keep_window: false,
         }
     }
 
@@ -832,8 +844,12 @@ impl<H: HwQueue> XQueue<H> {
     /// scheduler sets this for queues none of its decisions can suspend (under HPF, the
     /// top-priority queue of a device), whose launches then cost only the lock and the launch.
     /// Turning it off makes the next launch add a sync point, so the window applies from there.
+    /// A queue built with [`XQueueBuilder::keep_window`] ignores it.
     pub fn set_unbounded(&self, on: bool) {
         let sh = &*self.shared;
+        if on && sh.keep_window {
+            return;
+        }
         let mut st = sync::lock(&sh.state);
         if st.unbounded == on {
             return;

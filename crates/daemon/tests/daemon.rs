@@ -353,6 +353,10 @@ fn metrics_endpoint_serves_prometheus_and_json_on_loopback() {
     let mut cfg = DaemonConfig::new(temp_dir("metrics").join("baton.sock"));
     cfg.metrics = Some("127.0.0.1:0".parse().unwrap());
     let d = InProcess::start(cfg);
+    // A queue reports its transitions only when they can change a decision: under HPF, when
+    // it outranks another queue. So HP shares the device with a lower queue.
+    let be = Sim::start(&d.socket, 1, 0);
+    wait_until("BE registered", || registered(&d.socket, be.pid(), 1));
     let mut hp = Sim::start(&d.socket, 1, 10);
     wait_until("registered", || registered(&d.socket, hp.pid(), 1));
     hp.send("ready 0");
@@ -371,7 +375,7 @@ fn metrics_endpoint_serves_prometheus_and_json_on_loopback() {
     let m = get("/metrics");
     assert!(m.starts_with("HTTP/1.1 200 OK"), "{m}");
     for needle in [
-        "baton_queues 1",
+        "baton_queues 2",
         "baton_decision_latency_seconds_bucket",
         "baton_queue_suspended_seconds_total",
         "baton_queue_commands_launched_total",
@@ -381,7 +385,13 @@ fn metrics_endpoint_serves_prometheus_and_json_on_loopback() {
     let j = get("/status");
     let body = j.split("\r\n\r\n").nth(1).unwrap();
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
-    assert_eq!(v["status"]["queues"], 1);
-    assert_eq!(v["processes"]["processes"][0]["pid"], hp.pid());
+    assert_eq!(v["status"]["queues"], 2);
+    let pids: Vec<&serde_json::Value> = v["processes"]["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["pid"])
+        .collect();
+    assert!(pids.contains(&&serde_json::json!(hp.pid())), "{pids:?}");
     assert!(get("/nope").starts_with("HTTP/1.1 404"));
 }

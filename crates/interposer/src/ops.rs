@@ -492,6 +492,19 @@ impl Runtime {
         }
     }
 
+    /// A stream was created (`r` is the driver's answer): its queue is registered now rather
+    /// than at its first command, so the scheduler knows every stream and its priority before
+    /// any of them launches — a low-priority stream that launches first is then already held
+    /// to its window.
+    pub(crate) fn stream_created(&self, r: CUresult, stream: Option<CUstream>) {
+        if !self.cfg.enabled || !r.is_success() {
+            return;
+        }
+        if let Some(s) = stream.filter(|s| !s.is_null()) {
+            let _ = self.regular(s);
+        }
+    }
+
     /// `cuStreamDestroy`: the queue stops taking commands, drains in the background, and the
     /// stream is destroyed after it; the call returns at once, as the driver's does.
     pub(crate) fn stream_destroy(

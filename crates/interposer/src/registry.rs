@@ -418,6 +418,7 @@ impl Runtime {
         let mut b = XQueue::builder(hw)
             .level(level)
             .config(self.cfg.launch)
+            .keep_window(self.cfg.keep_window)
             .clock(self.clock.clone());
         if let Some(s) = &self.sched {
             b = b.sink(s.sink());

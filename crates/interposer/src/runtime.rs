@@ -108,6 +108,7 @@ fn build() -> Result<Runtime, String> {
     if let Some(filter) = &cfg.log {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_ansi(false)
             .with_writer(std::io::stderr)
             .try_init();
     }

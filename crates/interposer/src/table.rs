@@ -56,6 +56,7 @@ hooks! {
     cuEventQuery, cuEventSynchronize,
     cuEventDestroy, cuEventDestroy_v2,
     cuEventElapsedTime, cuEventElapsedTime_v2,
+    cuStreamCreate, cuStreamCreateWithPriority,
     cuStreamDestroy, cuStreamDestroy_v2,
     cuStreamSynchronize, cuStreamSynchronize_ptsz,
     cuStreamQuery, cuStreamQuery_ptsz,

@@ -38,36 +38,86 @@ impl<P: Policy> Policy for PrePreempt<P> {
     }
 
     fn decide(&mut self, snap: &Snapshot<'_>) -> Decision {
-        let now = snap.now;
-        let live = |q: &QueueView| !q.ready && q.hints.upcoming.is_some_and(|u| u.live(now));
-        if !snap.queues.iter().any(live) {
-            return self.inner.decide(snap);
-        }
-        self.scratch.clear();
-        self.scratch.extend_from_slice(snap.queues);
-        let mut lapse = None;
-        for q in &mut self.scratch {
-            if live(q) {
-                q.ready = true;
-                let e = q.hints.upcoming.map_or(now, |u| u.expires);
-                lapse = Some(lapse.map_or(e, |l: baton_core::Nanos| l.min(e)));
+        let mut seen = std::mem::take(&mut self.scratch);
+        let (mut d, lapse) = match announced(snap, &mut seen) {
+            Some(lapse) => {
+                let d = self.inner.decide(&Snapshot {
+                    queues: &seen,
+                    ..*snap
+                });
+                (d, Some(lapse))
             }
-        }
-        let queues = std::mem::take(&mut self.scratch);
-        let mut d = self.inner.decide(&Snapshot {
-            queues: &queues,
-            ..*snap
-        });
-        self.scratch = queues;
+            None => (self.inner.decide(snap), None),
+        };
+        self.scratch = seen;
         if let Some(l) = lapse {
             d.wake(l);
         }
         d
     }
 
+    /// As the wrapped policy would answer in the situation it is shown (announced queues
+    /// ready).
+    fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        let mut seen = Vec::new();
+        match announced(snap, &mut seen) {
+            Some(_) => {
+                let shown = Snapshot {
+                    queues: &seen,
+                    ..*snap
+                };
+                self.inner.wants_events(&shown, shown_as(&seen, queue))
+            }
+            None => self.inner.wants_events(snap, queue),
+        }
+    }
+
+    /// As the wrapped policy would answer in the situation it is shown (announced queues
+    /// ready).
+    fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        let mut seen = Vec::new();
+        match announced(snap, &mut seen) {
+            Some(_) => {
+                let shown = Snapshot {
+                    queues: &seen,
+                    ..*snap
+                };
+                self.inner.may_suspend(&shown, shown_as(&seen, queue))
+            }
+            None => self.inner.may_suspend(snap, queue),
+        }
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
     }
+}
+
+/// The queues as the wrapped policy is shown them: those with a live announcement count as
+/// ready. Fills `seen` and returns the earliest lapse when any announcement is live; returns
+/// `None` (and leaves `seen` alone) when there is none, so the snapshot can be used as is.
+fn announced(snap: &Snapshot<'_>, seen: &mut Vec<QueueView>) -> Option<baton_core::Nanos> {
+    let now = snap.now;
+    let live = |q: &QueueView| !q.ready && q.hints.upcoming.is_some_and(|u| u.live(now));
+    if !snap.queues.iter().any(live) {
+        return None;
+    }
+    seen.clear();
+    seen.extend_from_slice(snap.queues);
+    let mut lapse: Option<baton_core::Nanos> = None;
+    for q in seen.iter_mut() {
+        if live(q) {
+            q.ready = true;
+            let e = q.hints.upcoming.map_or(now, |u| u.expires);
+            lapse = Some(lapse.map_or(e, |l| l.min(e)));
+        }
+    }
+    lapse
+}
+
+/// `queue` as it appears in `seen`.
+fn shown_as<'a>(seen: &'a [QueueView], queue: &'a QueueView) -> &'a QueueView {
+    seen.iter().find(|q| q.id == queue.id).unwrap_or(queue)
 }
 
 #[cfg(test)]
@@ -94,5 +144,21 @@ mod tests {
         // Lapsed: BE runs again.
         let d = p.decide(&Snapshot::new(Nanos::from_millis(3), &qs));
         assert!(d.suspend.is_empty() && d.wake_at.is_none());
+    }
+
+    #[test]
+    fn asks_the_wrapped_policy_what_it_may_suspend() {
+        let lone = [QueueView::new(1, 1, 0, true)];
+        let p = PrePreempt::new(Hpf);
+        let snap = Snapshot::new(Nanos::ZERO, &lone);
+        assert!(!p.may_suspend(&snap, &lone[0]));
+        assert!(!p.wants_events(&snap, &lone[0]));
+        let mut hp = QueueView::new(1, 1, 0, false);
+        hp.hints.priority = Priority::new(10).unwrap();
+        let be = QueueView::new(2, 2, 0, true);
+        let qs = [hp, be];
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(p.may_suspend(&snap, &qs[1]));
+        assert!(!p.may_suspend(&snap, &qs[0]));
     }
 }

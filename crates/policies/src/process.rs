@@ -1,6 +1,6 @@
 //! Process-level scheduling: all of a process's queues as one unit.
 
-use crate::{Decision, Policy, Snapshot};
+use crate::{Decision, Policy, QueueView, Snapshot};
 
 /// **Process units** — wraps a policy so each process's queues run or stop together.
 ///
@@ -50,6 +50,23 @@ impl<P: Policy> Policy for ProcessUnits<P> {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
     }
+
+    /// A queue's transitions matter if they matter for any queue of its process: they can
+    /// decide whether the whole process runs.
+    fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        snap.queues
+            .iter()
+            .filter(|q| q.pid == queue.pid)
+            .any(|q| self.inner.wants_events(snap, q))
+    }
+
+    /// A queue stops only when the wrapped policy stops some queue of its process.
+    fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        snap.queues
+            .iter()
+            .filter(|q| q.pid == queue.pid)
+            .any(|q| self.inner.may_suspend(snap, q))
+    }
 }
 
 #[cfg(test)]
@@ -57,7 +74,7 @@ mod tests {
     use baton_core::{Nanos, Priority, XQueueId};
 
     use super::*;
-    use crate::{Hpf, QueueView};
+    use crate::Hpf;
 
     #[test]
     fn a_process_runs_or_stops_as_a_whole() {

@@ -209,6 +209,20 @@ mod tests {
         assert_eq!(by_name("process:PUP").unwrap().name(), "pup");
     }
 
+    /// The wrappers the registry adds must not hide what the policy says about attention:
+    /// a lone HPF queue is never suspended, so it needs no window and no reports.
+    #[test]
+    fn wrapped_policies_keep_their_attention_answers() {
+        let lone = [crate::QueueView::new(1, 7, 0, true)];
+        let snap = crate::Snapshot::new(baton_core::Nanos::ZERO, &lone);
+        for name in ["hpf", "process:hpf"] {
+            let p = by_name(name).unwrap();
+            assert!(!p.may_suspend(&snap, &lone[0]), "{name}");
+            assert!(!p.wants_events(&snap, &lone[0]), "{name}");
+        }
+        assert!(by_name("up").unwrap().may_suspend(&snap, &lone[0]));
+    }
+
     #[test]
     fn unknown_names_list_the_known_ones() {
         let err = by_name("fastest").err().unwrap();

@@ -160,7 +160,7 @@ fn served_time_and_jobs_are_accounted() {
     let inbox = Arc::new(Inbox::new());
     let (a_hw, a) = queue(&inbox);
     let (b_hw, b) = queue(&inbox);
-    let mut s = sched_with_nice("hpf", &[]);
+    let mut s = sched_with_nice("awf", &[]);
     s.register(a.clone(), meta(0), Nanos(0));
     s.register(b.clone(), meta(0), Nanos(0));
     a.submit(TestCommand(0)).unwrap();

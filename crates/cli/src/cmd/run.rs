@@ -37,6 +37,11 @@ pub struct RunArgs {
     /// Commands between sync points (default 8, smaller than the threshold).
     #[arg(long, value_name = "N")]
     batch: Option<u32>,
+    /// Keep the launch window even while no other work could make Baton suspend the program:
+    /// launches then cost a little more, but a higher-priority program that starts later
+    /// waits for at most a window of this one's work instead of everything it queued ahead.
+    #[arg(long)]
+    keep_window: bool,
     /// Share of the device's time to reserve for the program, 1–100 % (for utilization
     /// policies).
     #[arg(long, value_name = "PCT")]
@@ -75,6 +80,9 @@ impl RunArgs {
         if let Some(p) = self.priority {
             let p = Priority::new(p).context("invalid --priority")?;
             env.push(("BATON_PRIORITY", p.to_string().into()));
+        }
+        if self.keep_window {
+            env.push(("BATON_KEEP_WINDOW", "on".into()));
         }
         if let Some(l) = self.level {
             env.push(("BATON_LEVEL", l.number().to_string().into()));

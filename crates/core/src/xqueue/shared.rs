@@ -43,6 +43,8 @@ pub(super) struct Shared<H: HwQueue> {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) sink: Arc<dyn EventSink>,
     pub(super) drive: Drive,
+    /// [`XQueue::set_unbounded`] is ignored.
+    pub(super) keep_window: bool,
     pub(super) state: Mutex<State<H>>,
     /// Serializes suspend/resume/level changes, which call slow hardware operations outside
     /// the state lock.
@@ -304,8 +306,18 @@ impl<H: HwQueue> Shared<H> {
     /// One step of progress without blocking: reap, launch, and if nothing more can be
     /// launched now, ask whether the uncovered tail is done (otherwise its completion, and the
     /// queue's return to Idle, would go unnoticed).
+    /// Buffered work waits for the window, but the launches holding it open are covered by
+    /// no sync point (they were made while the queue was unbounded): add one behind them, so
+    /// their completion can be waited for instead of polled.
+    pub(super) fn cover_tail(&self, st: &mut State<H>) {
+        if !st.buffer.is_empty() && !st.window_open() && st.launched > st.covered() {
+            self.add_sync_point(st);
+        }
+    }
+
     pub(super) fn poll_locked(&self, st: &mut State<H>, ev: &mut Pending) {
         self.reap(st, ev);
+        self.cover_tail(st);
         self.launch_buffered(st);
         let stalled = st.buffer.is_empty() || st.suspended || !st.window_open();
         if stalled && st.launched > st.covered() {
@@ -350,6 +362,7 @@ impl<H: HwQueue> Shared<H> {
                 let launch_waits = !st.buffer.is_empty()
                     && (!st.suspended || st.launched < self.progress.demanded());
                 if launch_waits || st.shutdown {
+                    self.cover_tail(&mut st);
                     if let Some((end, sp)) = st.sync_points.front().map(|(e, s)| (*e, s.clone())) {
                         poll = IDLE_POLL_MIN;
                         drop(st);

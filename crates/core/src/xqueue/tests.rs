@@ -84,6 +84,46 @@ fn a_sync_point_every_batch() {
 }
 
 #[test]
+fn an_unbounded_queue_launches_past_its_window_without_sync_points() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let q = external(&hw, 4, 2);
+    q.set_unbounded(true);
+    submit_n(&q, 0, 40);
+    let s = hw.script();
+    assert_eq!((s.launched.len(), s.sync_points), (40, 0));
+    // Bounded again: the window applies at once; what was launched unbounded gets a sync
+    // point when work waits behind it.
+    q.set_unbounded(false);
+    submit_n(&q, 40, 10);
+    q.poll();
+    let s = hw.script();
+    assert_eq!((s.launched.len(), s.sync_points), (40, 1));
+    hw.complete(40);
+    q.poll();
+    assert_eq!(hw.script().launched.len(), 44);
+    while q.status().completed < 50 {
+        hw.complete(1);
+        q.poll();
+    }
+    assert_eq!(hw.script().launched, (0..50).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_queue_that_keeps_its_window_ignores_unbounded() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let q = XQueue::builder(hw.clone())
+        .drive(Drive::External)
+        .config(LaunchConfig::new(4, 2).unwrap())
+        .keep_window(true)
+        .build()
+        .unwrap();
+    q.set_unbounded(true);
+    submit_n(&q, 0, 40);
+    let s = hw.script();
+    assert_eq!((s.launched.len(), s.sync_points), (4, 2));
+}
+
+#[test]
 fn suspend_stops_launching_and_resume_continues_in_order() {
     let hw = ScriptedHwQueue::new(Level::L1);
     let q = external(&hw, 4, 2);

@@ -1,5 +1,7 @@
 //! Stream synchronization, queries, destruction, capture and graph launches.
 
+use std::ffi::{c_int, c_uint};
+
 use baton_cuda::CudaCommand;
 use baton_cuda::sys::{
     CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUresult, CUstream, CUstreamCaptureMode,
@@ -34,6 +36,22 @@ macro_rules! query {
     };
 }
 per_api!(query: cuStreamQuery, cuStreamQuery_ptsz);
+
+hook!(cuStreamCreate(stream: *mut CUstream, flags: c_uint) |rt, real| {
+    // SAFETY: the application's out-pointer and flags.
+    let r = unsafe { real(stream, flags) };
+    // SAFETY: on success the driver wrote the new handle.
+    rt.stream_created(r, unsafe { stream.as_ref() }.copied());
+    r
+});
+
+hook!(cuStreamCreateWithPriority(stream: *mut CUstream, flags: c_uint, priority: c_int) |rt, real| {
+    // SAFETY: the application's out-pointer, flags and priority.
+    let r = unsafe { real(stream, flags, priority) };
+    // SAFETY: on success the driver wrote the new handle.
+    rt.stream_created(r, unsafe { stream.as_ref() }.copied());
+    r
+});
 
 macro_rules! destroy {
     ($name:ident) => {
