@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Transparency and overhead of the CUDA interposer on a GPU machine.
 #
-#   scripts/gpu/interposer_check.sh [--quick] [transparency|overhead]
+#   scripts/gpu/interposer_check.sh [--quick] ["calls transparency overhead" | all]
 #
 # Needs target/release/baton and target/release/libbaton_interposer.so (build them on a machine
 # with Rust: `cargo build --release -p baton-cli -p baton-interposer`), nvcc, and Python with
@@ -13,7 +13,8 @@
 # so most launches are deferred (deep-copied and launched by the worker). Results must match
 # the native checksum bit for bit, and Baton's kernel count must equal the CUPTI count.
 # Overhead: empty-kernel launch loop and launch+sync round trip, and ResNet-50 inference and
-# training step times, native and under Baton alternately in the same run.
+# training step times, native and under Baton (several ways) alternately in the same run.
+# APPS_ONLY="jax cupy" limits the transparency apps; REPS sets the overhead repetitions.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/out}
@@ -57,7 +58,9 @@ run() {
     native) "$@" > "$log" 2>&1 ;;
     counted) LD_PRELOAD="$W/launch_counter.so" LAUNCH_COUNT_OUT="$W/count_$name.json" "$@" > "$log" 2>&1 ;;
     baton) BATON_REPORT="$W/report_${name}_$mode.json" "$BATON" run -- "$@" > "$log" 2>&1 ;;
-    baton-small) BATON_REPORT="$W/report_${name}_$mode.json" "$BATON" run --threshold 2 --batch 1 -- "$@" > "$log" 2>&1 ;;
+    baton-small) BATON_REPORT="$W/report_${name}_$mode.json" "$BATON" run --threshold 2 --batch 1 --keep-window -- "$@" > "$log" 2>&1 ;;
+    traced) BATON_LOG=baton_interposer=trace BATON_REPORT="$W/report_${name}_$mode.json" "$BATON" run --threshold 2 --batch 1 --keep-window -- "$@" > "$log" 2>&1
+            grep -o 'symbol=[A-Za-z0-9_]*' "$log" | sort | uniq -c | sort -rn > "$OUT/${name}_symbols.txt" ;;
   esac
   local rc=$?
   local t1=$(date +%s.%N)
@@ -75,7 +78,25 @@ PY
   echo "$name/$mode rc=$rc $(last_json "$log" | cut -c1-160)"
 }
 
-if [ "$PART" = all ] || [ "$PART" = transparency ]; then
+has() { [ "$PART" = all ] || [[ " $PART " == *" $1 "* ]]; }
+
+if has calls; then
+say "driver calls each app really makes (CUPTI), native"
+for app in ${CALLS_APPS:-jax}; do
+  case $app in
+    jax) cmd="python3 $APPS/jax_app.py" ;;
+    torch_infer) cmd="python3 $APPS/torch_app.py infer" ;;
+    cupy) cmd="python3 $APPS/cupy_app.py" ;;
+    triton) cmd="python3 $APPS/triton_app.py" ;;
+    cuda_app) cmd="$W/cuda_app" ;;
+  esac
+  # shellcheck disable=SC2086
+  LD_PRELOAD="$W/launch_counter.so" LAUNCH_COUNT_ALL=1 LAUNCH_COUNT_OUT="$W/calls_$app.json" $cmd > /dev/null 2>&1
+  python3 -c "import json,sys; d=json.load(open('$W/calls_$app.json')); d['app']='$app'; print(json.dumps(d))" >> "$OUT/calls.jsonl"
+done
+fi
+
+if has transparency; then
 say transparency
 rm -f "$OUT/transparency.jsonl"
 declare -A CMD=(
@@ -86,10 +107,12 @@ declare -A CMD=(
   [jax]="python3 $APPS/jax_app.py"
   [triton]="python3 $APPS/triton_app.py"
 )
-ORDER="cuda_app torch_infer torch_train cupy jax triton"
+ORDER=${APPS_ONLY:-"cuda_app torch_infer torch_train cupy jax triton"}
 [ $QUICK = 1 ] && ORDER="cuda_app torch_infer"
 for app in $ORDER; do
-  for mode in native counted baton baton-small; do
+  MODES="native counted baton baton-small"
+  [ "$app" = jax ] && MODES="$MODES traced"
+  for mode in $MODES; do
     # shellcheck disable=SC2086
     run "$app" "$mode" ${CMD[$app]}
   done
@@ -97,26 +120,63 @@ done
 
 fi
 
-if [ "$PART" = all ] || [ "$PART" = overhead ]; then
+if has overhead; then
 say overhead
 rm -f "$OUT/overhead.jsonl"
-REPS=3; [ $QUICK = 1 ] && REPS=1
+# Modes: native; passthrough (interposed, BATON_ENABLE=off: the cost of the hooks alone);
+# baton (`baton run`, scheduled by the daemon); local (`baton run --local`); keep (`baton run
+# --keep-window`: the window kept although nothing could suspend the program).
+REPS=${REPS:-3}; [ $QUICK = 1 ] && REPS=1
+TORCH_REPS=${TORCH_REPS:-$REPS}; TRAIN_REPS=${TRAIN_REPS:-1}
+export BATON_SOCKET="$W/baton.sock"
+under() {
+  local mode=$1; shift
+  case $mode in
+    native) "$@" ;;
+    passthrough) BATON_ENABLE=off "$BATON" run -- "$@" ;;
+    baton) "$BATON" run -- "$@" ;;
+    local) "$BATON" run --local -- "$@" ;;
+    keep) "$BATON" run --keep-window -- "$@" ;;
+  esac
+}
+# Tags a result line with its mode and round, and the interposer's report (what it deferred,
+# how many sync points it recorded) when there is one.
+tag() {
+  python3 -c "
+import json, os, sys
+d = json.loads(sys.stdin.read()); d.update(mode='$1', rep=$2)
+p = '$W/report.json'
+if os.path.exists(p):
+    d['report'] = json.loads(open(p).read().splitlines()[-1]); os.remove(p)
+print(json.dumps(d))"
+}
+export BATON_REPORT="$W/report.json"
+# Rounds interleave the modes, so drift over the run (clocks, other tenants) hits each alike.
 for r in $(seq $REPS); do
-  for mode in native baton; do
+  for mode in native passthrough baton local keep; do
     for stream in legacy created; do
-      if [ $mode = native ]; then "$W/launch_overhead" 20000 15 $stream; else "$BATON" run -- "$W/launch_overhead" 20000 15 $stream; fi \
-        | grep '^{' | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.update(mode='$mode', rep=$r); print(json.dumps(d))" >> "$OUT/overhead.jsonl"
-    done
-    for b in bench-infer bench-train; do
-      if [ $mode = native ]; then python3 "$APPS/torch_app.py" $b; else "$BATON" run -- python3 "$APPS/torch_app.py" $b; fi 2>"$OUT/bench_${b}_${mode}_$r.err" \
-        | grep '^{' | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.update(mode='$mode', rep=$r); print(json.dumps(d))" >> "$OUT/overhead.jsonl"
+      # Pinned to the same two cores in every mode: run-to-run CPU placement otherwise
+      # moves the launch cost by more than the difference being measured.
+      under $mode taskset -c 4,5 "$W/launch_overhead" 100 5 $stream | grep '^{' | tag $mode $r >> "$OUT/overhead.jsonl"
     done
   done
 done
+for r in $(seq $TORCH_REPS); do
+  for mode in native baton local keep; do
+    under $mode python3 "$APPS/torch_app.py" bench-infer 2>"$OUT/bench_infer_${mode}_$r.err" | grep '^{' | tag $mode $r >> "$OUT/overhead.jsonl"
+  done
+done
+for r in $(seq $TRAIN_REPS); do
+  for mode in native baton local keep; do
+    under $mode python3 "$APPS/torch_app.py" bench-train 2>"$OUT/bench_train_${mode}_$r.err" | grep '^{' | tag $mode $r >> "$OUT/overhead.jsonl"
+  done
+done
+unset BATON_REPORT
+"$BATON" daemon --stop > /dev/null 2>&1 || true
 
 fi
 
 say summary
 python3 "$ROOT/scripts/gpu/summarize_interposer.py" "$OUT" | tee "$OUT/summary.txt"
 # Only a few files come back from the GPU machine: pack the logs.
-(cd "$OUT" && tar czf logs.tgz ./*.log ./*.err 2>/dev/null && rm -f ./*.log ./*.err)
+(cd "$OUT" && shopt -s nullglob && f=(./*.log ./*.err) && [ ${#f[@]} -gt 0 ] && tar czf logs.tgz "${f[@]}" && rm -f "${f[@]}")

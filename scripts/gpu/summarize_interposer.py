@@ -49,22 +49,54 @@ def med(xs):
 
 
 print("\noverhead (medians over repetitions; spread = min..max of per-repetition medians)")
+MODES = [m for m in ("passthrough", "baton", "local", "keep") if any(r["mode"] == m for r in ov)]
 for stream in ("legacy", "created"):
     for key in ("launch_ns", "roundtrip_ns"):
-        per = {m: [med(r[key]) for r in ov if r.get("stream") == stream and r["mode"] == m and key in r] for m in ("native", "baton")}
-        if per["native"] and per["baton"]:
-            nat, bat = med(per["native"]), med(per["baton"])
-            summary["overhead"][f"{stream}_{key}"] = {"native": nat, "baton": bat, "added_ns": bat - nat,
-                                                      "native_reps": per["native"], "baton_reps": per["baton"]}
-            print(f"{stream:<8} {key:<13} native {nat:8.1f} ns  baton {bat:8.1f} ns  added {bat - nat:+8.1f} ns"
-                  f"  (native {min(per['native']):.0f}..{max(per['native']):.0f}, baton {min(per['baton']):.0f}..{max(per['baton']):.0f})")
+        per = {m: [med(r[key]) for r in ov if r.get("stream") == stream and r["mode"] == m and key in r]
+               for m in ["native"] + MODES}
+        if not per["native"]:
+            continue
+        nat = med(per["native"])
+        row = {"native": nat, "native_reps": per["native"]}
+        line = f"{stream:<8} {key:<13} native {nat:8.1f} ns ({min(per['native']):.0f}..{max(per['native']):.0f})"
+        for m in MODES:
+            if per[m]:
+                v = med(per[m])
+                row[m] = v
+                row[f"{m}_added_ns"] = v - nat
+                row[f"{m}_reps"] = per[m]
+                line += f" | {m} {v - nat:+7.1f} ns ({min(per[m]) - nat:+.0f}..{max(per[m]) - nat:+.0f})"
+        summary["overhead"][f"{stream}_{key}"] = row
+        print(line)
 for app in ("torch-bench-infer", "torch-bench-train"):
-    per = {m: [r["median_s"] for r in ov if r.get("app") == app and r["mode"] == m] for m in ("native", "baton")}
-    if per["native"] and per["baton"]:
-        nat, bat = med(per["native"]), med(per["baton"])
-        p99 = {m: med([statistics.quantiles(r["times_s"], n=100)[98] for r in ov if r.get("app") == app and r["mode"] == m]) for m in ("native", "baton")}
-        summary["overhead"][app] = {"native_s": nat, "baton_s": bat, "slowdown": bat / nat - 1,
-                                    "native_reps": per["native"], "baton_reps": per["baton"], "p99_s": p99}
-        print(f"{app:<18} native {nat * 1e3:7.3f} ms  baton {bat * 1e3:7.3f} ms  slowdown {100 * (bat / nat - 1):+.2f}%"
-              f"  p99 native {p99['native'] * 1e3:.3f} baton {p99['baton'] * 1e3:.3f} ms")
+    per = {m: [r["median_s"] for r in ov if r.get("app") == app and r["mode"] == m] for m in ["native"] + MODES}
+    if not per["native"]:
+        continue
+    p99 = {m: med([statistics.quantiles(r["times_s"], n=100)[98] for r in ov if r.get("app") == app and r["mode"] == m])
+           for m in per if per[m]}
+    nat = med(per["native"])
+    row = {"native_s": nat, "native_reps": per["native"], "p99_s": p99}
+    line = f"{app:<18} native {nat * 1e3:7.3f} ms (p99 {p99['native'] * 1e3:.3f})"
+    for m in MODES:
+        if per[m]:
+            v = med(per[m])
+            row[f"{m}_s"] = v
+            row[f"{m}_slowdown"] = v / nat - 1
+            row[f"{m}_reps"] = per[m]
+            line += f" | {m} {100 * (v / nat - 1):+.2f}% (p99 {p99[m] * 1e3:.3f})"
+    summary["overhead"][app] = row
+    print(line)
+diag = {}
+for m in MODES:
+    reps = [r["report"] for r in ov if r["mode"] == m and r.get("report") and "stream" in r]
+    if reps:
+        diag[m] = {k: med([x.get(k, 0) for x in reps]) for k in ("sync_points", "deferred", "commands", "streams")}
+if diag:
+    summary["overhead"]["launch_loop_reports"] = diag
+    print("interposer reports, launch loop (medians per process):", json.dumps(diag))
+calls = load("calls.jsonl")
+if calls:
+    summary["calls"] = {c["app"]: c.get("calls", {}) for c in calls}
+    for c in calls:
+        print(c["app"], "calls:", " ".join(f"{k}={v}" for k, v in sorted(c.get("calls", {}).items(), key=lambda kv: -kv[1])))
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=2)

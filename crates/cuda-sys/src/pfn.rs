@@ -344,6 +344,27 @@ pfn! {
     PFN_cuGraphExecDestroy(hGraphExec: CUgraphExec);
     /// `cuGraphDestroy` (10.0).
     PFN_cuGraphDestroy(hGraph: CUgraph);
+    /// `cuGraphExecKernelNodeSetParams` (10.1; `_v2` from 12.0); `nodeParams` is a
+    /// `CUDA_KERNEL_NODE_PARAMS` (of that version).
+    PFN_cuGraphExecKernelNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const c_void);
+    /// `cuGraphExecMemcpyNodeSetParams` (10.2); `copyParams` is a `CUDA_MEMCPY3D`.
+    PFN_cuGraphExecMemcpyNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, copyParams: *const c_void, ctx: CUcontext);
+    /// `cuGraphExecMemsetNodeSetParams` (10.2); `memsetParams` is a `CUDA_MEMSET_NODE_PARAMS`.
+    PFN_cuGraphExecMemsetNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, memsetParams: *const c_void, ctx: CUcontext);
+    /// `cuGraphExecHostNodeSetParams` (10.2); `nodeParams` is a `CUDA_HOST_NODE_PARAMS`.
+    PFN_cuGraphExecHostNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const c_void);
+    /// `cuGraphExecChildGraphNodeSetParams` (11.1).
+    PFN_cuGraphExecChildGraphNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, childGraph: CUgraph);
+    /// `cuGraphExecEventRecordNodeSetEvent` and `cuGraphExecEventWaitNodeSetEvent` (11.1).
+    PFN_cuGraphExecEventNodeSetEvent(hGraphExec: CUgraphExec, hNode: CUgraphNode, event: CUevent);
+    /// `cuGraphExecNodeSetParams` (12.2); `nodeParams` is a `CUgraphNodeParams`.
+    PFN_cuGraphExecNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *mut c_void);
+    /// `cuGraphNodeSetEnabled` (11.6).
+    PFN_cuGraphNodeSetEnabled(hGraphExec: CUgraphExec, hNode: CUgraphNode, isEnabled: c_uint);
+    /// `cuGraphExecUpdate` (10.2): `hErrorNode_out`, then a `CUgraphExecUpdateResult*`.
+    PFN_cuGraphExecUpdate(hGraphExec: CUgraphExec, hGraph: CUgraph, hErrorNode_out: *mut CUgraphNode, updateResult_out: *mut c_void);
+    /// `cuGraphExecUpdate_v2` (12.0); `resultInfo` is a `CUgraphExecUpdateResultInfo`.
+    PFN_cuGraphExecUpdate_v2(hGraphExec: CUgraphExec, hGraph: CUgraph, resultInfo: *mut c_void);
 
     /// `cuThreadExchangeStreamCaptureMode` (10.1).
     PFN_cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode);

@@ -190,6 +190,21 @@ driver! {
     cuStreamWriteValue64_v2_ptsz: PFN_cuStreamWriteValue64_v2;
     cuStreamBatchMemOp_v2: PFN_cuStreamBatchMemOp_v2;
     cuStreamBatchMemOp_v2_ptsz: PFN_cuStreamBatchMemOp_v2;
+    cuGraphExecKernelNodeSetParams: PFN_cuGraphExecKernelNodeSetParams;
+    cuGraphExecKernelNodeSetParams_v2: PFN_cuGraphExecKernelNodeSetParams;
+    cuGraphExecMemcpyNodeSetParams: PFN_cuGraphExecMemcpyNodeSetParams;
+    cuGraphExecMemsetNodeSetParams: PFN_cuGraphExecMemsetNodeSetParams;
+    cuGraphExecHostNodeSetParams: PFN_cuGraphExecHostNodeSetParams;
+    cuGraphExecChildGraphNodeSetParams: PFN_cuGraphExecChildGraphNodeSetParams;
+    cuGraphExecEventRecordNodeSetEvent: PFN_cuGraphExecEventNodeSetEvent;
+    cuGraphExecEventWaitNodeSetEvent: PFN_cuGraphExecEventNodeSetEvent;
+    cuGraphExecNodeSetParams: PFN_cuGraphExecNodeSetParams;
+    cuGraphNodeSetEnabled: PFN_cuGraphNodeSetEnabled;
+    cuGraphExecUpdate: PFN_cuGraphExecUpdate;
+    cuGraphExecUpdate_v2: PFN_cuGraphExecUpdate_v2;
+    cuGraphExecDestroy: PFN_cuGraphExecDestroy;
+    cuModuleUnload: PFN_cuModuleUnload;
+    cuLibraryUnload: PFN_cuLibraryUnload;
 }
 
 /// Opens the CUDA driver library: `path` if given (it must be absolute), otherwise

@@ -12,6 +12,8 @@ pub struct EventPool {
     driver: &'static Driver,
     ctx: CUcontext,
     free: Mutex<Vec<CUevent>>,
+    /// Events handed out so far (each one a sync point).
+    handed: std::sync::atomic::AtomicU64,
 }
 
 // SAFETY: CUDA contexts and events may be used from any thread; the free list is behind a mutex.
@@ -37,11 +39,19 @@ impl EventPool {
             driver,
             ctx,
             free: Mutex::new(Vec::new()),
+            handed: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// How many events were handed out so far.
+    pub fn handed_out(&self) -> u64 {
+        self.handed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// An event, reused or newly created (in the pool's context, whatever is current).
     pub fn get(self: &Arc<Self>) -> Result<PooledEvent, DriverError> {
+        self.handed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let reused = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let event = match reused {
             Some(e) => e,

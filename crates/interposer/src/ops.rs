@@ -492,6 +492,19 @@ impl Runtime {
         }
     }
 
+    /// Calls `real` once every command submitted so far, on any queue, has reached the driver:
+    /// for calls that change what earlier launches refer to by handle (see the hooks).
+    pub(crate) fn after_submitted(&self, real: impl FnOnce() -> CUresult) -> CUresult {
+        if self.cfg.enabled {
+            for e in self.reg.all() {
+                if e.xq.has_pending() {
+                    let _ = e.xq.flush();
+                }
+            }
+        }
+        real()
+    }
+
     /// A stream was created (`r` is the driver's answer): its queue is registered now rather
     /// than at its first command, so the scheduler knows every stream and its priority before
     /// any of them launches — a low-priority stream that launches first is then already held

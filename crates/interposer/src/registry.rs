@@ -398,6 +398,17 @@ impl Runtime {
         Some(e)
     }
 
+    /// Sync points recorded so far, over every context.
+    pub(crate) fn sync_points(&self) -> u64 {
+        self.reg
+            .ctxs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .map(|c| c.pool.handed_out())
+            .sum()
+    }
+
     /// A new XQueue over `handle`, registered with the local scheduler. `cuda_priority` is the
     /// stream's CUDA priority (lower is more urgent).
     fn new_entry(

@@ -230,6 +230,7 @@ impl Runtime {
             "in_order": s.in_order.load(Ordering::Relaxed),
             "bypassed": s.bypassed.load(Ordering::Relaxed),
             "streams": s.streams.load(Ordering::Relaxed),
+            "sync_points": self.sync_points(),
             "scheduler": self.cfg.scheduler.to_string(),
             "enabled": self.cfg.enabled,
         });

@@ -9,7 +9,8 @@ use super::{Session, checksum, join};
 use crate::error::{AppError, ensure, expect_code};
 use crate::gpu::KArg::*;
 
-/// Capture three kernels and a fill, check nothing ran, instantiate, launch three times.
+/// Capture three kernels and a fill, check nothing ran, instantiate, launch three times and
+/// destroy the graph before the launches ran (they still run).
 /// A second capture is invalidated by a synchronization of the capturing stream.
 pub fn capture(s: &Session) -> Result<String, AppError> {
     const LAUNCHES: usize = 3;
@@ -55,6 +56,8 @@ pub fn capture(s: &Session) -> Result<String, AppError> {
     for _ in 0..LAUNCHES {
         g.graph_launch(exec, stream)?;
     }
+    // Destroyed at once, before the launches ran: CUDA still runs what was launched.
+    g.destroy_graph(exec, graph)?;
     g.sync(stream)?;
     let out = g.download(buf, 8)?;
     let expected: Vec<i32> = initial
@@ -72,7 +75,6 @@ pub fn capture(s: &Session) -> Result<String, AppError> {
     ensure(g.download(marks, 4)? == [0x5a; 4], || {
         "captured fill".into()
     })?;
-    g.destroy_graph(exec, graph)?;
 
     // Synchronizing a capturing stream is prohibited and invalidates the capture.
     g.begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;

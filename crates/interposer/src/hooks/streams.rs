@@ -1,10 +1,11 @@
 //! Stream synchronization, queries, destruction, capture and graph launches.
 
-use std::ffi::{c_int, c_uint};
+use std::ffi::{c_int, c_uint, c_void};
 
 use baton_cuda::CudaCommand;
 use baton_cuda::sys::{
-    CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUresult, CUstream, CUstreamCaptureMode,
+    CUcontext, CUevent, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUlibrary, CUmodule,
+    CUresult, CUstream, CUstreamCaptureMode,
 };
 
 use crate::ops::Count;
@@ -132,3 +133,31 @@ macro_rules! graph_upload {
     };
 }
 per_api!(graph_upload: cuGraphUpload, cuGraphUpload_ptsz);
+
+// Calls that change what earlier launches refer to by handle — an executable graph's
+// parameters, the graph itself, a module's code. CUDA applies them only to launches made after
+// the call, so every command submitted before must reach the driver first (while nothing waits
+// in a buffer, which is the usual case, this costs a look at each queue).
+macro_rules! after_submitted {
+    ($name:ident($($a:ident: $t:ty),*)) => {
+        hook!($name($($a: $t),*) |rt, real| {
+            // SAFETY: the application's arguments, unchanged.
+            rt.after_submitted(|| unsafe { real($($a),*) })
+        });
+    };
+}
+after_submitted!(cuGraphExecKernelNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const c_void));
+after_submitted!(cuGraphExecKernelNodeSetParams_v2(exec: CUgraphExec, node: CUgraphNode, params: *const c_void));
+after_submitted!(cuGraphExecMemcpyNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const c_void, ctx: CUcontext));
+after_submitted!(cuGraphExecMemsetNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const c_void, ctx: CUcontext));
+after_submitted!(cuGraphExecHostNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const c_void));
+after_submitted!(cuGraphExecChildGraphNodeSetParams(exec: CUgraphExec, node: CUgraphNode, child: CUgraph));
+after_submitted!(cuGraphExecEventRecordNodeSetEvent(exec: CUgraphExec, node: CUgraphNode, event: CUevent));
+after_submitted!(cuGraphExecEventWaitNodeSetEvent(exec: CUgraphExec, node: CUgraphNode, event: CUevent));
+after_submitted!(cuGraphExecNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *mut c_void));
+after_submitted!(cuGraphNodeSetEnabled(exec: CUgraphExec, node: CUgraphNode, enabled: c_uint));
+after_submitted!(cuGraphExecUpdate(exec: CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, result: *mut c_void));
+after_submitted!(cuGraphExecUpdate_v2(exec: CUgraphExec, graph: CUgraph, info: *mut c_void));
+after_submitted!(cuGraphExecDestroy(exec: CUgraphExec));
+after_submitted!(cuModuleUnload(module: CUmodule));
+after_submitted!(cuLibraryUnload(library: CUlibrary));
