@@ -111,7 +111,7 @@ ORDER=${APPS_ONLY:-"cuda_app torch_infer torch_train cupy jax triton"}
 [ $QUICK = 1 ] && ORDER="cuda_app torch_infer"
 for app in $ORDER; do
   MODES="native counted baton baton-small"
-  [ "$app" = jax ] && MODES="$MODES traced"
+  [ "$app" = jax ] && [ -n "${TRACE_JAX:-}" ] && MODES="$MODES traced"
   for mode in $MODES; do
     # shellcheck disable=SC2086
     run "$app" "$mode" ${CMD[$app]}

@@ -306,11 +306,13 @@ impl<H: HwQueue> Shared<H> {
     /// One step of progress without blocking: reap, launch, and if nothing more can be
     /// launched now, ask whether the uncovered tail is done (otherwise its completion, and the
     /// queue's return to Idle, would go unnoticed).
-    /// Buffered work waits for the window, but the launches holding it open are covered by
-    /// no sync point (they were made while the queue was unbounded): add one behind them, so
-    /// their completion can be waited for instead of polled.
+    /// Launches made while the queue was unbounded are covered by no sync point. Once the
+    /// window applies again and work waits for it, or the queue is suspended, add one behind
+    /// them: their completion is then waited for (or found at the next look) instead of polled,
+    /// and a resumed queue finds its window open.
     pub(super) fn cover_tail(&self, st: &mut State<H>) {
-        if !st.buffer.is_empty() && !st.window_open() && st.launched > st.covered() {
+        let waits = !st.buffer.is_empty() && !st.window_open();
+        if !st.unbounded && (waits || st.suspended) && st.launched > st.covered() {
             self.add_sync_point(st);
         }
     }
@@ -359,10 +361,10 @@ impl<H: HwQueue> Shared<H> {
                 // commands that may go once the window frees up, or a drain at shutdown). Merely
                 // following the tail to see the queue go idle polls without blocking, with
                 // growing pauses — and only while someone needs to know (the idle watch).
+                self.cover_tail(&mut st);
                 let launch_waits = !st.buffer.is_empty()
                     && (!st.suspended || st.launched < self.progress.demanded());
                 if launch_waits || st.shutdown {
-                    self.cover_tail(&mut st);
                     if let Some((end, sp)) = st.sync_points.front().map(|(e, s)| (*e, s.clone())) {
                         poll = IDLE_POLL_MIN;
                         drop(st);

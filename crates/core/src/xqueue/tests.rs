@@ -109,6 +109,25 @@ fn an_unbounded_queue_launches_past_its_window_without_sync_points() {
 }
 
 #[test]
+fn a_queue_suspended_after_running_unbounded_learns_when_its_tail_is_done() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let q = external(&hw, 4, 2);
+    q.set_unbounded(true);
+    submit_n(&q, 0, 30);
+    q.set_unbounded(false);
+    q.suspend(SuspendFlags::default()).unwrap();
+    q.poll();
+    assert_eq!(hw.script().sync_points, 1);
+    hw.complete(30);
+    q.poll();
+    assert_eq!(q.status().inflight, 0);
+    // Resumed, it launches at once: the window is open.
+    q.resume(ResumeFlags::default()).unwrap();
+    submit_n(&q, 30, 1);
+    assert_eq!(hw.script().launched.len(), 31);
+}
+
+#[test]
 fn a_queue_that_keeps_its_window_ignores_unbounded() {
     let hw = ScriptedHwQueue::new(Level::L1);
     let q = XQueue::builder(hw.clone())
