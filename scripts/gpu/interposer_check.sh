@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Transparency and overhead of the CUDA interposer on a GPU machine.
 #
-#   scripts/gpu/interposer_check.sh [--quick] ["calls transparency overhead" | all]
+#   scripts/gpu/interposer_check.sh [--quick] ["calls transparency ab overhead" | all]
 #
 # Needs target/release/baton and target/release/libbaton_interposer.so (build them on a machine
 # with Rust: `cargo build --release -p baton-cli -p baton-interposer`), nvcc, and Python with
@@ -15,6 +15,9 @@
 # Overhead: empty-kernel launch loop and launch+sync round trip, and ResNet-50 inference and
 # training step times, native and under Baton (several ways) alternately in the same run.
 # APPS_ONLY="jax cupy" limits the transparency apps; REPS sets the overhead repetitions.
+# ab: Baton's added cost per launch measured inside one process (launch_ab.cu): batches
+# alternate between the real cuLaunchKernel and the one resolved by name (Baton's hook under
+# `baton run`; natively the same function, the control). The steadiest overhead measure here.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/out}
@@ -42,6 +45,7 @@ CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
 say build
 nvcc -O2 -arch=sm_90 -o "$W/cuda_app" "$APPS/cuda_app.cu" 2>&1 | tail -3
 nvcc -O2 -arch=sm_90 -o "$W/launch_overhead" "$APPS/launch_overhead.cu" 2>&1 | tail -3
+nvcc -O2 -arch=sm_90 -o "$W/launch_ab" "$APPS/launch_ab.cu" -ldl 2>&1 | tail -3
 CUPTI_INC=$(ls -d "$CUDA_HOME"/extras/CUPTI/include "$CUDA_HOME"/targets/x86_64-linux/include 2>/dev/null | head -1)
 CUPTI_LIB=$(dirname "$(find "$CUDA_HOME" / -name 'libcupti.so*' 2>/dev/null | head -1)")
 gcc -O2 -shared -fPIC -I"$CUPTI_INC" -o "$W/launch_counter.so" "$APPS/launch_counter.c" -L"$CUPTI_LIB" -lcupti -Wl,-rpath,"$CUPTI_LIB" 2>&1 | tail -3
@@ -118,6 +122,23 @@ for app in $ORDER; do
   done
 done
 
+fi
+
+if has ab; then
+say "in-process A/B: the real cuLaunchKernel vs the one resolved by name, batches alternating"
+rm -f "$OUT/ab.jsonl"
+export BATON_SOCKET="$W/baton.sock"
+for r in $(seq ${AB_REPS:-3}); do
+  for mode in native baton local; do
+    for stream in legacy created; do
+      case $mode in
+        native) taskset -c 4,5 "$W/launch_ab" 400 $stream ;;
+        baton) "$BATON" run -- taskset -c 4,5 "$W/launch_ab" 400 $stream ;;
+        local) "$BATON" run --local -- taskset -c 4,5 "$W/launch_ab" 400 $stream ;;
+      esac | grep '^{' | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.update(mode='$mode', rep=$r); print(json.dumps(d))" >> "$OUT/ab.jsonl"
+    done
+  done
+done
 fi
 
 if has overhead; then

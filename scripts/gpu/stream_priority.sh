@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One process, HP inference on a high-priority stream beside BE training on a normal stream
+# (scripts/gpu/stream_priority.py): HP alone, both natively, both under `baton run --local`
+# (stream priorities become queue priorities). Writes $OUT/stream_priority.json. ~2.5 minutes
+# with the default HP_S=30.
+#
+#   BATON_BIN=target/release/baton OUT=/tmp/out scripts/gpu/stream_priority.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+BATON_BIN=${BATON_BIN:-../../target/release/baton}
+OUT=${OUT:-$(mktemp -d /tmp/baton-stream-priority.XXXX)}
+HP_S=${HP_S:-30}
+mkdir -p "$OUT"
+W=$(mktemp -d)
+export PYTHONUNBUFFERED=1
+python3 stream_priority.py alone --seconds "$HP_S" --out "$W/alone.json"
+python3 stream_priority.py both --seconds "$HP_S" --out "$W/native.json"
+"$BATON_BIN" run --local -- python3 stream_priority.py both --seconds "$HP_S" --out "$W/baton.json"
+python3 - "$W" "$OUT/stream_priority.json" <<'PY'
+import json, sys
+w, out = sys.argv[1:]
+r = {k: json.load(open(f"{w}/{k}.json")) for k in ("alone", "native", "baton")}
+a = r["alone"]["hp"]
+r["hp_x_alone"] = {k: {q: r[k]["hp"][q] / a[q] for q in ("p50_ms", "p99_ms")} for k in ("native", "baton")}
+r["be_baton_x_native"] = r["baton"]["be"]["images_per_s"] / r["native"]["be"]["images_per_s"]
+json.dump(r, open(out, "w"), indent=2)
+print(json.dumps({k: r[k] for k in ("hp_x_alone", "be_baton_x_native")}, indent=2))
+PY
