@@ -454,7 +454,8 @@ impl LocalScheduler {
     /// transitions only if the policy says they can change a decision (each report wakes the
     /// scheduler). A queue going idle matters only while some queue is suspended (it may be
     /// what holds that queue back): then every ready queue is watched, so it reports idle even
-    /// if its application never synchronizes; otherwise no launch worker polls for it.
+    /// if its application never synchronizes, and stays watched while it reports; a queue that
+    /// never met a suspension is not polled for.
     fn update_attention(&mut self, views: &[QueueView], now: Nanos) {
         let processes: Vec<ProcessView> = self.processes.values().copied().collect();
         let snap = Snapshot {
@@ -465,11 +466,14 @@ impl LocalScheduler {
             deps: &self.deps,
         };
         let any_suspended = self.entries.values().any(|e| e.view.suspended);
+        // One answer per queue, in the snapshot's order, which is the entries' order.
+        let answers = self.policy.attention(&snap);
+        debug_assert_eq!(answers.len(), self.entries.len());
         let mut stale = false;
-        for e in self.entries.values_mut() {
+        for (e, (wants, may_suspend)) in self.entries.values_mut().zip(answers) {
             // A queue in a dependency reports too: its progress ends the dependency (and
             // any priority it inherited) whatever the policy reads.
-            let report = self.policy.wants_events(&snap, &e.view)
+            let report = wants
                 || self
                     .deps
                     .iter()
@@ -490,12 +494,15 @@ impl LocalScheduler {
                     }
                 }
             }
-            let unbounded = !e.view.suspended && !self.policy.may_suspend(&snap, &e.view);
+            let unbounded = !e.view.suspended && !may_suspend;
             if e.unbounded != unbounded {
                 e.unbounded = unbounded;
                 e.ctl.set_unbounded(unbounded);
             }
-            let watch = report && any_suspended && e.view.ready;
+            // Once watched, a queue stays watched while it reports: the watch costs only a
+            // backing-off poll while it has work in flight, whereas switching it with every
+            // suspension would send every ready queue a message per decision.
+            let watch = report && (e.watch || (any_suspended && e.view.ready));
             if e.watch != watch {
                 e.watch = watch;
                 e.ctl.set_idle_watch(watch);

@@ -1,5 +1,7 @@
 //! Highest priority first, per device.
 
+use baton_core::Priority;
+
 use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
 
 /// **HPF** — highest priority first, per device.
@@ -33,6 +35,31 @@ impl Policy for Hpf {
     fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         snap.on_device(queue.device)
             .any(|q| q.hints.priority > queue.hints.priority)
+    }
+
+    /// Both answers from each device's lowest and highest priority, found in one pass.
+    fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
+        let mut range: Vec<(DeviceId, Priority, Priority)> = Vec::new();
+        for q in snap.queues {
+            let p = q.hints.priority;
+            match range.iter_mut().find(|(d, _, _)| *d == q.device) {
+                Some((_, lo, hi)) => {
+                    *lo = (*lo).min(p);
+                    *hi = (*hi).max(p);
+                }
+                None => range.push((q.device, p, p)),
+            }
+        }
+        snap.queues
+            .iter()
+            .map(|q| {
+                let p = q.hints.priority;
+                range
+                    .iter()
+                    .find(|(d, _, _)| *d == q.device)
+                    .map_or((false, false), |(_, lo, hi)| (*lo < p, *hi > p))
+            })
+            .collect()
     }
 }
 

@@ -89,6 +89,24 @@ pub trait Policy: Send {
         true
     }
 
+    /// [`Policy::wants_events`] and [`Policy::may_suspend`] for every queue of `snapshot`, in
+    /// its order, as `(report, may_suspend)`. The scheduler asks this after every decision, over
+    /// every queue; the default asks queue by queue, and a policy whose answers share work
+    /// (HPF: one pass for each device's priority range) answers for all at once. It must give
+    /// the same answers as the two methods.
+    fn attention(&self, snapshot: &Snapshot<'_>) -> Vec<(bool, bool)> {
+        snapshot
+            .queues
+            .iter()
+            .map(|q| {
+                (
+                    self.wants_events(snapshot, q),
+                    self.may_suspend(snapshot, q),
+                )
+            })
+            .collect()
+    }
+
     /// Counters worth reporting (deadline misses, feedback state…), by name.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
@@ -110,6 +128,9 @@ impl Policy for Box<dyn Policy> {
     }
     fn may_suspend(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
         (**self).may_suspend(snapshot, queue)
+    }
+    fn attention(&self, snapshot: &Snapshot<'_>) -> Vec<(bool, bool)> {
+        (**self).attention(snapshot)
     }
 }
 

@@ -88,6 +88,17 @@ impl<P: Policy> Policy for PrePreempt<P> {
         }
     }
 
+    fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
+        let mut seen = Vec::new();
+        match announced(snap, &mut seen) {
+            Some(_) => self.inner.attention(&Snapshot {
+                queues: &seen,
+                ..*snap
+            }),
+            None => self.inner.attention(snap),
+        }
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
     }

@@ -60,6 +60,21 @@ impl<P: Policy> Policy for ProcessUnits<P> {
             .any(|q| self.inner.wants_events(snap, q))
     }
 
+    fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
+        let inner = self.inner.attention(snap);
+        let mut per_pid: std::collections::HashMap<u32, (bool, bool)> =
+            std::collections::HashMap::new();
+        for (q, (r, s)) in snap.queues.iter().zip(&inner) {
+            let e = per_pid.entry(q.pid).or_default();
+            e.0 |= *r;
+            e.1 |= *s;
+        }
+        snap.queues
+            .iter()
+            .map(|q| per_pid.get(&q.pid).copied().unwrap_or_default())
+            .collect()
+    }
+
     /// A queue stops only when the wrapped policy stops some queue of its process.
     fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         snap.queues

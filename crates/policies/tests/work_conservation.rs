@@ -1,6 +1,8 @@
 //! Every policy the registry marks work-conserving leaves some ready queue running on every
 //! device that has one, whatever the snapshot; and every policy answers within the snapshot's
-//! queues and asks for wake-ups in the future only.
+//! queues and asks for wake-ups in the future only. What a policy says about attention is
+//! consistent (the batch answer equals the per-queue ones) and sound (a queue it says it cannot
+//! suspend, it does not suspend).
 
 use baton_core::{Nanos, Priority};
 use baton_policies::{
@@ -99,8 +101,13 @@ proptest! {
                 hints: ProcessHints::default(),
             })
             .collect();
-        for info in catalog() {
-            let mut p = info.instantiate();
+        let policies = catalog().iter().flat_map(|info| {
+            [
+                (info, info.instantiate()),
+                (info, baton_policies::by_name(&format!("process:{}", info.name)).unwrap()),
+            ]
+        });
+        for (info, mut p) in policies {
             // Several decisions in a row, time moving forward, queues changing.
             for (step, qs) in steps.iter().enumerate() {
                 let views: Vec<QueueView> = qs.iter().enumerate().map(|(i, q)| view(i, q)).collect();
@@ -114,7 +121,22 @@ proptest! {
                     },
                     ..Snapshot::new(now, &views)
                 };
+                let attention = p.attention(&snap);
+                prop_assert_eq!(attention.len(), views.len());
+                for (v, a) in views.iter().zip(&attention) {
+                    prop_assert_eq!(
+                        *a,
+                        (p.wants_events(&snap, v), p.may_suspend(&snap, v)),
+                        "{}: batch and per-queue attention differ for {}", info.name, v.id
+                    );
+                }
                 let d = p.decide(&snap);
+                for (v, (_, may_suspend)) in views.iter().zip(&attention) {
+                    prop_assert!(
+                        *may_suspend || !d.suspends(v.id),
+                        "{} suspended {} after saying it could not", info.name, v.id
+                    );
+                }
                 for id in &d.suspend {
                     prop_assert!(views.iter().any(|v| v.id == *id), "{}: unknown {id}", info.name);
                 }
