@@ -3,6 +3,7 @@
 // Scenario sizes and values are small: usize/i32 conversions cannot truncate.
 #![allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
 
+pub mod cross;
 mod graphs;
 mod launches;
 mod ordering;
@@ -47,6 +48,8 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("fork", process::fork),
     ("exit-pending", process::exit_pending),
     ("priority", priority::priority),
+    ("flood", cross::flood),
+    ("burst", cross::burst),
 ];
 
 /// The names of all scenarios.
@@ -64,6 +67,8 @@ pub const NAMES: &[&str] = &[
     "fork",
     "exit-pending",
     "priority",
+    "flood",
+    "burst",
 ];
 
 fn find(name: &str) -> Result<Scenario, AppError> {

@@ -1,0 +1,67 @@
+//! Two processes, for scheduling across processes (`baton run --priority`, the daemon): a
+//! best-effort `flood` of slow kernels, and a latency-critical `burst` that creates its stream
+//! at once (so the daemon knows it before the flood starts), then waits for a go file and
+//! launches a short burst. The tests read both processes' driver logs: while the burst is
+//! ready, the flood's launches must not reach the driver.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use baton_cuda_sys::CU_STREAM_NON_BLOCKING;
+
+use super::Session;
+use crate::error::{AppError, ensure};
+use crate::gpu::KArg::{I32, Ptr};
+
+/// Kernels the flood launches.
+pub const FLOOD: i32 = 48;
+/// Kernels in the burst.
+pub const BURST: i32 = 8;
+
+/// The file the burst waits for: `$BATON_TEST_GO`.
+fn go_file() -> Result<PathBuf, AppError> {
+    std::env::var_os("BATON_TEST_GO")
+        .map(PathBuf::from)
+        .ok_or_else(|| AppError::Mismatch("BATON_TEST_GO is not set".into()))
+}
+
+pub fn flood(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
+    let (log, counter) = (g.alloc(FLOOD as usize)?, g.alloc(1)?);
+    g.memset32(counter, 0, 1)?;
+    for t in 0..FLOOD {
+        g.launch(k.append, stream, &[Ptr(log), Ptr(counter), I32(100 + t)])?;
+    }
+    g.sync(stream)?;
+    let out = g.download(log, FLOOD as usize)?;
+    let expected: Vec<i32> = (100..100 + FLOOD).collect();
+    ensure(out == expected, || format!("flood tags {out:?}"))?;
+    g.destroy_stream(stream)?;
+    Ok(format!("flood ok n={FLOOD}"))
+}
+
+pub fn burst(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
+    let (log, counter) = (g.alloc(BURST as usize)?, g.alloc(1)?);
+    g.memset32(counter, 0, 1)?;
+    let go = go_file()?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !go.exists() {
+        ensure(Instant::now() < deadline, || {
+            format!("no go file {} within 20 s", go.display())
+        })?;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for t in 0..BURST {
+        g.launch(k.append, stream, &[Ptr(log), Ptr(counter), I32(t)])?;
+    }
+    g.sync(stream)?;
+    let out = g.download(log, BURST as usize)?;
+    ensure(out == (0..BURST).collect::<Vec<_>>(), || {
+        format!("burst tags {out:?}")
+    })?;
+    g.destroy_stream(stream)?;
+    Ok(format!("burst ok n={BURST}"))
+}

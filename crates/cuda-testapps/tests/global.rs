@@ -1,0 +1,149 @@
+//! Scheduling across processes, end to end: two programs under `baton run` against the fake
+//! driver, each with the real interposer, one daemon between them. A latency-critical `burst`
+//! (priority 10) and a best-effort `flood` of slow kernels (priority 0): while the burst is
+//! ready, none of the flood's launches reaches its driver; afterwards the flood finishes with
+//! every command run once.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{baton_binary, driver_dir, interposer_library, num, temp_dir};
+
+const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
+
+/// How long a decision may take to reach the flood's process on a loaded machine.
+const GRACE_NS: u64 = 5_000_000;
+
+fn under_baton(priority: &str, scenario: &str, log: &Path, socket: &Path, go: &Path) -> Child {
+    Command::new(baton_binary())
+        .args(["run", "--interposer"])
+        .arg(interposer_library())
+        .args(["--priority", priority, "--", RUNTIME_LIKE, scenario])
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("FAKE_CUDA_LOG", log)
+        .env("FAKE_CUDA_KERNEL_US", "2000")
+        .env("BATON_SOCKET", socket)
+        .env("BATON_TEST_GO", go)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start baton run")
+}
+
+fn log_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// When each `cuLaunchKernel` call entered the driver.
+fn launch_calls(lines: &[Value]) -> Vec<u64> {
+    lines
+        .iter()
+        .filter(|l| l["ev"] == "call" && l["fn"] == "cuLaunchKernel")
+        .map(|l| num(l, "t_ns"))
+        .collect()
+}
+
+fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn finish(child: Child, what: &str) -> String {
+    let out = child.wait_with_output().expect("wait for baton run");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what}: {:?}\nstdout {stdout}\nstderr {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout.trim().to_owned()
+}
+
+#[test]
+fn a_best_effort_process_holds_its_launches_while_a_latency_critical_one_runs() {
+    let dir = temp_dir("global");
+    let socket = dir.join("baton.sock");
+    let go = dir.join("go");
+    let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
+    let hp = under_baton("10", "burst", &hp_log, &socket, &go);
+    let hp_pid = hp.id();
+    // The burst's streams are registered with the daemon before the flood starts.
+    wait_until(
+        "the burst's queues at the daemon",
+        Duration::from_secs(20),
+        || {
+            let out = Command::new(baton_binary())
+                .args(["list", "--json", "--socket"])
+                .arg(&socket)
+                .output();
+            out.ok()
+                .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+                .and_then(|v| v["processes"].as_array().cloned())
+                .is_some_and(|ps| {
+                    ps.iter().any(|p| {
+                        p["pid"] == hp_pid && p["queues"].as_array().is_some_and(|q| !q.is_empty())
+                    })
+                })
+        },
+    );
+    let be = under_baton("0", "flood", &be_log, &socket, &go);
+    wait_until("the flood's first launch", Duration::from_secs(20), || {
+        !launch_calls(&log_lines(&be_log)).is_empty()
+    });
+    std::fs::write(&go, b"go").unwrap();
+    assert_eq!(finish(hp, "burst"), "burst ok n=8");
+    assert_eq!(finish(be, "flood"), "flood ok n=48");
+    let _ = Command::new(baton_binary())
+        .args(["daemon", "--stop", "--socket"])
+        .arg(&socket)
+        .output();
+
+    let hp_lines = log_lines(&hp_log);
+    let start = *launch_calls(&hp_lines).first().expect("burst launches");
+    let end = hp_lines
+        .iter()
+        .filter(|l| l["ev"] == "exec" && l["name"] == "append_tag")
+        .map(|l| num(l, "end_ns"))
+        .max()
+        .expect("burst kernels ran");
+    assert!(
+        end - start > 2 * GRACE_NS,
+        "burst too short to judge: {} ns",
+        end - start
+    );
+    let be_calls = launch_calls(&log_lines(&be_log));
+    assert_eq!(
+        be_calls.len(),
+        48,
+        "every flood launch reached its driver once"
+    );
+    let during: Vec<u64> = be_calls
+        .iter()
+        .copied()
+        .filter(|t| *t > start + GRACE_NS && *t < end)
+        .collect();
+    assert!(
+        during.is_empty(),
+        "{} flood launches reached the driver while the burst ran ({} ms window)",
+        during.len(),
+        (end - start) / 1_000_000
+    );
+    // The flood was held, not finished early: some of its launches came after the burst.
+    assert!(
+        be_calls.iter().any(|t| *t >= end),
+        "no flood launch after the burst: it never waited"
+    );
+}
