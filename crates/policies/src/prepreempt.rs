@@ -59,33 +59,13 @@ impl<P: Policy> Policy for PrePreempt<P> {
     /// As the wrapped policy would answer in the situation it is shown (announced queues
     /// ready).
     fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        let mut seen = Vec::new();
-        match announced(snap, &mut seen) {
-            Some(_) => {
-                let shown = Snapshot {
-                    queues: &seen,
-                    ..*snap
-                };
-                self.inner.wants_events(&shown, shown_as(&seen, queue))
-            }
-            None => self.inner.wants_events(snap, queue),
-        }
+        as_shown(snap, queue, |s, q| self.inner.wants_events(s, q))
     }
 
     /// As the wrapped policy would answer in the situation it is shown (announced queues
     /// ready).
     fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        let mut seen = Vec::new();
-        match announced(snap, &mut seen) {
-            Some(_) => {
-                let shown = Snapshot {
-                    queues: &seen,
-                    ..*snap
-                };
-                self.inner.may_suspend(&shown, shown_as(&seen, queue))
-            }
-            None => self.inner.may_suspend(snap, queue),
-        }
+        as_shown(snap, queue, |s, q| self.inner.may_suspend(s, q))
     }
 
     fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
@@ -124,6 +104,25 @@ fn announced(snap: &Snapshot<'_>, seen: &mut Vec<QueueView>) -> Option<baton_cor
         }
     }
     lapse
+}
+
+/// `ask` about `queue` in the situation the wrapped policy is shown.
+fn as_shown<R>(
+    snap: &Snapshot<'_>,
+    queue: &QueueView,
+    ask: impl FnOnce(&Snapshot<'_>, &QueueView) -> R,
+) -> R {
+    let mut seen = Vec::new();
+    match announced(snap, &mut seen) {
+        Some(_) => {
+            let shown = Snapshot {
+                queues: &seen,
+                ..*snap
+            };
+            ask(&shown, shown_as(&seen, queue))
+        }
+        None => ask(snap, queue),
+    }
 }
 
 /// `queue` as it appears in `seen`.

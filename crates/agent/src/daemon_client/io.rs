@@ -123,16 +123,21 @@ fn connect(sh: &Shared) -> Result<(Arc<UnixStream>, Welcome), String> {
     Err(errors.join("; "))
 }
 
-/// Makes `sock` the live link, with the process and every queue announced first.
-fn install(sh: &Shared, sock: &Arc<UnixStream>) {
-    let _apply = sh.lock_apply();
+/// Every queue's status, read without holding the client's lock (a status takes the queue's).
+fn statuses(sh: &Shared) -> Vec<(XQueueId, baton_core::XQueueStatus)> {
     let ctls: Vec<_> = sh
         .lock()
         .queues
         .iter()
         .map(|(id, q)| (*id, Arc::clone(&q.ctl)))
         .collect();
-    let statuses: Vec<_> = ctls.iter().map(|(id, c)| (*id, c.status())).collect();
+    ctls.iter().map(|(id, c)| (*id, c.status())).collect()
+}
+
+/// Makes `sock` the live link, with the process and every queue announced first.
+fn install(sh: &Shared, sock: &Arc<UnixStream>) {
+    let _apply = sh.lock_apply();
+    let statuses = statuses(sh);
     let now = sh.now();
     let mut st = sh.lock();
     let mut l = Link::new(Arc::clone(sock));
@@ -409,13 +414,7 @@ fn configure(sh: &Shared, queue: QueueId, level: Option<WireLevel>, launch: Opti
 }
 
 fn send_stats(sh: &Shared) {
-    let ctls: Vec<_> = sh
-        .lock()
-        .queues
-        .iter()
-        .map(|(id, q)| (*id, Arc::clone(&q.ctl)))
-        .collect();
-    let statuses: Vec<_> = ctls.iter().map(|(id, c)| (*id, c.status())).collect();
+    let statuses = statuses(sh);
     let now = sh.now();
     let mut st = sh.lock();
     let rows: Vec<_> = statuses
