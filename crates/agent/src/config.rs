@@ -8,6 +8,7 @@
 //! | `BATON_THRESHOLD` (`XSCHED_AUTO_XQUEUE_THRESHOLD`) | commands in flight per queue | 16 |
 //! | `BATON_BATCH` (`XSCHED_AUTO_XQUEUE_BATCH_SIZE`) | commands between sync points | 8 |
 //! | `BATON_KEEP_WINDOW` | `on`: keep the launch window even for queues the policy cannot suspend now (bounds what a higher-priority process that starts later waits for) | off |
+//! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
 //! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
 //! | `BATON_UTILIZATION` | share of the device's time to reserve for this process, 1–100 % (a hint for utilization policies) | unset |
@@ -61,6 +62,8 @@ pub struct AgentConfig {
     pub launch: LaunchConfig,
     /// Keep the window even for queues no decision can suspend now.
     pub keep_window: bool,
+    /// Commands a queue buffers before its submitter waits.
+    pub max_buffered: usize,
     /// Who schedules.
     pub scheduler: SchedulerMode,
     /// The local policy's name (validated against the registry).
@@ -86,6 +89,7 @@ impl Default for AgentConfig {
             level: Level::L1,
             launch: LaunchConfig::default(),
             keep_window: false,
+            max_buffered: baton_core::DEFAULT_MAX_BUFFERED,
             scheduler: SchedulerMode::Local,
             policy: "hpf".into(),
             utilization: None,
@@ -163,6 +167,12 @@ impl AgentConfig {
                     "baton: ignoring BATON_THRESHOLD/BATON_BATCH: not whole numbers; using threshold 16, batch 8"
                         .into(),
                 ),
+            }
+        }
+        if let Some((name, v)) = read(&["BATON_MAX_BUFFERED"]) {
+            match v.trim().parse::<usize>() {
+                Ok(n @ 1..=1_000_000) => c.max_buffered = n,
+                _ => c.warn(name, &v, "use a whole number from 1 to 1000000", "1024"),
             }
         }
         if let Some((name, v)) = read(&["BATON_SCHEDULER", "XSCHED_SCHEDULER"]) {
@@ -296,8 +306,10 @@ mod tests {
             ("BATON_UTILIZATION", "30%"),
             ("BATON_DEADLINE_US", "2500"),
             ("BATON_KEEP_WINDOW", "on"),
+            ("BATON_MAX_BUFFERED", "64"),
         ]);
         assert_eq!(c.priority.get(), 10);
+        assert_eq!(c.max_buffered, 64);
         assert!(c.keep_window && !AgentConfig::default().keep_window);
         assert_eq!(c.utilization, Some(30));
         assert_eq!(c.deadline, Some(Nanos::from_micros(2500)));
@@ -357,9 +369,11 @@ mod tests {
             ("BATON_UTILIZATION", "0"),
             ("BATON_DEADLINE_US", "soon"),
             ("BATON_KEEP_WINDOW", "sometimes"),
+            ("BATON_MAX_BUFFERED", "0"),
         ]);
         let d = AgentConfig::default();
         assert!(!c.keep_window);
+        assert_eq!(c.max_buffered, baton_core::DEFAULT_MAX_BUFFERED);
         assert_eq!(
             (
                 c.priority,
@@ -381,8 +395,8 @@ mod tests {
             )
         );
         assert_eq!((c.utilization, c.deadline), (None, None));
-        // Ten settings, ten lines: threshold and batch are judged together.
-        assert_eq!(c.warnings().len(), 10, "{:#?}", c.warnings());
+        // Eleven settings, eleven lines: threshold and batch are judged together.
+        assert_eq!(c.warnings().len(), 11, "{:#?}", c.warnings());
         for w in c.warnings() {
             assert!(w.starts_with("baton: ignoring"), "{w}");
             assert!(w.contains("using"), "{w}");

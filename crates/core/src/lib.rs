@@ -38,4 +38,6 @@ pub use error::{ConfigError, XQueueError};
 pub use event::{EventSink, NullSink, QueueEvent, QueueState, XQueueId};
 pub use hwqueue::{HwError, HwQueue, InflightRange};
 pub use level::Level;
-pub use xqueue::{Drive, QueueControl, ResumeFlags, SuspendFlags, XQueue, XQueueStatus};
+pub use xqueue::{
+    DEFAULT_MAX_BUFFERED, Drive, QueueControl, ResumeFlags, SuspendFlags, XQueue, XQueueStatus,
+};

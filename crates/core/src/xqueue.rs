@@ -144,7 +144,11 @@ pub struct XQueueBuilder<H: HwQueue> {
     clock: StdArc<dyn Clock>,
     sink: StdArc<dyn EventSink>,
     keep_window: bool,
+    max_buffered: usize,
 }
+
+/// Commands a queue buffers before `submit` waits (see [`XQueueBuilder::max_buffered`]).
+pub const DEFAULT_MAX_BUFFERED: usize = 1024;
 
 impl<H: HwQueue> XQueueBuilder<H> {
     /// The level suspension uses (default [`Level::L1`]).
@@ -165,6 +169,17 @@ impl<H: HwQueue> XQueueBuilder<H> {
     /// queue that ran alone may have launched arbitrarily far ahead by then.
     pub fn keep_window(mut self, on: bool) -> Self {
         self.keep_window = on;
+        self
+    }
+
+    /// How many commands may wait in the buffer before `submit` blocks the submitting thread
+    /// until the launch worker has taken enough of them (default [`DEFAULT_MAX_BUFFERED`],
+    /// at least 1). This is the backpressure a hardware queue gives when it is full: without
+    /// it, a suspended queue's submitter would run arbitrarily far ahead, holding memory and
+    /// CPU (and, in an interpreter, locks the running queues' threads need). Queues driven
+    /// externally ([`Drive::External`]) never block and ignore it.
+    pub fn max_buffered(mut self, commands: usize) -> Self {
+        self.max_buffered = commands.max(1);
         self
     }
 
@@ -204,6 +219,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             sink: self.sink,
             drive: self.drive,
             keep_window: self.keep_window,
+            max_buffered: self.max_buffered,
             state: Mutex::new(State {
                 buffer: VecDeque::new(),
                 submitted: 0,
@@ -256,6 +272,7 @@ impl<H: HwQueue> XQueue<H> {
             clock: StdArc::new(MonotonicClock::new()),
             sink: StdArc::new(NullSink),
             keep_window: false,
+            max_buffered: DEFAULT_MAX_BUFFERED,
         }
     }
 
@@ -356,11 +373,28 @@ impl<H: HwQueue> XQueue<H> {
             sh.transition(&mut st, QueueState::Ready, &mut ev);
         }
         sh.wake_worker(&st);
+        let backlog = st.buffer.len();
         sh.unlock_and_emit(st, ev);
         for d in &demand {
             d.demand();
         }
+        if backlog > sh.max_buffered && sh.drive == Drive::Worker {
+            self.wait_for_room()?;
+        }
         Ok(seq)
+    }
+
+    /// Blocks until the buffer holds no more than `max_buffered` commands (or the queue shuts
+    /// down): the submitter of a full queue waits as it would on a full hardware queue.
+    fn wait_for_room(&self) -> Result<(), XQueueError> {
+        let sh = &*self.shared;
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&sh.state);
+        while st.buffer.len() > sh.max_buffered && !st.shutdown {
+            st = self.wait_for_progress(st, &mut ev)?;
+        }
+        sh.unlock_and_emit(st, ev);
+        Ok(())
     }
 
     /// Runs a synchronous operation — one that returns only when it has completed, such as a

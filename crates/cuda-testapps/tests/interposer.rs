@@ -208,6 +208,26 @@ fn small_windows_defer_launches_to_the_worker_with_copied_arguments() {
 }
 
 #[test]
+fn a_full_buffer_makes_the_application_wait_and_loses_nothing() {
+    // Three commands buffered at most: the app's thread waits in its launch calls for the
+    // workers, as it would on a full hardware queue, and every command still runs in order.
+    let native = run(RUNTIME_LIKE, &["order"], &[]);
+    let b = under_baton(
+        RUNTIME_LIKE,
+        &["order"],
+        &[
+            ("BATON_THRESHOLD", "2"),
+            ("BATON_BATCH", "1"),
+            ("BATON_KEEP_WINDOW", "on"),
+            ("BATON_MAX_BUFFERED", "3"),
+            ("FAKE_CUDA_KERNEL_US", "100"),
+        ],
+    );
+    assert_eq!(b.run.line(), native.line(), "stderr {}", b.run.stderr);
+    check_log("order (3 buffered)", &b.run.log, &native.log);
+}
+
+#[test]
 fn dlsym_and_linked_applications_are_scheduled_too() {
     let native = run(env!("CARGO_BIN_EXE_dlsym-direct"), &[], &[]);
     let b = under_baton(

@@ -22,6 +22,7 @@
 )]
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -199,9 +200,13 @@ fn run(fan_out: bool) -> serde_json::Value {
         libc::pthread_getcpuclockid(daemon_thread.as_pthread_t(), &mut clock);
     }
 
+    // BATON_SIM_CLIENT points at the client binary when the bench runs on another machine.
+    let client = std::env::var_os("BATON_SIM_CLIENT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_baton-sim-client")));
     let mut clients: Vec<Child> = (0..BACKGROUND)
         .map(|i| {
-            Command::new(env!("CARGO_BIN_EXE_baton-sim-client"))
+            Command::new(&client)
                 .arg("--socket")
                 .arg(&socket)
                 .args(["--queues", &QUEUES.to_string()])

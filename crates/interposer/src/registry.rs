@@ -430,6 +430,7 @@ impl Runtime {
             .level(level)
             .config(self.cfg.launch)
             .keep_window(self.cfg.keep_window)
+            .max_buffered(self.cfg.max_buffered)
             .clock(self.clock.clone());
         if let Some(s) = &self.sched {
             b = b.sink(s.sink());

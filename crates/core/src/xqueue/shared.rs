@@ -45,6 +45,8 @@ pub(super) struct Shared<H: HwQueue> {
     pub(super) drive: Drive,
     /// [`XQueue::set_unbounded`] is ignored.
     pub(super) keep_window: bool,
+    /// Beyond this many buffered commands, `submit` waits for the buffer to drain.
+    pub(super) max_buffered: usize,
     pub(super) state: Mutex<State<H>>,
     /// Serializes suspend/resume/level changes, which call slow hardware operations outside
     /// the state lock.

@@ -398,6 +398,42 @@ fn dropping_a_suspended_queue_runs_its_pending_work() {
     assert_eq!(hw.script().launched, (0..10).collect::<Vec<_>>());
 }
 
+#[test]
+fn a_full_buffer_blocks_the_submitter_until_the_queue_drains() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let hw = ScriptedHwQueue::new(Level::L1);
+    hw.set_auto_complete(true);
+    let q = StdArc::new(XQueue::builder(hw.clone()).max_buffered(4).build().unwrap());
+    q.suspend(SuspendFlags::default()).unwrap();
+    let returned = StdArc::new(AtomicU64::new(0));
+    let submitter = {
+        let (q, returned) = (q.clone(), returned.clone());
+        std::thread::spawn(move || {
+            for i in 0..6 {
+                q.submit(TestCommand(i)).unwrap();
+                returned.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    // The fifth command enters the buffer, then its submitter waits for room.
+    let start = std::time::Instant::now();
+    while q.status().submitted < 5 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "submitter stuck"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert_eq!(returned.load(Ordering::SeqCst), 4);
+    assert_eq!(q.status().submitted, 5);
+    assert!(hw.script().launched.is_empty());
+    q.resume(ResumeFlags::default()).unwrap();
+    submitter.join().unwrap();
+    q.wait_all().unwrap();
+    assert_eq!(hw.script().launched, (0..6).collect::<Vec<_>>());
+}
+
 fn submit_n_worker(q: &XQueue<ScriptedHwQueue>, n: u64) {
     for i in 0..n {
         q.submit(TestCommand(i)).unwrap();
