@@ -15,7 +15,7 @@ W=$(mktemp -d)
 export PYTHONUNBUFFERED=1
 python3 stream_priority.py alone --seconds "$HP_S" --out "$W/alone.json"
 python3 stream_priority.py both --seconds "$HP_S" --out "$W/native.json"
-"$BATON_BIN" run --local -- python3 stream_priority.py both --seconds "$HP_S" --out "$W/baton.json"
+BATON_REPORT="$W/report.json" "$BATON_BIN" run --local -- python3 stream_priority.py both --seconds "$HP_S" --out "$W/baton.json"
 python3 - "$W" "$OUT/stream_priority.json" <<'PY'
 import json, sys
 w, out = sys.argv[1:]
@@ -23,6 +23,10 @@ r = {k: json.load(open(f"{w}/{k}.json")) for k in ("alone", "native", "baton")}
 a = r["alone"]["hp"]
 r["hp_x_alone"] = {k: {q: r[k]["hp"][q] / a[q] for q in ("p50_ms", "p99_ms")} for k in ("native", "baton")}
 r["be_baton_x_native"] = r["baton"]["be"]["images_per_s"] / r["native"]["be"]["images_per_s"]
+try:
+    r["baton_report"] = json.loads(open(f"{w}/report.json").read().splitlines()[-1])
+except OSError:
+    pass
 json.dump(r, open(out, "w"), indent=2)
 print(json.dumps({k: r[k] for k in ("hp_x_alone", "be_baton_x_native")}, indent=2))
 PY

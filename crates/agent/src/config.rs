@@ -8,6 +8,7 @@
 //! | `BATON_THRESHOLD` (`XSCHED_AUTO_XQUEUE_THRESHOLD`) | commands in flight per queue | 16 |
 //! | `BATON_BATCH` (`XSCHED_AUTO_XQUEUE_BATCH_SIZE`) | commands between sync points | 8 |
 //! | `BATON_KEEP_WINDOW` | `on`: keep the launch window even for queues the policy cannot suspend now (bounds what a higher-priority process that starts later waits for) | off |
+//! | `BATON_YIELD_SLICE_US` | at level 3, the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), 1–2000000 | 100 |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
 //! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
@@ -64,6 +65,8 @@ pub struct AgentConfig {
     pub keep_window: bool,
     /// Commands a queue buffers before its submitter waits.
     pub max_buffered: usize,
+    /// At level 3, the time slice of a context none of whose queues runs freely, in µs.
+    pub yield_slice_us: u64,
     /// Who schedules.
     pub scheduler: SchedulerMode,
     /// The local policy's name (validated against the registry).
@@ -90,6 +93,7 @@ impl Default for AgentConfig {
             launch: LaunchConfig::default(),
             keep_window: false,
             max_buffered: baton_core::DEFAULT_MAX_BUFFERED,
+            yield_slice_us: 100,
             scheduler: SchedulerMode::Local,
             policy: "hpf".into(),
             utilization: None,
@@ -173,6 +177,17 @@ impl AgentConfig {
             match v.trim().parse::<usize>() {
                 Ok(n @ 1..=1_000_000) => c.max_buffered = n,
                 _ => c.warn(name, &v, "use a whole number from 1 to 1000000", "1024"),
+            }
+        }
+        if let Some((name, v)) = read(&["BATON_YIELD_SLICE_US"]) {
+            match v.trim().parse::<u64>() {
+                Ok(n @ 1..=2_000_000) => c.yield_slice_us = n,
+                _ => c.warn(
+                    name,
+                    &v,
+                    "use a whole number of µs from 1 to 2000000",
+                    "100",
+                ),
             }
         }
         if let Some((name, v)) = read(&["BATON_SCHEDULER", "XSCHED_SCHEDULER"]) {
@@ -307,9 +322,10 @@ mod tests {
             ("BATON_DEADLINE_US", "2500"),
             ("BATON_KEEP_WINDOW", "on"),
             ("BATON_MAX_BUFFERED", "64"),
+            ("BATON_YIELD_SLICE_US", "5"),
         ]);
         assert_eq!(c.priority.get(), 10);
-        assert_eq!(c.max_buffered, 64);
+        assert_eq!((c.max_buffered, c.yield_slice_us), (64, 5));
         assert!(c.keep_window && !AgentConfig::default().keep_window);
         assert_eq!(c.utilization, Some(30));
         assert_eq!(c.deadline, Some(Nanos::from_micros(2500)));
@@ -370,6 +386,7 @@ mod tests {
             ("BATON_DEADLINE_US", "soon"),
             ("BATON_KEEP_WINDOW", "sometimes"),
             ("BATON_MAX_BUFFERED", "0"),
+            ("BATON_YIELD_SLICE_US", "forever"),
         ]);
         let d = AgentConfig::default();
         assert!(!c.keep_window);
@@ -395,8 +412,8 @@ mod tests {
             )
         );
         assert_eq!((c.utilization, c.deadline), (None, None));
-        // Eleven settings, eleven lines: threshold and batch are judged together.
-        assert_eq!(c.warnings().len(), 11, "{:#?}", c.warnings());
+        // Twelve settings, twelve lines: threshold and batch are judged together.
+        assert_eq!(c.warnings().len(), 12, "{:#?}", c.warnings());
         for w in c.warnings() {
             assert!(w.starts_with("baton: ignoring"), "{w}");
             assert!(w.contains("using"), "{w}");

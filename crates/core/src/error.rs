@@ -41,7 +41,9 @@ pub enum XQueueError {
     #[error("command {0} was never submitted to this queue")]
     UnknownCommand(CommandSeq),
     /// The hardware queue cannot provide the requested level.
-    #[error("level {requested} is not supported here: this hardware queue supports up to {max}")]
+    #[error(
+        "level {requested} is not supported by this hardware queue (its highest level is {max})"
+    )]
     LevelUnsupported {
         /// What was asked for.
         requested: Level,

@@ -68,7 +68,7 @@ pub enum HwError {
 ///
 /// A backend declares its highest level with [`HwQueue::max_level`] and implements that level's
 /// operations; the defaults return [`HwError::Unsupported`], and an XQueue refuses to be set to
-/// a level above `max_level`, so an unsupported operation is never silently skipped.
+/// a level it does not [`HwQueue::supports`], so an unsupported operation is never silently skipped.
 pub trait HwQueue: Send + Sync + 'static {
     /// The backend's command type.
     type Command: HwCommand;
@@ -78,6 +78,21 @@ pub trait HwQueue: Send + Sync + 'static {
 
     /// The highest preemption level this queue supports.
     fn max_level(&self) -> Level;
+
+    /// Whether this queue supports `level` (default: every level up to
+    /// [`HwQueue::max_level`]). A backend with a Level-3 mechanism but no Level-2 one says so
+    /// here; an XQueue refuses an unsupported level.
+    fn supports(&self, level: Level) -> bool {
+        level <= self.max_level()
+    }
+
+    /// Whether a scheduler may suspend this queue soon (`true`, the initial state) or none of
+    /// its decisions can now (`false`; see `XQueue::set_unbounded`). A backend whose
+    /// suspension takes effect slowly can prepare while preemptible; the default ignores it.
+    /// Called with the queue's state lock held: must not block.
+    fn set_preemptible(&self, preemptible: bool) {
+        let _ = preemptible;
+    }
 
     /// Runs once on the launch worker thread before it launches anything (e.g. to make the
     /// stream's context current on that thread).

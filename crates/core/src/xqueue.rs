@@ -206,7 +206,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
     /// Fails if the requested level is above what the hardware supports.
     pub fn build(self) -> Result<XQueue<H>, XQueueError> {
         let max = self.hw.max_level();
-        if self.level > max {
+        if !self.hw.supports(self.level) {
             return Err(XQueueError::LevelUnsupported {
                 requested: self.level,
                 max,
@@ -238,6 +238,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 watch_idle: true,
                 reporting: true,
                 unbounded: false,
+                preemptible: true,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),
@@ -815,7 +816,7 @@ impl<H: HwQueue> XQueue<H> {
     pub fn set_level(&self, level: Level) -> Result<(), XQueueError> {
         let sh = &*self.shared;
         let max = sh.hw.max_level();
-        if level > max {
+        if !sh.hw.supports(level) {
             return Err(XQueueError::LevelUnsupported {
                 requested: level,
                 max,
@@ -878,13 +879,19 @@ impl<H: HwQueue> XQueue<H> {
     /// scheduler sets this for queues none of its decisions can suspend (under HPF, the
     /// top-priority queue of a device), whose launches then cost only the lock and the launch.
     /// Turning it off makes the next launch add a sync point, so the window applies from there.
-    /// A queue built with [`XQueueBuilder::keep_window`] ignores it.
+    /// A queue built with [`XQueueBuilder::keep_window`] keeps its window regardless; either
+    /// way the hardware queue learns whether a suspension may come
+    /// ([`HwQueue::set_preemptible`]).
     pub fn set_unbounded(&self, on: bool) {
         let sh = &*self.shared;
+        let mut st = sync::lock(&sh.state);
+        if st.preemptible == on {
+            st.preemptible = !on;
+            sh.hw.set_preemptible(!on);
+        }
         if on && sh.keep_window {
             return;
         }
-        let mut st = sync::lock(&sh.state);
         if st.unbounded == on {
             return;
         }

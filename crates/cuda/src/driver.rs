@@ -73,6 +73,10 @@ driver! {
     cuCtxDestroy_v2: PFN_cuCtxDestroy_v2;
     cuCtxGetStreamPriorityRange: PFN_cuCtxGetStreamPriorityRange;
     cuDevicePrimaryCtxRelease_v2: PFN_cuDevicePrimaryCtxRelease_v2;
+    cuDevicePrimaryCtxRetain: PFN_cuDevicePrimaryCtxRetain;
+    cuCtxCreate_v2: PFN_cuCtxCreate_v2;
+    cuCtxCreate_v3: PFN_cuCtxCreate_v3;
+    cuCtxCreate_v4: PFN_cuCtxCreate_v4;
     cuDevicePrimaryCtxReset_v2: PFN_cuDevicePrimaryCtxRelease_v2;
     cuThreadExchangeStreamCaptureMode: PFN_cuThreadExchangeStreamCaptureMode;
     cuPointerGetAttribute: PFN_cuPointerGetAttribute;

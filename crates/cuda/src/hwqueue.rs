@@ -1,12 +1,15 @@
-//! The CUDA hardware queue: one stream, at Level 1.
+//! The CUDA hardware queue: one stream, at Level 1, and at Level 3 when its context's channel
+//! group is under Baton's control ([`ContextSlice`]). There is no Level 2 for CUDA streams.
 
 use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use baton_core::{HwError, HwQueue, Level};
 use baton_cuda_sys::{CU_STREAM_CAPTURE_MODE_RELAXED, CUcontext, CUresult, CUstream};
 
+use crate::rm::ContextSlice;
 use crate::{CudaCommand, Driver, DriverError, EventPool, PooledEvent, check};
 
 thread_local! {
@@ -48,6 +51,10 @@ pub struct CudaHwQueue {
     stream: CUstream,
     pool: Arc<EventPool>,
     gate: Arc<CaptureGate>,
+    /// The context's time slice (Level 3), if Baton controls it.
+    slice: Option<Arc<ContextSlice>>,
+    /// (interrupted, preemptible): the queue runs freely when neither holds.
+    l3: Mutex<(bool, bool)>,
 }
 
 // SAFETY: CUDA contexts and streams may be used from any thread.
@@ -70,6 +77,30 @@ impl CudaHwQueue {
             stream,
             pool,
             gate,
+            slice: None,
+            l3: Mutex::new((false, true)),
+        }
+    }
+
+    /// Gives the queue Level 3 through its context's time slice. It starts preemptible, as
+    /// an XQueue does, so it does not hold the context's slice until a scheduler says nothing
+    /// can suspend it.
+    pub fn with_slice(mut self, slice: Arc<ContextSlice>) -> CudaHwQueue {
+        slice.attach(false);
+        self.slice = Some(slice);
+        self
+    }
+
+    /// Updates the (interrupted, preemptible) pair and tells the slice if the queue started
+    /// or stopped running freely.
+    fn set_l3(&self, f: impl FnOnce(&mut (bool, bool))) {
+        let Some(slice) = &self.slice else { return };
+        let mut s = self.l3.lock().unwrap_or_else(PoisonError::into_inner);
+        let was = !s.0 && !s.1;
+        f(&mut s);
+        let now = !s.0 && !s.1;
+        if was != now {
+            slice.set_running(now);
         }
     }
 
@@ -98,7 +129,40 @@ impl HwQueue for CudaHwQueue {
     type SyncPoint = Arc<PooledEvent>;
 
     fn max_level(&self) -> Level {
-        Level::L1
+        if self.slice.is_some() {
+            Level::L3
+        } else {
+            Level::L1
+        }
+    }
+
+    fn supports(&self, level: Level) -> bool {
+        match level {
+            Level::L1 => true,
+            Level::L2 => false,
+            Level::L3 => self.slice.is_some(),
+        }
+    }
+
+    fn set_preemptible(&self, preemptible: bool) {
+        self.set_l3(|s| s.1 = preemptible);
+    }
+
+    fn interrupt(&self) -> Result<(), HwError> {
+        if self.slice.is_none() {
+            return Err(HwError::Unsupported(Level::L3));
+        }
+        self.set_l3(|s| s.0 = true);
+        Ok(())
+    }
+
+    fn restore(&self, _inflight: baton_core::InflightRange) -> Result<(), HwError> {
+        // Nothing was dropped: the context's commands stay on the GPU and continue.
+        if self.slice.is_none() {
+            return Err(HwError::Unsupported(Level::L3));
+        }
+        self.set_l3(|s| s.0 = false);
+        Ok(())
     }
 
     fn on_create(&self) -> Result<(), HwError> {
@@ -173,5 +237,15 @@ impl HwQueue for CudaHwQueue {
             Driver::require(self.driver.cuStreamSynchronize, "cuStreamSynchronize").map_err(hw)?;
         // SAFETY: the stream is live while its queue exists.
         check("cuStreamSynchronize", unsafe { sync(self.stream) }).map_err(hw)
+    }
+}
+
+impl Drop for CudaHwQueue {
+    fn drop(&mut self) {
+        if let Some(s) = &self.slice {
+            let (interrupted, preemptible) =
+                *self.l3.lock().unwrap_or_else(PoisonError::into_inner);
+            s.detach(!interrupted && !preemptible);
+        }
     }
 }

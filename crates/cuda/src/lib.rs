@@ -11,7 +11,9 @@
 //!   `cuFuncGetParamInfo`/`cuKernelGetParamInfo`, or the `extra` buffer), so a launch can be
 //!   deferred after the application's call returned.
 //! - [`CudaCommand`] and [`CudaHwQueue`]: the CUDA implementation of [`baton_core::HwQueue`]
-//!   at Level 1.
+//!   at Level 1, and at Level 3 with a [`rm::ContextSlice`].
+//! - [`rm`]: the context's channel group found from libcuda's resource-manager calls, and its
+//!   time slice (Level 3).
 //!
 //! Raw declarations come from [`baton_cuda_sys`], re-exported as [`sys`].
 
@@ -21,6 +23,7 @@ mod error;
 mod events;
 mod hwqueue;
 mod params;
+pub mod rm;
 
 pub use baton_cuda_sys as sys;
 pub use command::{CudaCommand, HostPtr, MemsetWidth};

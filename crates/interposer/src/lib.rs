@@ -29,6 +29,7 @@
 //! real driver); nothing is printed unless `BATON_LOG` asks; a child after `fork` starts with
 //! fresh state; buffered work is launched before exit and before its context is destroyed.
 
+mod channel;
 mod dlsym;
 mod ffi;
 mod hooks;

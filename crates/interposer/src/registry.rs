@@ -18,6 +18,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use baton_agent::{QueueMeta, Registration};
 use baton_core::{Priority, XQueue};
+use baton_cuda::rm::{ContextSlice, Ioctl};
 use baton_cuda::sys::{
     CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
 };
@@ -61,6 +62,8 @@ pub(crate) struct CtxState {
     pub(crate) legacy: OnceLock<Arc<StreamEntry>>,
     /// Blocking streams (regular and per-thread), which the legacy stream synchronizes with.
     pub(crate) blocking: RwLock<Vec<Arc<StreamEntry>>>,
+    /// The context's time slice, when its queues run at Level 3.
+    pub(crate) slice: Option<Arc<ContextSlice>>,
 }
 
 // SAFETY: the context handle is usable from any thread; the rest is thread-safe.
@@ -282,15 +285,62 @@ impl Runtime {
             return Some(s.clone());
         }
         let device = self.context_device(ctx);
+        let slice = if self.cfg.level == baton_core::Level::L3 {
+            self.start_slice(ctx)
+        } else {
+            None
+        };
         let state = Arc::new(CtxState {
             ctx,
             device,
             pool: EventPool::new(self.driver, ctx),
             legacy: OnceLock::new(),
             blocking: RwLock::new(Vec::new()),
+            slice,
         });
         let mut w = self.reg.ctxs.write().unwrap_or_else(|p| p.into_inner());
         Some(w.entry(ctx as usize).or_insert(state).clone())
+    }
+
+    /// Takes control of `ctx`'s time slice for Level 3, if its compute channel group is known
+    /// and the driver lets the slice change; otherwise its queues stay at Level 1.
+    fn start_slice(&self, ctx: CUcontext) -> Option<Arc<ContextSlice>> {
+        let channels = crate::channel::channels();
+        let Some(group) = channels.group_of(ctx) else {
+            let seen: Vec<String> = channels
+                .capture
+                .groups()
+                .iter()
+                .map(|g| format!("{:#x} engine {:#x} thread {}", g.handle, g.engine, g.thread))
+                .collect();
+            tracing::warn!(
+                "level 3 unavailable for context {:#x}: its compute channel group was not \
+                 identified among {} seen ({}); its queues use level 1",
+                ctx as usize,
+                seen.len(),
+                seen.join(", ")
+            );
+            return None;
+        };
+        match ContextSlice::start(Arc::new(Ioctl), group, self.cfg.yield_slice_us) {
+            Ok(s) => {
+                tracing::info!(
+                    "level 3 for context {:#x}: channel group {:#x}, time slice {} µs, {} µs while yielding",
+                    ctx as usize,
+                    group.handle,
+                    s.normal_us(),
+                    s.yield_us()
+                );
+                Some(Arc::new(s))
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "level 3 unavailable for context {:#x}: {e}; its queues use level 1",
+                    ctx as usize
+                );
+                None
+            }
+        }
     }
 
     fn context_device(&self, ctx: CUcontext) -> i32 {
@@ -398,6 +448,17 @@ impl Runtime {
         Some(e)
     }
 
+    /// The time slices under Baton's control (Level 3), one per context.
+    pub(crate) fn slices(&self) -> Vec<Arc<ContextSlice>> {
+        self.reg
+            .ctxs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter_map(|c| c.slice.clone())
+            .collect()
+    }
+
     /// Sync points recorded so far, over every context.
     pub(crate) fn sync_points(&self) -> u64 {
         self.reg
@@ -418,13 +479,16 @@ impl Runtime {
         kind: StreamKind,
         cuda_priority: i32,
     ) -> Option<Arc<StreamEntry>> {
-        let hw = CudaHwQueue::new(
+        let mut hw = CudaHwQueue::new(
             self.driver,
             state.ctx,
             handle,
             state.pool.clone(),
             self.gate.clone(),
         );
+        if let Some(slice) = &state.slice {
+            hw = hw.with_slice(slice.clone());
+        }
         let level = self.cfg.level.min(baton_core::HwQueue::max_level(&hw));
         let mut b = XQueue::builder(hw)
             .level(level)

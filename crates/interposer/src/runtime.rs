@@ -181,6 +181,7 @@ extern "C" fn reset_in_child() {
         }
     }
     STATE.store(std::ptr::null_mut(), Ordering::Release);
+    crate::channel::reset_in_child();
     INIT_LOCK.store(false, Ordering::Release);
     BROKEN.store(false, Ordering::Release);
     EXIT_DRAIN.store(false, Ordering::Release);
@@ -231,6 +232,20 @@ impl Runtime {
             "bypassed": s.bypassed.load(Ordering::Relaxed),
             "streams": s.streams.load(Ordering::Relaxed),
             "sync_points": self.sync_points(),
+            "level": self.cfg.level.to_string(),
+            "level3_contexts": self.slices().iter().map(|c| {
+                let (st, err) = c.stats();
+                serde_json::json!({
+                    "channel_group": c.group().handle,
+                    "normal_us": c.normal_us(),
+                    "yield_us": c.yield_us(),
+                    "changes": st.changes,
+                    "busy_us": u64::try_from(st.busy.as_micros()).unwrap_or(u64::MAX),
+                    "longest_us": u64::try_from(st.longest.as_micros()).unwrap_or(u64::MAX),
+                    "failures": st.failures,
+                    "error": err.map(|e| e.to_string()),
+                })
+            }).collect::<Vec<_>>(),
             "scheduler": self.cfg.scheduler.to_string(),
             "enabled": self.cfg.enabled,
         });

@@ -92,6 +92,8 @@ hooks! {
     cuCtxSynchronize,
     cuCtxDestroy_v2,
     cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxReset_v2,
+    cuDevicePrimaryCtxRetain,
+    cuCtxCreate_v2, cuCtxCreate_v3, cuCtxCreate_v4,
 }
 
 /// Real function address → hook address, sorted by real address.

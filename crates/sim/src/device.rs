@@ -295,7 +295,7 @@ mod tests {
             .build()
             .err()
             .unwrap();
-        assert!(err.to_string().contains("up to L2"));
+        assert!(err.to_string().contains("highest level is L2"));
     }
 
     #[test]

@@ -101,6 +101,8 @@ pub(super) struct State<H: HwQueue> {
     pub(super) reporting: bool,
     /// No scheduler can suspend the queue now: no in-flight window, no sync points.
     pub(super) unbounded: bool,
+    /// What the hardware queue was last told by [`HwQueue::set_preemptible`].
+    pub(super) preemptible: bool,
 }
 
 impl<H: HwQueue> State<H> {

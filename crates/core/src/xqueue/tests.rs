@@ -230,7 +230,7 @@ fn asking_for_more_than_the_hardware_supports_is_an_error() {
             max: Level::L1
         }
     );
-    assert!(err.to_string().contains("supports up to L1"));
+    assert!(err.to_string().contains("its highest level is L1"));
     let q = external(&hw, 16, 8);
     assert!(q.set_level(Level::L3).is_err());
     q.suspend(SuspendFlags::default()).unwrap();

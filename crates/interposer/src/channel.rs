@@ -1,0 +1,121 @@
+//! Level 3: the `ioctl` hook that watches libcuda's resource-manager calls for channel groups
+//! ([`baton_cuda::rm::Capture`]), and which context each compute group belongs to.
+//!
+//! libcuda reaches the kernel through the C library's `ioctl`, so the preloaded interposer's
+//! `ioctl` sees every call first. It makes the system call itself (never re-entering another
+//! hook), then lets the capture look at allocations and frees on the NVIDIA device files; all
+//! other requests cost one comparison.
+//!
+//! A context's compute group is allocated while the context is created, on the creating
+//! thread: the context-creation hooks note the capture's counter before the real call and
+//! claim the compute group that thread allocated during it. A context Baton did not see being
+//! created (made before the interposer was loaded, or by a path not hooked) gets the one
+//! compute group no other context claimed, if there is exactly one.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_ulong, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use baton_cuda::rm::{Capture, ChannelGroup, is_rm_request};
+use baton_cuda::sys::CUcontext;
+
+/// The process's channel-group capture and context claims.
+#[derive(Default)]
+pub(crate) struct Channels {
+    pub(crate) capture: Capture,
+    claims: Mutex<HashMap<usize, ChannelGroup>>,
+}
+
+static CHANNELS: AtomicPtr<Channels> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The process's channels, created on first use. Lock-free to reach, so a forked child can
+/// drop the parent's (whose locks may be held) by resetting the pointer.
+pub(crate) fn channels() -> &'static Channels {
+    let p = CHANNELS.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: set once from a leaked Box and never freed.
+        return unsafe { &*p };
+    }
+    let fresh = Box::into_raw(Box::default());
+    match CHANNELS.compare_exchange(
+        std::ptr::null_mut(),
+        fresh,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        // SAFETY: just published, never freed.
+        Ok(_) => unsafe { &*fresh },
+        Err(won) => {
+            // SAFETY: `fresh` was never shared.
+            drop(unsafe { Box::from_raw(fresh) });
+            // SAFETY: as above.
+            unsafe { &*won }
+        }
+    }
+}
+
+/// In a forked child: forget the parent's groups (they belong to its RM client).
+pub(crate) fn reset_in_child() {
+    CHANNELS.store(std::ptr::null_mut(), Ordering::Release);
+}
+
+impl Channels {
+    /// A context was created on this thread after `mark`: it owns the compute group allocated
+    /// meanwhile, if one was.
+    pub(crate) fn claim(&self, ctx: CUcontext, mark: u64) {
+        if let Some(g) = self.capture.compute_since(mark).last() {
+            self.claims
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(ctx as usize, *g);
+        }
+    }
+
+    /// The compute group of `ctx`: the claimed one if it is still alive, else the only
+    /// unclaimed compute group of the process.
+    pub(crate) fn group_of(&self, ctx: CUcontext) -> Option<ChannelGroup> {
+        let live = self.capture.groups();
+        let claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(g) = claims.get(&(ctx as usize)) {
+            return live.contains(g).then_some(*g);
+        }
+        let mut free = live
+            .iter()
+            .filter(|g| g.is_compute() && !claims.values().any(|c| c == *g));
+        match (free.next(), free.next()) {
+            (Some(g), None) => Some(*g),
+            _ => None,
+        }
+    }
+}
+
+/// Baton's `ioctl`: the system call, then a look at NVIDIA resource-manager allocations.
+///
+/// Declared with a fixed third argument: on the Linux ABIs Baton supports (x86-64, AArch64)
+/// a variadic caller passes it in the same register as this function reads it from.
+///
+/// # Safety
+/// The `ioctl` contract: `arg` is whatever `request` expects.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
+    // SAFETY: the caller's arguments, unchanged, to the kernel.
+    let ret = unsafe { libc::syscall(libc::SYS_ioctl, fd, request, arg) };
+    // The kernel's ioctl returns an int.
+    let ret = c_int::try_from(ret).unwrap_or(-1);
+    if is_rm_request(request) {
+        let errno = std::io::Error::last_os_error().raw_os_error();
+        let _ = std::panic::catch_unwind(|| {
+            // SAFETY: the call has just returned on this thread with these arguments.
+            unsafe { channels().capture.observe(fd, request, arg, ret) }
+        });
+        if ret < 0 {
+            // Keep the caller's errno as the system call left it.
+            if let Some(e) = errno {
+                // SAFETY: errno is thread-local and always writable.
+                unsafe { *libc::__errno_location() = e };
+            }
+        }
+    }
+    ret
+}
