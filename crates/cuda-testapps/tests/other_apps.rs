@@ -98,3 +98,24 @@ fn kernel_duration_can_be_extended() {
         );
     }
 }
+
+#[test]
+fn doctor_claims_level_three_only_when_its_self_test_sees_it() {
+    // The fake driver makes no resource-manager calls: the self-test runs under the
+    // interposer, finds no channel group, and level 3 is reported unavailable with the reason.
+    let out = std::process::Command::new(support::baton_binary())
+        .args(["doctor", "--json", "--cuda-lib"])
+        .arg(support::fake_library())
+        .arg("--interposer")
+        .arg(support::interposer_library())
+        .env("BATON_SOCKET", "/nonexistent/baton.sock")
+        .output()
+        .expect("baton runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor prints JSON");
+    let levels = &v["driver"]["devices"][0]["levels"];
+    assert_eq!(levels[0]["supported"], true, "{v}");
+    assert_eq!(levels[2]["level"], 3, "{v}");
+    assert_eq!(levels[2]["supported"], false, "{v}");
+    let how = levels[2]["how"].as_str().unwrap_or("");
+    assert!(how.contains("channel group was not seen"), "{how}");
+}

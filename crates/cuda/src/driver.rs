@@ -77,6 +77,8 @@ driver! {
     cuCtxCreate_v2: PFN_cuCtxCreate_v2;
     cuCtxCreate_v3: PFN_cuCtxCreate_v3;
     cuCtxCreate_v4: PFN_cuCtxCreate_v4;
+    cuModuleLoadData: PFN_cuModuleLoadData;
+    cuModuleGetFunction: PFN_cuModuleGetFunction;
     cuDevicePrimaryCtxReset_v2: PFN_cuDevicePrimaryCtxRelease_v2;
     cuThreadExchangeStreamCaptureMode: PFN_cuThreadExchangeStreamCaptureMode;
     cuPointerGetAttribute: PFN_cuPointerGetAttribute;

@@ -140,12 +140,17 @@ impl Runtime {
         }
         deps.extend(self.implicit_deps(e));
         self.stats.commands.fetch_add(1, Ordering::Relaxed);
+        e.counts[0].fetch_add(1, Ordering::Relaxed);
+        if !deps.is_empty() {
+            e.counts[2].fetch_add(1, Ordering::Relaxed);
+        }
         let r = e.xq.submit_after(
             deps,
             |_| hw("launch", direct(handle)),
             || {
                 let c = defer();
                 let counter = if c.is_some() {
+                    e.counts[1].fetch_add(1, Ordering::Relaxed);
                     &self.stats.deferred
                 } else {
                     &self.stats.in_order

@@ -47,6 +47,11 @@ pub(crate) struct StreamEntry {
     pub(crate) xq: Arc<XQueue<CudaHwQueue>>,
     /// Whether this stream is being captured into a graph (then calls bypass the queue).
     pub(crate) capturing: AtomicBool,
+    /// The queue's priority when it was registered.
+    pub(crate) priority: i32,
+    /// Commands submitted, deferred (copied and launched later) and submitted behind another
+    /// stream's commands, for the report.
+    pub(crate) counts: [AtomicU64; 3],
 }
 
 // SAFETY: the handle is a CUDA stream, usable from any thread; the rest is thread-safe.
@@ -527,6 +532,8 @@ impl Runtime {
             ctx: state.clone(),
             xq,
             capturing: AtomicBool::new(false),
+            priority: priority.get(),
+            counts: Default::default(),
         }))
     }
 

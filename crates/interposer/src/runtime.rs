@@ -222,6 +222,31 @@ impl Runtime {
             return;
         };
         let s = &self.stats;
+        // The busiest queues: where commands went, and which of them waited.
+        let mut queues: Vec<_> = self
+            .reg
+            .all()
+            .into_iter()
+            .map(|e| {
+                let n = |i: usize| e.counts[i].load(Ordering::Relaxed);
+                (n(0), n(1), n(2), e)
+            })
+            .filter(|q| q.0 > 0)
+            .collect();
+        queues.sort_by_key(|q| std::cmp::Reverse(q.0));
+        let queues: Vec<_> = queues
+            .iter()
+            .take(12)
+            .map(|(commands, deferred, behind, e)| {
+                serde_json::json!({
+                    "stream": format!("{:?} {:#x}", e.kind, e.handle as usize),
+                    "priority": e.priority,
+                    "commands": commands,
+                    "deferred": deferred,
+                    "behind_other_streams": behind,
+                })
+            })
+            .collect();
         let v = serde_json::json!({
             "pid": std::process::id(),
             "kernels": s.kernels.load(Ordering::Relaxed),
@@ -246,6 +271,7 @@ impl Runtime {
                     "error": err.map(|e| e.to_string()),
                 })
             }).collect::<Vec<_>>(),
+            "queues": queues,
             "scheduler": self.cfg.scheduler.to_string(),
             "enabled": self.cfg.enabled,
         });

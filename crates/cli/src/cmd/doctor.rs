@@ -25,6 +25,12 @@ pub struct DoctorArgs {
     /// The interposer [default: next to the baton executable, or $BATON_INTERPOSER].
     #[arg(long, value_name = "PATH")]
     interposer: Option<PathBuf>,
+    /// Skip the per-device GPU self-tests (they take about a second each).
+    #[arg(long)]
+    no_self_test: bool,
+    /// Internal: run the Level-3 self-test for this device (in a child under the interposer).
+    #[arg(long, hide = true, value_name = "ORDINAL")]
+    self_test_level3: Option<i32>,
 }
 
 /// One check's outcome.
@@ -40,36 +46,88 @@ pub struct Check {
 pub struct LevelReport {
     pub level: u8,
     pub supported: bool,
-    pub how: &'static str,
+    pub how: String,
+    /// The self-test's measurements, if one ran.
+    pub data: Value,
 }
 
 /// The levels a CUDA device supports. Level 1 needs nothing from the hardware. Level 3
-/// (channel-group time slices) is established per program when it runs: the interposer
-/// finds the context's compute channel group, reads, sets and reads back its slice, and
-/// offers Level 3 only then; this check does not run a GPU self-test of it yet. Level 2
-/// (stream-memory gates) is not built.
-pub fn levels(_device: i32) -> Vec<LevelReport> {
+/// (channel-group time slices) is claimed only if the self-test saw it take effect: with
+/// another context filling the GPU, a short kernel's wait must drop to under half when that
+/// context's slice is shortened (see `selftest.rs`). Level 2 (stream-memory gates) is not
+/// built.
+pub fn levels(device: i32, interposer: Option<&Path>, cuda_lib: Option<&Path>) -> Vec<LevelReport> {
+    let l3 = match interposer {
+        None => LevelReport {
+            level: 3,
+            supported: false,
+            how: "channel-group time slices: not tested (the self-test needs the interposer; \
+                  skipped with --no-self-test)"
+                .into(),
+            data: Value::Null,
+        },
+        Some(i) => match super::selftest::level3_in_child(device, i, cuda_lib) {
+            Ok(v) if v["takes_effect"] == true => LevelReport {
+                level: 3,
+                supported: true,
+                how: format!(
+                    "channel-group time slices: self-test: another context's kernel waited {:.0} µs \
+                     at libcuda's {} µs slice, {:.0} µs at {} µs",
+                    v["wait_at_normal_us"].as_f64().unwrap_or(0.0),
+                    v["normal_us"],
+                    v["wait_at_yield_us"].as_f64().unwrap_or(0.0),
+                    v["yield_us"]
+                ),
+                data: v,
+            },
+            Ok(v) if v["group_found"] == false => LevelReport {
+                level: 3,
+                supported: false,
+                how: format!(
+                    "channel-group time slices: {}",
+                    v["why"]
+                        .as_str()
+                        .unwrap_or("the channel group was not found")
+                ),
+                data: v,
+            },
+            Ok(v) => LevelReport {
+                level: 3,
+                supported: false,
+                how: format!(
+                    "channel-group time slices: no effect in the self-test (wait {:.0} µs at the \
+                     normal slice, {:.0} µs shortened)",
+                    v["wait_at_normal_us"].as_f64().unwrap_or(0.0),
+                    v["wait_at_yield_us"].as_f64().unwrap_or(0.0)
+                ),
+                data: v,
+            },
+            Err(e) => LevelReport {
+                level: 3,
+                supported: false,
+                how: format!("channel-group time slices: self-test failed: {e}"),
+                data: Value::Null,
+            },
+        },
+    };
     vec![
         LevelReport {
             level: 1,
             supported: true,
-            how: "progressive launching: works on every CUDA device",
+            how: "progressive launching: works on every CUDA device".into(),
+            data: Value::Null,
         },
         LevelReport {
             level: 2,
             supported: false,
-            how: "deactivation (stream-memory gates): not built in this release",
+            how: "deactivation (stream-memory gates): not built in this release".into(),
+            data: Value::Null,
         },
-        LevelReport {
-            level: 3,
-            supported: false,
-            how: "channel-group time slices: checked per program at run time (`baton run --level 3`, \
-                  BATON_LOG=info says whether it took); no self-test here yet",
-        },
+        l3,
     ]
 }
 
-fn driver_check(lib: Option<&Path>) -> Check {
+fn driver_check(lib: Option<&Path>, self_test: Option<&Path>) -> Check {
     let lib = lib
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("BATON_CUDA_LIB").map(PathBuf::from));
@@ -124,10 +182,10 @@ fn driver_check(lib: Option<&Path>) -> Check {
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }
             .to_string_lossy()
             .into_owned();
-        let lv: Vec<Value> = levels(ordinal)
+        let lv: Vec<Value> = levels(ordinal, self_test, lib.as_deref())
             .iter()
-            .map(|l| json!({"level": l.level, "supported": l.supported, "how": l.how}))
-            .collect();
+        .map(|l| json!({"level": l.level, "supported": l.supported, "how": l.how, "self_test": l.data}))
+        .collect();
         devices.push(json!({"ordinal": ordinal, "name": name, "levels": lv}));
     }
     let ok = init_ok && count > 0;
@@ -218,9 +276,17 @@ fn daemon_check(socket: Option<&Path>) -> Check {
 }
 
 pub fn run(args: DoctorArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
+    if let Some(ordinal) = args.self_test_level3 {
+        super::selftest::run_child(ordinal, args.cuda_lib.as_deref());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let interposer = interposer_check(args.interposer.as_deref());
+    let self_test = (interposer.ok && !args.no_self_test)
+        .then(|| interposer.data["path"].as_str().map(PathBuf::from))
+        .flatten();
     let checks = [
-        driver_check(args.cuda_lib.as_deref()),
-        interposer_check(args.interposer.as_deref()),
+        driver_check(args.cuda_lib.as_deref(), self_test.as_deref()),
+        interposer,
         daemon_check(socket),
     ];
     if args.json {

@@ -9,5 +9,6 @@ pub mod list;
 pub mod policy;
 pub mod priority;
 pub mod run;
+pub mod selftest;
 pub mod top;
 pub mod trace;

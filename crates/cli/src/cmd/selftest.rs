@@ -1,0 +1,270 @@
+//! `baton doctor`'s Level-3 self-test: does shortening a context's channel-group time slice
+//! actually hand the GPU to another context sooner, on this GPU and driver?
+//!
+//! The doctor runs this in a child of itself with the interposer preloaded and scheduling off
+//! (`BATON_ENABLE=off`), so the interposer watches the driver create two contexts and can say
+//! which compute channel group is whose ([`baton_compute_channel_group`], exported by the
+//! interposer). The child then fills the GPU from context A with long spin kernels and times a
+//! short kernel in context B, first with A at libcuda's slice and then with A's slice
+//! shortened. Level 3 takes effect if B's wait drops to under half. The kernel is PTX, JIT
+//! compiled by the driver: nothing here needs a CUDA toolkit.
+
+use std::ffi::{c_int, c_uint, c_void};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use baton_cuda::Driver;
+use baton_cuda::rm::{self, ChannelGroup, Ioctl};
+use baton_cuda::sys::{CUcontext, CUdevice, CUfunction, CUmodule, CUresult, CUstream};
+use serde_json::{Value, json};
+
+/// A kernel that spins on the GPU's global timer for its one argument, in ns.
+const SPIN_PTX: &str = "
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry baton_spin(.param .u64 baton_spin_ns)
+{
+    .reg .pred %p<2>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [baton_spin_ns];
+    mov.u64 %rd2, %globaltimer;
+$Lspin:
+    mov.u64 %rd3, %globaltimer;
+    sub.s64 %rd4, %rd3, %rd2;
+    setp.lt.u64 %p1, %rd4, %rd1;
+    @%p1 bra $Lspin;
+    ret;
+}
+\0";
+
+/// What the interposer exports for this test (see `crates/interposer/src/channel.rs`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct BatonChannelGroup {
+    fd: c_int,
+    client: u32,
+    handle: u32,
+    engine: u32,
+}
+
+type GroupOf = unsafe extern "C" fn(CUcontext, *mut BatonChannelGroup) -> c_int;
+
+fn ck(what: &str, r: CUresult) -> Result<(), String> {
+    if r == CUresult::SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({r:?})"))
+    }
+}
+
+fn need<T>(f: Option<T>, name: &str) -> Result<T, String> {
+    f.ok_or_else(|| format!("the driver lacks {name}"))
+}
+
+/// One context with the spin kernel loaded and a stream.
+struct Ctx {
+    ctx: CUcontext,
+    func: CUfunction,
+    stream: CUstream,
+}
+
+fn prepare(d: &Driver, ctx: CUcontext) -> Result<Ctx, String> {
+    let set = need(d.cuCtxSetCurrent, "cuCtxSetCurrent")?;
+    let load = need(d.cuModuleLoadData, "cuModuleLoadData")?;
+    let get = need(d.cuModuleGetFunction, "cuModuleGetFunction")?;
+    let create = need(d.cuStreamCreate, "cuStreamCreate")?;
+    let mut module: CUmodule = std::ptr::null_mut();
+    let mut func: CUfunction = std::ptr::null_mut();
+    let mut stream: CUstream = std::ptr::null_mut();
+    // SAFETY: a live context; valid out-pointers; the PTX text is NUL-terminated and the
+    // kernel name matches it.
+    unsafe {
+        ck("cuCtxSetCurrent", set(ctx))?;
+        ck(
+            "cuModuleLoadData",
+            load(&mut module, SPIN_PTX.as_ptr().cast()),
+        )?;
+        ck(
+            "cuModuleGetFunction",
+            get(&mut func, module, c"baton_spin".as_ptr()),
+        )?;
+        ck("cuStreamCreate", create(&mut stream, 1))?;
+    }
+    Ok(Ctx { ctx, func, stream })
+}
+
+/// Launches the spin kernel for `ns` on `grid` blocks of `block` threads.
+fn spin(d: &Driver, c: &Ctx, ns: u64, grid: c_uint, block: c_uint) -> Result<(), String> {
+    let set = need(d.cuCtxSetCurrent, "cuCtxSetCurrent")?;
+    let launch = need(d.cuLaunchKernel, "cuLaunchKernel")?;
+    let mut arg = ns;
+    let mut params = [(&mut arg as *mut u64).cast::<c_void>()];
+    // SAFETY: the function and stream belong to `c.ctx`; the parameter array holds one
+    // pointer to a u64, the kernel's one parameter, live for the call.
+    unsafe {
+        ck("cuCtxSetCurrent", set(c.ctx))?;
+        ck(
+            "cuLaunchKernel",
+            launch(
+                c.func,
+                grid,
+                1,
+                1,
+                block,
+                1,
+                1,
+                0,
+                c.stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            ),
+        )
+    }
+}
+
+fn sync(d: &Driver, c: &Ctx) -> Result<(), String> {
+    let sync = need(d.cuStreamSynchronize, "cuStreamSynchronize")?;
+    // SAFETY: a live stream.
+    ck("cuStreamSynchronize", unsafe { sync(c.stream) })
+}
+
+/// B's short-kernel latency (µs, median of `n`) while A keeps the GPU full.
+fn contended(d: &Driver, a: &Ctx, b: &Ctx, n: usize) -> Result<f64, String> {
+    // ~240 ms of A's work: more than the measurement takes.
+    for _ in 0..12 {
+        spin(d, a, 20_000_000, 1024, 256)?;
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t0 = Instant::now();
+        spin(d, b, 20_000, 1, 32)?;
+        sync(d, b)?;
+        lat.push(t0.elapsed().as_secs_f64() * 1e6);
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    sync(d, a)?;
+    lat.sort_by(f64::total_cmp);
+    Ok(lat[lat.len() / 2])
+}
+
+fn level3(ordinal: i32, cuda_lib: Option<&Path>, yield_us: u64) -> Result<Value, String> {
+    let handle = baton_cuda::open_library(cuda_lib)?;
+    // SAFETY: the driver's own exports (hooks where the interposer intercepts them), whose C
+    // signatures the table declares.
+    let d = unsafe { Driver::resolve(|name| libc::dlsym(handle, name.as_ptr())) };
+    let mut dev: CUdevice = 0;
+    let (mut a, mut b): (CUcontext, CUcontext) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: valid out-pointers; flags 0.
+    unsafe {
+        ck("cuInit", need(d.cuInit, "cuInit")?(0))?;
+        ck(
+            "cuDeviceGet",
+            need(d.cuDeviceGet, "cuDeviceGet")?(&mut dev, ordinal),
+        )?;
+        ck(
+            "cuDevicePrimaryCtxRetain",
+            need(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")?(&mut a, dev),
+        )?;
+        ck(
+            "cuCtxCreate",
+            need(d.cuCtxCreate_v2, "cuCtxCreate_v2")?(&mut b, 0, dev),
+        )?;
+    }
+    // SAFETY: looking up a symbol by name in the process.
+    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"baton_compute_channel_group".as_ptr()) };
+    if sym.is_null() {
+        return Err("the interposer is not loaded in the self-test".into());
+    }
+    // SAFETY: the interposer exports this symbol with this signature.
+    let group_of = unsafe { std::mem::transmute::<*mut c_void, GroupOf>(sym) };
+    let mut g = BatonChannelGroup::default();
+    // SAFETY: a live context and a valid out-pointer.
+    if unsafe { group_of(a, &mut g) } != 0 {
+        return Ok(json!({"group_found": false,
+            "why": "the context's compute channel group was not seen among the driver's calls"}));
+    }
+    let group = ChannelGroup {
+        fd: g.fd,
+        client: g.client,
+        parent: 0,
+        handle: g.handle,
+        engine: g.engine,
+        thread: 0,
+        seq: 0,
+    };
+    let normal =
+        rm::get_timeslice(&Ioctl, &group).map_err(|e| format!("reading the slice: {e}"))?;
+    let (a, b) = (prepare(&d, a)?, prepare(&d, b)?);
+    // Warm both up (JIT, first launches).
+    spin(&d, &a, 1000, 1, 32)?;
+    spin(&d, &b, 1000, 1, 32)?;
+    sync(&d, &a)?;
+    sync(&d, &b)?;
+    let at_normal = contended(&d, &a, &b, 15)?;
+    let set = rm::set_timeslice(&Ioctl, &group, yield_us)
+        .and_then(|()| rm::get_timeslice(&Ioctl, &group));
+    let shortened = match set {
+        Ok(v) => v,
+        Err(e) => return Err(format!("setting the slice: {e}")),
+    };
+    let at_yield = contended(&d, &a, &b, 15);
+    let restored = rm::set_timeslice(&Ioctl, &group, normal);
+    let at_yield = at_yield?;
+    restored.map_err(|e| format!("restoring the slice: {e}"))?;
+    Ok(json!({
+        "group_found": true,
+        "channel_group": group.handle,
+        "normal_us": normal,
+        "yield_us": shortened,
+        "wait_at_normal_us": at_normal,
+        "wait_at_yield_us": at_yield,
+        "takes_effect": at_normal > 300.0 && at_yield < 0.5 * at_normal,
+    }))
+}
+
+/// The child's entry point: prints one JSON line and exits 0 (the parent reads the verdict).
+pub fn run_child(ordinal: i32, cuda_lib: Option<&Path>) {
+    let v = match level3(ordinal, cuda_lib, 100) {
+        Ok(v) => v,
+        Err(e) => json!({"error": e}),
+    };
+    println!("{v}");
+}
+
+/// Runs the self-test for device `ordinal` in a child with `interposer` preloaded; the JSON
+/// verdict, or why there is none.
+pub fn level3_in_child(
+    ordinal: i32,
+    interposer: &Path,
+    cuda_lib: Option<&Path>,
+) -> Result<Value, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding baton itself: {e}"))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["doctor", "--self-test-level3", &ordinal.to_string()])
+        .env("LD_PRELOAD", interposer)
+        .env("BATON_ENABLE", "off")
+        .env_remove("BATON_LOG")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if let Some(l) = cuda_lib {
+        cmd.args([std::ffi::OsStr::new("--cuda-lib"), l.as_os_str()]);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("running the self-test: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .ok_or_else(|| format!("the self-test printed nothing (status {})", out.status))?;
+    let v: Value =
+        serde_json::from_str(line).map_err(|e| format!("the self-test's answer: {e}"))?;
+    match v.get("error").and_then(Value::as_str) {
+        Some(e) => Err(e.to_string()),
+        None => Ok(v),
+    }
+}
