@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Turns the suite's raw results into docs/BENCHMARKS.md and its plots.
+
+  report.py docs/benchmarks/suite.jsonl [--docs docs] [--command "how it was run"]
+
+For each HP workload × BE job: a table per setup (HP p50/p99/p99.9 and × standalone, BE
+throughput vs standalone and vs the share of time HP leaves idle), a latency CDF per setup
+(PNG) and BE throughput bars (PNG). Every number comes from the JSONL given.
+"""
+import argparse, collections, json, os
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def key(args):
+    return " ".join(args)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("jsonl")
+    p.add_argument("--docs", default="docs")
+    p.add_argument("--command", default="python3 scripts/gpu/bench/suite.py --quick")
+    p.add_argument("--notes", default=None,
+                   help="a Markdown file appended as the page's reading of the numbers "
+                        "(default: <jsonl without extension>-notes.md if present)")
+    a = p.parse_args()
+    runs = [json.loads(l) for l in open(a.jsonl) if l.strip()]
+    alone_hp = {key(r["hp_args"]): r["hp"] for r in runs if r["setup"] == "alone" and r.get("hp")}
+    alone_be = {key(r["be_args"]): r["be"] for r in runs if r["setup"] == "alone" and r.get("be")}
+    groups = collections.defaultdict(list)
+    for r in runs:
+        if r["setup"] != "alone":
+            groups[(key(r["hp_args"]), key(r["be_args"]))].append(r)
+    m = runs[0]["machine"] if runs else {}
+    plots = os.path.join(a.docs, "benchmarks")
+    os.makedirs(plots, exist_ok=True)
+    md = ["# Benchmarks", "",
+          f"Machine: {m.get('gpu')}, CUDA {m.get('cuda')}, {m.get('cpus')} CPUs, kernel "
+          f"{m.get('kernel')}; commit {m.get('commit')}.", "",
+          f"Command: `{a.command}`; raw results: [`benchmarks/{os.path.basename(a.jsonl)}`]"
+          f"(benchmarks/{os.path.basename(a.jsonl)}) (one line per run, every latency included); "
+          "this page is generated from it by `scripts/gpu/bench/report.py`.", "",
+          "HP: a latency-critical service with Poisson arrivals; latency is arrival to result, "
+          "queueing included. BE: best effort as fast as it goes. \"× alone\" compares with the same "
+          "workload running alone in the same run. \"of idle\" is BE's throughput as a share of "
+          "what it gets alone, divided by the share of time HP leaves the GPU idle when alone "
+          "(the most it could get): 100 % means BE used every moment HP left.", ""]
+    headline = []
+    for gi, ((hk, bk), rs) in enumerate(sorted(groups.items())):
+        ha, ba = alone_hp.get(hk), alone_be.get(bk)
+        md += [f"## HP `{hk}` beside BE `{bk}`", ""]
+        if ha:
+            md.append(f"HP alone: p50 {ha['p50_ms']:.2f} ms, p99 {ha['p99_ms']:.2f} ms, p99.9 "
+                      f"{ha['p999_ms']:.2f} ms, GPU busy {100 * ha['busy_fraction']:.0f} %. "
+                      + (f"BE alone: {ba['rate']:.1f} {ba['unit']}." if ba else ""))
+            md.append("")
+        md += ["| setup | configuration | HP p50 | HP p99 | HP p99.9 | p50 × alone | p99 × alone | BE | BE × setup's native | BE × alone | of idle |",
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        # The unprotected reference of each setup: its first configuration (native, MPS, or a
+        # high-priority stream).
+        ref = {}
+        for r in rs:
+            if r.get("be") and r["setup"] not in ref:
+                ref[r["setup"]] = r["be"].get("rate") or 0
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
+        setups = ["separate", "mps", "oneproc"]
+        bars = []
+        for r in rs:
+            hp, be = r.get("hp") or {}, r.get("be") or {}
+            if not hp:
+                md.append(f"| {r['setup']} | {r['config']} | failed | | | | | | | |")
+                continue
+            nan = float("nan")
+            x50 = hp["p50_ms"] / ha["p50_ms"] if ha else nan
+            x99 = hp["p99_ms"] / ha["p99_ms"] if ha else nan
+            bx = be.get("rate", 0) / ba["rate"] if ba and be and ba.get("rate") else nan
+            bn = be.get("rate", 0) / ref[r["setup"]] if be and ref.get(r["setup"]) else nan
+            idle = 1 - ha["busy_fraction"] if ha else nan
+            md.append(f"| {r['setup']} | {r['config']} | {hp['p50_ms']:.2f} ms | {hp['p99_ms']:.2f} ms | "
+                      f"{hp['p999_ms']:.2f} ms | ×{x50:.2f} | ×{x99:.2f} | {be.get('rate', 0):.1f} | "
+                      f"{100 * bn:.0f} % | {100 * bx:.0f} % | {100 * bx / idle:.0f} % |")
+            headline.append((hk, bk, r["setup"], r["config"], x50, x99, bn))
+            ax = axes[setups.index(r["setup"])] if r["setup"] in setups else axes[0]
+            lat = sorted(hp.get("latencies_ms") or [])
+            if lat:
+                ax.plot(lat, [(i + 1) / len(lat) for i in range(len(lat))], label=r["config"])
+            bars.append((f"{r['setup']}\n{r['config']}", 100 * bn))
+        for ax, name in zip(axes, setups):
+            if ha and ha.get("latencies_ms"):
+                lat = sorted(ha["latencies_ms"])
+                ax.plot(lat, [(i + 1) / len(lat) for i in range(len(lat))], "k--", label="HP alone")
+            ax.set_title(name)
+            ax.set_xscale("log")
+            ax.set_xlabel("HP latency (ms)")
+            ax.legend(fontsize=8)
+        axes[0].set_ylabel("fraction of requests")
+        cdf = f"bench-{gi}-cdf.png"
+        fig.tight_layout()
+        fig.savefig(os.path.join(plots, cdf), dpi=90)
+        plt.close(fig)
+        fig, ax = plt.subplots(figsize=(max(6, len(bars) * 1.1), 3.5))
+        ax.bar([b[0] for b in bars], [b[1] for b in bars])
+        ax.set_ylabel("BE throughput, % of the setup's native")
+        ax.tick_params(axis="x", labelsize=7)
+        bar = f"bench-{gi}-be.png"
+        fig.tight_layout()
+        fig.savefig(os.path.join(plots, bar), dpi=90)
+        plt.close(fig)
+        md += ["", f"![HP latency CDFs](benchmarks/{cdf})", "", f"![BE throughput](benchmarks/{bar})", ""]
+    md += ["## Headline", "",
+           "| HP | BE | setup | configuration | HP p50 × alone | HP p99 × alone | BE × setup's native |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    md += [f"| {h} | {b} | {s} | {c} | ×{x:.2f} | ×{y:.2f} | {100 * z:.0f} % |"
+           for h, b, s, c, x, y, z in headline]
+    notes = a.notes or os.path.splitext(a.jsonl)[0] + "-notes.md"
+    if os.path.exists(notes):
+        md += ["", open(notes).read().rstrip()]
+    open(os.path.join(a.docs, "BENCHMARKS.md"), "w").write("\n".join(md) + "\n")
+    print(f"wrote {os.path.join(a.docs, 'BENCHMARKS.md')}: {len(runs)} runs, {len(groups)} pairings")
+
+
+if __name__ == "__main__":
+    main()
