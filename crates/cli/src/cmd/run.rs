@@ -27,8 +27,9 @@ pub struct RunArgs {
     /// Priority of the program's GPU work, −100 to 100; higher runs first.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     priority: Option<i64>,
-    /// Preemption level: 1 (progressive launch), 2 (deactivate), 3 (interrupt); capped at
-    /// what the device supports.
+    /// Preemption level: 1 (progressive launch) or 3 (on NVIDIA GPUs: the program's time
+    /// slice is shortened while more urgent work exists; see `baton doctor`); a level the
+    /// device does not support falls back to 1 (BATON_LOG=info says so).
     #[arg(long, value_name = "L")]
     level: Option<Level>,
     /// Commands in flight per queue (default 16).
