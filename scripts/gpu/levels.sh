@@ -2,7 +2,7 @@
 # Preemption by level on a GPU machine (scripts/gpu/apps/preempt_probe.cu): a best-effort
 # process saturating the GPU with spin kernels of 0.1, 1 and 10 ms, and a latency-critical
 # process timing a 50 µs kernel every 10 ms against it — natively (time-slicing), and under
-# Baton with the best-effort process at level 1 and at level 3 (its context's time slice
+# Baton with the best-effort process at level 1, 2 and 3 (its context's time slice
 # drops while it is suspended). Also each level's cost to the best-effort process alone.
 # Writes $OUT/levels.jsonl (one line per run) and $OUT/levels_summary.json. ~2.5 minutes.
 #
@@ -14,7 +14,7 @@ OUT=${OUT:-$ROOT/out}
 SECS=${SECS:-6}
 KERNELS=${KERNELS:-100 1000 10000}
 HP_US=${HP_US:-50}
-MODES=${MODES:-native l1 l3}   # also: l3y1 (level 3 with a 1 µs yield slice)
+MODES=${MODES:-native l1 l2 l3}   # also: l3y1 (level 3 with a 1 µs yield slice)
 mkdir -p "$OUT"
 W=$(mktemp -d)
 export BATON_SOCKET="$W/baton.sock"
@@ -40,6 +40,7 @@ under() {
   case $mode in
     native) "$@" ;;
     l1) "$BATON" run --priority $prio -- "$@" ;;
+    l2) "$BATON" run --priority $prio --level 2 -- "$@" ;;
     l3) "$BATON" run --priority $prio --level 3 -- "$@" ;;
     l3y1) BATON_YIELD_SLICE_US=1 "$BATON" run --priority $prio --level 3 -- "$@" ;;
   esac

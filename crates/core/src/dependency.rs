@@ -103,10 +103,13 @@ impl Dependency {
 
     /// Asks the queue depended on to launch up to the target, suspended or not.
     pub(crate) fn demand(&self) {
-        if self.is_satisfied() {
+        // Raised even when already launched: a queue holding launched commands behind a
+        // closed Level-2 gate must let them complete. Its owner is woken whenever the target
+        // is not launched yet (as before), or when the mark rose.
+        let before = self.progress.demanded.fetch_max(self.target, SeqCst);
+        if self.is_satisfied() && before >= self.target {
             return;
         }
-        self.progress.demanded.fetch_max(self.target, SeqCst);
         let owner = sync::lock(&self.progress.owner)
             .as_ref()
             .and_then(Weak::upgrade);

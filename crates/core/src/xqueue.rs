@@ -239,11 +239,13 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 reporting: true,
                 unbounded: false,
                 preemptible: true,
+                gate_open: false,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),
             progress_cv: Condvar::new(),
             pending: std::sync::atomic::AtomicU64::new(0),
+            gated: std::sync::atomic::AtomicBool::new(false),
             progress: Arc::new(LaunchProgress::new()),
         });
         let waker: Weak<dyn DemandWaker> = Arc::downgrade(&shared) as Weak<dyn DemandWaker>;
@@ -329,6 +331,11 @@ impl<H: HwQueue> XQueue<H> {
         D: FnOnce(&H) -> Result<(), HwError>,
         F: FnOnce() -> Option<H::Command>,
     {
+        // A dependency already launched may still be waiting on its queue's device: its queue
+        // learns that it must complete (Level 2 keeps such commands behind an open gate).
+        for d in deps.iter().filter(|d| d.is_satisfied()) {
+            d.demand();
+        }
         deps.retain(|d| !d.is_satisfied());
         let sh = &*self.shared;
         let mut ev = Pending::new();
@@ -470,10 +477,13 @@ impl<H: HwQueue> XQueue<H> {
     }
 
     /// A dependency on command `seq` of this queue reaching the hardware, or `None` if it
-    /// already has (or was never submitted).
+    /// already has (or was never submitted). At Level 2 a launched command may still sit
+    /// behind the queue's closed gate: until it is known complete the dependency is returned
+    /// anyway (already satisfied), so that demanding it opens the gate.
     pub fn dependency_on(&self, seq: CommandSeq) -> Option<Dependency> {
         let st = sync::lock(&self.shared.state);
-        (seq.0 >= st.launched && seq.0 < st.submitted)
+        let pending = seq.0 >= st.launched || (st.level == Level::L2 && seq.0 >= st.completed);
+        (pending && seq.0 < st.submitted)
             .then(|| Dependency::new(self.shared.progress.clone(), seq.0 + 1))
     }
 
@@ -481,8 +491,15 @@ impl<H: HwQueue> XQueue<H> {
     /// all have.
     pub fn dependency_on_all(&self) -> Option<Dependency> {
         let st = sync::lock(&self.shared.state);
-        (st.launched < st.submitted)
-            .then(|| Dependency::new(self.shared.progress.clone(), st.submitted))
+        let pending =
+            st.launched < st.submitted || (st.level == Level::L2 && st.completed < st.submitted);
+        pending.then(|| Dependency::new(self.shared.progress.clone(), st.submitted))
+    }
+
+    /// Whether the queue is suspended at Level 2: commands it launched may be held on the
+    /// device behind its gate. Lock-free, like [`XQueue::has_pending`].
+    pub fn is_gated(&self) -> bool {
+        self.shared.gated.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether some submitted command has not been launched yet. Lock-free: an interposer asks
@@ -762,7 +779,17 @@ impl<H: HwQueue> XQueue<H> {
         };
         match level {
             Level::L1 => {}
-            Level::L2 => sh.hw.deactivate()?,
+            Level::L2 => {
+                sh.hw.deactivate()?;
+                sh.gated.store(true, std::sync::atomic::Ordering::Release);
+                // Commands another queue already waits for may be behind the gate now: the
+                // worker reopens it until they complete.
+                let mut st = sync::lock(&sh.state);
+                st.gate_open = false;
+                if sh.progress.demanded() > st.completed {
+                    sh.wake_worker(&st);
+                }
+            }
             Level::L3 => sh.hw.interrupt()?,
         }
         if flags.sync_hw && level == Level::L1 {
@@ -803,6 +830,8 @@ impl<H: HwQueue> XQueue<H> {
         let mut ev = Pending::new();
         let mut st = sync::lock(&sh.state);
         st.suspended = false;
+        st.gate_open = false;
+        sh.gated.store(false, std::sync::atomic::Ordering::Release);
         match sh.drive {
             Drive::Worker => sh.wake_worker(&st),
             Drive::External => sh.poll_locked(&mut st, &mut ev),

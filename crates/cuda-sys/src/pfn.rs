@@ -123,6 +123,8 @@ pfn! {
     PFN_cuMemFreeHost(p: *mut c_void);
     /// `cuMemHostAlloc` (2.2).
     PFN_cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, Flags: c_uint);
+    /// `cuMemHostGetDevicePointer_v2` (3.2).
+    PFN_cuMemHostGetDevicePointer_v2(pdptr: *mut CUdeviceptr, p: *mut c_void, Flags: c_uint);
     /// `cuMemAllocAsync` (11.2), and `_ptsz`.
     PFN_cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, hStream: CUstream);
     /// `cuMemFreeAsync` (11.2), and `_ptsz`.

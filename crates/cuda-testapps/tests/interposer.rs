@@ -305,6 +305,86 @@ fn a_high_priority_stream_makes_a_low_priority_one_yield() {
 }
 
 #[test]
+fn at_level_two_a_low_priority_stream_stops_within_one_command() {
+    // Every low-priority kernel is launched before the burst (nothing suspends the low
+    // stream yet, so it runs without a window): at Level 1 they all still run through the
+    // burst; at Level 2 the gate in front of each stops the stream after the running one.
+    let kernel_us = [("FAKE_CUDA_KERNEL_US", "3000")];
+    let during = |log: &Log| -> (usize, usize) {
+        let tag = |l: &Value| l["args"][2].as_i64().expect("an append_tag tag");
+        let kernels = log.kernels("append_tag");
+        let high: Vec<&&Value> = kernels.iter().filter(|l| tag(l) < 100).collect();
+        let start = high
+            .iter()
+            .map(|l| num(l, "start_ns"))
+            .min()
+            .expect("high ran");
+        let end = high
+            .iter()
+            .map(|l| num(l, "end_ns"))
+            .max()
+            .expect("high ran");
+        let low: Vec<&&Value> = kernels.iter().filter(|l| tag(l) >= 100).collect();
+        let n = low
+            .iter()
+            .filter(|l| (start..end).contains(&num(l, "start_ns")))
+            .count();
+        (n, low.len())
+    };
+    let native = run(RUNTIME_LIKE, &["priority"], &kernel_us);
+    let mut env = kernel_us.to_vec();
+    env.push(("BATON_LEVEL", "2"));
+    let b = under_baton(RUNTIME_LIKE, &["priority"], &env);
+    assert_eq!(b.run.line(), native.line(), "stderr {}", b.run.stderr);
+    assert!(b.run.stderr.is_empty(), "{}", b.run.stderr);
+    let (baton_during, low) = during(&b.run.log);
+    assert_eq!(low, 12, "every low-priority kernel still ran");
+    assert!(
+        baton_during <= 1,
+        "{baton_during} low-priority kernels started during the burst at level 2"
+    );
+    let gates = b
+        .run
+        .log
+        .lines
+        .iter()
+        .filter(|l| l["ev"] == "call" && l["fn"] == "cuStreamWaitValue32_v2")
+        .count();
+    assert!(gates >= 20, "only {gates} gate waits reached the driver");
+    let l1 = under_baton(RUNTIME_LIKE, &["priority"], &kernel_us);
+    let (l1_during, _) = during(&l1.run.log);
+    assert!(l1_during >= 3, "at level 1 only {l1_during} overlapped");
+}
+
+#[test]
+fn at_level_two_a_stream_waiting_on_a_gated_stream_does_not_hang() {
+    // `gated-wait`: the high-priority stream waits for an event whose record the low stream
+    // launched before it was gated; the gate must reopen until the record completes. The
+    // cross-stream scenarios too, with tiny windows; every result is native.
+    let kernel_us = [("FAKE_CUDA_KERNEL_US", "2000")];
+    let native = run(RUNTIME_LIKE, &["gated-wait"], &kernel_us);
+    assert_eq!(native.line(), "gated-wait ok low=12 high=8");
+    let mut env = kernel_us.to_vec();
+    env.push(("BATON_LEVEL", "2"));
+    let b = under_baton(RUNTIME_LIKE, &["gated-wait"], &env);
+    assert_eq!(b.run.line(), native.line(), "stderr {}", b.run.stderr);
+    for scenario in ["events", "legacy", "order"] {
+        let native = run(RUNTIME_LIKE, &[scenario], &[]);
+        let b = under_baton(
+            RUNTIME_LIKE,
+            &[scenario],
+            &[
+                ("BATON_LEVEL", "2"),
+                ("BATON_THRESHOLD", "2"),
+                ("BATON_BATCH", "1"),
+                ("BATON_KEEP_WINDOW", "on"),
+            ],
+        );
+        assert_eq!(b.run.line(), native.line(), "{scenario}: {}", b.run.stderr);
+    }
+}
+
+#[test]
 fn disabled_baton_passes_every_call_through() {
     let native = run(RUNTIME_LIKE, &["order"], &[]);
     let b = under_baton(RUNTIME_LIKE, &["order"], &[("BATON_ENABLE", "off")]);

@@ -78,6 +78,9 @@ driver! {
     cuCtxCreate_v3: PFN_cuCtxCreate_v3;
     cuCtxCreate_v4: PFN_cuCtxCreate_v4;
     cuModuleLoadData: PFN_cuModuleLoadData;
+    cuMemHostAlloc: PFN_cuMemHostAlloc;
+    cuMemFreeHost: PFN_cuMemFreeHost;
+    cuMemHostGetDevicePointer_v2: PFN_cuMemHostGetDevicePointer_v2;
     cuModuleGetFunction: PFN_cuModuleGetFunction;
     cuDevicePrimaryCtxReset_v2: PFN_cuDevicePrimaryCtxRelease_v2;
     cuThreadExchangeStreamCaptureMode: PFN_cuThreadExchangeStreamCaptureMode;

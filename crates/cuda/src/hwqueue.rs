@@ -9,6 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use baton_core::{HwError, HwQueue, Level};
 use baton_cuda_sys::{CU_STREAM_CAPTURE_MODE_RELAXED, CUcontext, CUresult, CUstream};
 
+use crate::gate::Gate;
 use crate::rm::ContextSlice;
 use crate::{CudaCommand, Driver, DriverError, EventPool, PooledEvent, check};
 
@@ -53,6 +54,8 @@ pub struct CudaHwQueue {
     gate: Arc<CaptureGate>,
     /// The context's time slice (Level 3), if Baton controls it.
     slice: Option<Arc<ContextSlice>>,
+    /// The stream's gate (Level 2), if it has one.
+    gate_l2: Option<Gate>,
     /// (interrupted, preemptible): the queue runs freely when neither holds.
     l3: Mutex<(bool, bool)>,
 }
@@ -78,6 +81,7 @@ impl CudaHwQueue {
             pool,
             gate,
             slice: None,
+            gate_l2: None,
             l3: Mutex::new((false, true)),
         }
     }
@@ -89,6 +93,22 @@ impl CudaHwQueue {
         slice.attach(false);
         self.slice = Some(slice);
         self
+    }
+
+    /// Gives the queue Level 2: a gate in front of every command it launches (see
+    /// [`Gate`]).
+    pub fn with_gate(mut self, gate: Gate) -> CudaHwQueue {
+        self.gate_l2 = Some(gate);
+        self
+    }
+
+    /// What must reach the stream before a command launched directly by the application's
+    /// thread (the XQueue's fast path): the gate, at Level 2.
+    pub fn before_launch(&self) -> Result<(), HwError> {
+        match &self.gate_l2 {
+            Some(g) => g.wait_on(self.stream).map_err(hw),
+            None => Ok(()),
+        }
     }
 
     /// Updates the (interrupted, preemptible) pair and tells the slice if the queue started
@@ -131,6 +151,8 @@ impl HwQueue for CudaHwQueue {
     fn max_level(&self) -> Level {
         if self.slice.is_some() {
             Level::L3
+        } else if self.gate_l2.is_some() {
+            Level::L2
         } else {
             Level::L1
         }
@@ -139,9 +161,28 @@ impl HwQueue for CudaHwQueue {
     fn supports(&self, level: Level) -> bool {
         match level {
             Level::L1 => true,
-            Level::L2 => false,
+            Level::L2 => self.gate_l2.is_some(),
             Level::L3 => self.slice.is_some(),
         }
+    }
+
+    fn deactivate(&self) -> Result<(), HwError> {
+        let g = self
+            .gate_l2
+            .as_ref()
+            .ok_or(HwError::Unsupported(Level::L2))?;
+        g.close();
+        Ok(())
+    }
+
+    fn reactivate(&self, _inflight: baton_core::InflightRange) -> Result<(), HwError> {
+        // Nothing was dropped: the commands wait behind the gate, in order.
+        let g = self
+            .gate_l2
+            .as_ref()
+            .ok_or(HwError::Unsupported(Level::L2))?;
+        g.open();
+        Ok(())
     }
 
     fn set_preemptible(&self, preemptible: bool) {
@@ -179,6 +220,7 @@ impl HwQueue for CudaHwQueue {
     }
 
     fn launch(&self, cmd: CudaCommand) -> Result<(), HwError> {
+        self.before_launch()?;
         // SAFETY: the stream lives as long as its queue and the launching threads have its
         // context current (the application's own thread, or the worker after `on_create`); the
         // command's contents are the application's, valid by CUDA's contract.

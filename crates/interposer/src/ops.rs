@@ -76,7 +76,7 @@ impl Runtime {
         match e.kind {
             StreamKind::Legacy => {
                 let b = e.ctx.blocking.read().unwrap_or_else(|p| p.into_inner());
-                if !b.iter().any(|s| s.xq.has_pending()) {
+                if !b.iter().any(|s| s.xq.has_pending() || s.xq.is_gated()) {
                     return Vec::new();
                 }
                 b.iter().filter_map(|s| s.xq.dependency_on_all()).collect()
@@ -85,7 +85,7 @@ impl Runtime {
                 .ctx
                 .legacy
                 .get()
-                .filter(|l| l.xq.has_pending())
+                .filter(|l| l.xq.has_pending() || l.xq.is_gated())
                 .and_then(|l| l.xq.dependency_on_all())
                 .into_iter()
                 .collect(),
@@ -146,7 +146,10 @@ impl Runtime {
         }
         let r = e.xq.submit_after(
             deps,
-            |_| hw("launch", direct(handle)),
+            |q| {
+                q.before_launch()?;
+                hw("launch", direct(handle))
+            },
             || {
                 let c = defer();
                 let counter = if c.is_some() {

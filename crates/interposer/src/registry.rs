@@ -493,6 +493,15 @@ impl Runtime {
         );
         if let Some(slice) = &state.slice {
             hw = hw.with_slice(slice.clone());
+        } else if self.cfg.level == baton_core::Level::L2 {
+            // SAFETY: the registry's contexts are live while they have streams.
+            match unsafe { baton_cuda::Gate::new(self.driver, state.ctx) } {
+                Ok(g) => hw = hw.with_gate(g),
+                Err(e) => tracing::warn!(
+                    "level 2 unavailable for stream {:#x}: {e}; it uses level 1",
+                    handle as usize
+                ),
+            }
         }
         let level = self.cfg.level.min(baton_core::HwQueue::max_level(&hw));
         let mut b = XQueue::builder(hw)

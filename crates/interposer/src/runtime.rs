@@ -127,9 +127,6 @@ fn build() -> Result<Runtime, String> {
         enabled = cfg.enabled,
         "Baton interposer ready"
     );
-    if cfg.level == baton_core::Level::L2 {
-        tracing::warn!("level 2 is not available for CUDA streams in this release; using level 1");
-    }
     Ok(Runtime {
         cfg,
         driver,

@@ -54,8 +54,8 @@ pub struct LevelReport {
 /// The levels a CUDA device supports. Level 1 needs nothing from the hardware. Level 3
 /// (channel-group time slices) is claimed only if the self-test saw it take effect: with
 /// another context filling the GPU, a short kernel's wait must drop to under half when that
-/// context's slice is shortened (see `selftest.rs`). Level 2 (stream-memory gates) is not
-/// built.
+/// context's slice is shortened (see `selftest.rs`). Level 2 (stream-memory gates) has no
+/// self-test yet and is not claimed.
 pub fn levels(device: i32, interposer: Option<&Path>, cuda_lib: Option<&Path>) -> Vec<LevelReport> {
     let l3 = match interposer {
         None => LevelReport {
@@ -120,7 +120,10 @@ pub fn levels(device: i32, interposer: Option<&Path>, cuda_lib: Option<&Path>) -
         LevelReport {
             level: 2,
             supported: false,
-            how: "deactivation (stream-memory gates): not built in this release".into(),
+            how:
+                "deactivation (stream-memory gates, `--level 2`): built, not self-tested on a GPU \
+                  yet, so not claimed"
+                    .into(),
             data: Value::Null,
         },
         l3,

@@ -27,7 +27,8 @@ pub struct RunArgs {
     /// Priority of the program's GPU work, −100 to 100; higher runs first.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     priority: Option<i64>,
-    /// Preemption level: 1 (progressive launch) or 3 (on NVIDIA GPUs: the program's time
+    /// Preemption level: 1 (progressive launch), 2 (a gate in the stream before every
+    /// command: the device stops within one command) or 3 (on NVIDIA GPUs: the program's time
     /// slice is shortened while more urgent work exists; see `baton doctor`); a level the
     /// device does not support falls back to 1 (BATON_LOG=info says so).
     #[arg(long, value_name = "L")]

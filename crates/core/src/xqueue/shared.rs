@@ -7,7 +7,8 @@ use super::Drive;
 use crate::dependency::{DemandWaker, Dependency, LaunchProgress};
 use crate::sync::{self, Condvar, Mutex, MutexGuard, thread};
 use crate::{
-    Clock, EventSink, HwError, HwQueue, LaunchConfig, Level, QueueEvent, QueueState, XQueueId,
+    Clock, CommandSeq, EventSink, HwError, HwQueue, InflightRange, LaunchConfig, Level, QueueEvent,
+    QueueState, XQueueId,
 };
 
 /// First pause between two idle queries of an uncovered tail; doubles up to [`IDLE_POLL_MAX`].
@@ -57,6 +58,8 @@ pub(super) struct Shared<H: HwQueue> {
     pub(super) progress_cv: Condvar,
     /// `submitted - launched`, published under the state lock for lock-free readers.
     pub(super) pending: std::sync::atomic::AtomicU64,
+    /// Suspended at Level 2 (deactivated), for lock-free readers.
+    pub(super) gated: std::sync::atomic::AtomicBool,
     /// Launch count for queues that depend on this one.
     pub(super) progress: Arc<LaunchProgress>,
 }
@@ -103,6 +106,9 @@ pub(super) struct State<H: HwQueue> {
     pub(super) unbounded: bool,
     /// What the hardware queue was last told by [`HwQueue::set_preemptible`].
     pub(super) preemptible: bool,
+    /// Suspended at Level 2 but reactivated because another queue waits for one of its
+    /// commands to complete (see [`Shared::sync_gate`]).
+    pub(super) gate_open: bool,
 }
 
 impl<H: HwQueue> State<H> {
@@ -163,6 +169,49 @@ impl Pending {
 }
 
 impl<H: HwQueue> Shared<H> {
+    /// Level 2 and dependencies: a deactivated queue's launched commands sit behind its gate,
+    /// so a queue that waits for one of them on the device would wait forever. While another
+    /// queue waits for this one's commands to complete (`demanded` beyond `completed`), a
+    /// queue suspended at Level 2 is reactivated; once they are complete it is deactivated
+    /// again. Suspension still holds back everything not demanded from being launched.
+    pub(super) fn sync_gate<'a>(
+        &'a self,
+        st: MutexGuard<'a, State<H>>,
+    ) -> MutexGuard<'a, State<H>> {
+        let want = |st: &State<H>| {
+            st.suspended && st.level == Level::L2 && self.progress.demanded() > st.completed
+        };
+        if want(&st) == st.gate_open {
+            return st;
+        }
+        drop(st);
+        let _control = sync::lock(&self.control);
+        let mut st = sync::lock(&self.state);
+        let open = want(&st);
+        if open == st.gate_open || !(st.suspended && st.level == Level::L2) {
+            st.gate_open = open && st.suspended;
+            return st;
+        }
+        let range = InflightRange {
+            start: CommandSeq(st.completed),
+            end: CommandSeq(st.launched),
+        };
+        drop(st);
+        let r = if open {
+            self.hw.reactivate(range)
+        } else {
+            self.hw.deactivate()
+        };
+        let mut st = sync::lock(&self.state);
+        // On failure the error reaches the application at its next synchronization; the flag
+        // follows the wish anyway so a failing call is not retried in a loop.
+        st.gate_open = open;
+        if let Err(e) = r {
+            st.record_error(e);
+        }
+        st
+    }
+
     pub(super) fn transition(&self, st: &mut State<H>, to: QueueState, ev: &mut Pending) {
         st.transitions += 1;
         if !st.reporting {
@@ -339,6 +388,7 @@ impl<H: HwQueue> Shared<H> {
         }
         let mut poll = IDLE_POLL_MIN;
         loop {
+            st = self.sync_gate(st);
             if self.can_launch(&st) {
                 let before = st.launched;
                 self.launch_buffered(&mut st);
@@ -398,7 +448,7 @@ impl<H: HwQueue> Shared<H> {
                     continue;
                 }
                 st.worker_sleeping = true;
-                if launch_waits || st.shutdown || st.watch_idle {
+                if launch_waits || st.shutdown || st.watch_idle || st.gate_open {
                     st = sync::wait_timeout(&self.worker_cv, st, poll);
                     poll = (poll * 2).min(IDLE_POLL_MAX);
                 } else {

@@ -944,3 +944,58 @@ fn an_unwatched_worker_leaves_idle_detection_to_the_application() {
     }
     assert_eq!(rec.states(), vec![QueueState::Ready, QueueState::Idle]);
 }
+
+#[test]
+fn a_queue_suspended_at_level_two_reopens_its_gate_while_another_waits_for_its_commands() {
+    let hw = ScriptedHwQueue::new(Level::L2);
+    let a = XQueue::builder(hw.clone())
+        .level(Level::L2)
+        .build()
+        .unwrap();
+    submit_n_worker(&a, 3);
+    hw.wait_launched(3);
+    a.suspend(SuspendFlags::default()).unwrap();
+    // Launched but not complete: at Level 2 it may sit behind the closed gate, so a
+    // dependency on it still exists (already satisfied at launch level).
+    let dep = a.dependency_on(CommandSeq(1)).expect("not complete yet");
+    assert!(dep.is_satisfied() && a.is_gated());
+    let calls = |hw: &ScriptedHwQueue| {
+        hw.script()
+            .level_calls
+            .iter()
+            .map(|(c, _)| *c)
+            .collect::<Vec<_>>()
+    };
+    let until = |want: &[&str]| {
+        let start = std::time::Instant::now();
+        while calls(&hw) != want {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(10),
+                "{:?}",
+                calls(&hw)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    };
+    until(&["deactivate"]);
+    // Another queue submits a command after it: the gate opens for it.
+    let b_hw = ScriptedHwQueue::new(Level::L1);
+    b_hw.set_auto_complete(true);
+    let b = XQueue::builder(b_hw.clone()).build().unwrap();
+    b.submit_after(vec![dep], |_| Ok(()), || Some(TestCommand(9)))
+        .unwrap();
+    until(&["deactivate", "reactivate"]);
+    // Once the commands complete, the gate closes again: the queue is still suspended.
+    hw.complete_all();
+    until(&["deactivate", "reactivate", "deactivate"]);
+    a.resume(ResumeFlags::default()).unwrap();
+    until(&["deactivate", "reactivate", "deactivate", "reactivate"]);
+    assert!(!a.is_gated());
+    // A queue at Level 1 keeps the old answer: launched means satisfied, no dependency.
+    let c_hw = ScriptedHwQueue::new(Level::L1);
+    let c = XQueue::builder(c_hw.clone()).build().unwrap();
+    c.submit(TestCommand(1)).unwrap();
+    c_hw.wait_launched(1);
+    assert!(c.dependency_on(CommandSeq(0)).is_none());
+    c_hw.complete_all();
+}

@@ -48,6 +48,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("fork", process::fork),
     ("exit-pending", process::exit_pending),
     ("priority", priority::priority),
+    ("gated-wait", priority::gated_wait),
     ("flood", cross::flood),
     ("burst", cross::burst),
 ];
@@ -67,6 +68,7 @@ pub const NAMES: &[&str] = &[
     "fork",
     "exit-pending",
     "priority",
+    "gated-wait",
     "flood",
     "burst",
 ];
