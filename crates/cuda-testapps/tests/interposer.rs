@@ -258,30 +258,34 @@ fn dlsym_and_linked_applications_are_scheduled_too() {
     );
 }
 
+/// In the `priority` scenario's log: how many low-priority kernels started while the
+/// high-priority burst ran, and how many low-priority kernels ran in all.
+fn burst_overlap(log: &Log) -> (usize, usize) {
+    let tag = |l: &Value| l["args"][2].as_i64().expect("an append_tag tag");
+    let kernels = log.kernels("append_tag");
+    let high: Vec<&&Value> = kernels.iter().filter(|l| tag(l) < 100).collect();
+    let start = high
+        .iter()
+        .map(|l| num(l, "start_ns"))
+        .min()
+        .expect("high ran");
+    let end = high
+        .iter()
+        .map(|l| num(l, "end_ns"))
+        .max()
+        .expect("high ran");
+    let low: Vec<&&Value> = kernels.iter().filter(|l| tag(l) >= 100).collect();
+    let during = low
+        .iter()
+        .filter(|l| (start..end).contains(&num(l, "start_ns")))
+        .count();
+    (during, low.len())
+}
+
 #[test]
 fn a_high_priority_stream_makes_a_low_priority_one_yield() {
     let kernel_us = [("FAKE_CUDA_KERNEL_US", "3000")];
-    let overlap = |log: &Log| -> (usize, usize) {
-        let tag = |l: &Value| l["args"][2].as_i64().expect("an append_tag tag");
-        let kernels = log.kernels("append_tag");
-        let high: Vec<&&Value> = kernels.iter().filter(|l| tag(l) < 100).collect();
-        let start = high
-            .iter()
-            .map(|l| num(l, "start_ns"))
-            .min()
-            .expect("high kernels ran");
-        let end = high
-            .iter()
-            .map(|l| num(l, "end_ns"))
-            .max()
-            .expect("high kernels ran");
-        let low: Vec<&&Value> = kernels.iter().filter(|l| tag(l) >= 100).collect();
-        let during = low
-            .iter()
-            .filter(|l| (start..end).contains(&num(l, "start_ns")))
-            .count();
-        (during, low.len())
-    };
+    let overlap = burst_overlap;
     let native = run(RUNTIME_LIKE, &["priority"], &kernel_us);
     assert_eq!(native.line(), "priority ok low=12 high=8");
     let (native_during, _) = overlap(&native.log);
@@ -310,27 +314,7 @@ fn at_level_two_a_low_priority_stream_stops_within_one_command() {
     // stream yet, so it runs without a window): at Level 1 they all still run through the
     // burst; at Level 2 the gate in front of each stops the stream after the running one.
     let kernel_us = [("FAKE_CUDA_KERNEL_US", "3000")];
-    let during = |log: &Log| -> (usize, usize) {
-        let tag = |l: &Value| l["args"][2].as_i64().expect("an append_tag tag");
-        let kernels = log.kernels("append_tag");
-        let high: Vec<&&Value> = kernels.iter().filter(|l| tag(l) < 100).collect();
-        let start = high
-            .iter()
-            .map(|l| num(l, "start_ns"))
-            .min()
-            .expect("high ran");
-        let end = high
-            .iter()
-            .map(|l| num(l, "end_ns"))
-            .max()
-            .expect("high ran");
-        let low: Vec<&&Value> = kernels.iter().filter(|l| tag(l) >= 100).collect();
-        let n = low
-            .iter()
-            .filter(|l| (start..end).contains(&num(l, "start_ns")))
-            .count();
-        (n, low.len())
-    };
+    let during = burst_overlap;
     let native = run(RUNTIME_LIKE, &["priority"], &kernel_us);
     let mut env = kernel_us.to_vec();
     env.push(("BATON_LEVEL", "2"));

@@ -21,6 +21,11 @@ fn alloc64(
     }
 }
 
+/// A channel group's allocation under the device object every recorded group shares.
+fn tsg(client: u32, handle: u32, params: &ChannelGroupAllocParams) -> Nvos64 {
+    alloc64(client, 0xbeef_0001, handle, KEPLER_CHANNEL_GROUP_A, params)
+}
+
 fn engine(engine_type: u32) -> ChannelGroupAllocParams {
     ChannelGroupAllocParams {
         engine_type,
@@ -44,19 +49,7 @@ fn context_creation(c: &Capture, fd: c_int, client: u32) {
         &alloc64(client, 0xbeef_0001, 0xcaf0_0010, 0x0080, &gr),
         0,
     );
-    observe(
-        c,
-        fd,
-        NV_ESC_RM_ALLOC,
-        &alloc64(
-            client,
-            0xbeef_0001,
-            0xcaf0_0020,
-            KEPLER_CHANNEL_GROUP_A,
-            &gr,
-        ),
-        0,
-    );
+    observe(c, fd, NV_ESC_RM_ALLOC, &tsg(client, 0xcaf0_0020, &gr), 0);
     let short = Nvos21 {
         h_root: client,
         h_object_parent: 0xbeef_0001,
@@ -68,32 +61,14 @@ fn context_creation(c: &Capture, fd: c_int, client: u32) {
     };
     observe(c, fd, NV_ESC_RM_ALLOC, &short, 0);
     // The long form wrapped in an XFER command.
-    let wrapped = alloc64(
-        client,
-        0xbeef_0001,
-        0xcaf0_0022,
-        KEPLER_CHANNEL_GROUP_A,
-        &ce1,
-    );
+    let wrapped = tsg(client, 0xcaf0_0022, &ce1);
     let xfer = XferCmd {
         cmd: NV_ESC_RM_ALLOC,
         size: size_of::<Nvos64>() as u32,
         ptr: &wrapped as *const _ as usize as u64,
     };
     observe(c, fd, NV_ESC_IOCTL_XFER_CMD, &xfer, 0);
-    observe(
-        c,
-        fd,
-        NV_ESC_RM_ALLOC,
-        &alloc64(
-            client,
-            0xbeef_0001,
-            0xcaf0_0023,
-            KEPLER_CHANNEL_GROUP_A,
-            &ce2,
-        ),
-        0,
-    );
+    observe(c, fd, NV_ESC_RM_ALLOC, &tsg(client, 0xcaf0_0023, &ce2), 0);
 }
 
 #[test]
