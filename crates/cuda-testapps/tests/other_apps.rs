@@ -119,3 +119,35 @@ fn doctor_claims_level_three_only_when_its_self_test_sees_it() {
     let how = levels[2]["how"].as_str().unwrap_or("");
     assert!(how.contains("channel group was not seen"), "{how}");
 }
+
+#[test]
+fn the_demo_runs_on_a_cuda_device_when_there_is_one() {
+    // With a driver and a device (here the fake one, which runs Baton's PTX kernels by name),
+    // `baton demo` runs its four phases as real processes — the Baton phase under `baton run`
+    // with the interposer and a daemon of its own — and reports every field.
+    let out = std::process::Command::new(support::baton_binary())
+        .args(["demo", "--json", "--duration-s", "0.5"])
+        .env("LD_LIBRARY_PATH", support::driver_dir())
+        .env("BATON_INTERPOSER", support::interposer_library())
+        .env_remove("BATON_SOCKET")
+        .output()
+        .expect("baton runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the demo prints JSON");
+    assert_eq!(v["device"], "gpu", "{v}");
+    for k in [
+        "hp_alone_p99_us",
+        "hp_native_p99_us",
+        "hp_baton_p99_us",
+        "be_alone_tput",
+        "be_native_tput",
+        "be_baton_tput",
+        "hp_busy_fraction",
+    ] {
+        assert!(v[k].as_f64().is_some_and(|x| x > 0.0), "{k} in {v}");
+    }
+}

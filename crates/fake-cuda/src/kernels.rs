@@ -192,6 +192,16 @@ fn spin_us(args: &Args<'_>, _mem: &MemoryTable) -> CuResult<Duration> {
     Ok(Duration::from_micros(args.u64(0)))
 }
 
+/// Baton's PTX spin kernel: its argument in ns.
+fn baton_spin(args: &Args<'_>, _mem: &MemoryTable) -> CuResult<Duration> {
+    Ok(Duration::from_nanos(args.u64(0)))
+}
+
+/// Baton's PTX work kernel: its argument is a number of multiply-adds; here 1000 take 1 µs.
+fn baton_work(args: &Args<'_>, _mem: &MemoryTable) -> CuResult<Duration> {
+    Ok(Duration::from_nanos(args.u64(0)))
+}
+
 fn append_tag(args: &Args<'_>, mem: &MemoryTable) -> CuResult<Duration> {
     let (counter, _) = ints(mem, args.u64(1), 1)?;
     // SAFETY: `counter` is one checked int under the caller's read lock.
@@ -253,6 +263,16 @@ pub(crate) static BUILTINS: &[KernelDef] = &[
         name: c"spin_us",
         params: &[U64],
         body: spin_us,
+    },
+    KernelDef {
+        name: c"baton_spin",
+        params: &[U64],
+        body: baton_spin,
+    },
+    KernelDef {
+        name: c"baton_work",
+        params: &[U64],
+        body: baton_work,
     },
     KernelDef {
         name: c"append_tag",

@@ -4,8 +4,9 @@
 //!
 //! A module or library image is a NUL-terminated text: the word `.fake_cuda_module`, then the
 //! names of the built-in kernels it contains (see [`crate::kernels`]), separated by whitespace;
-//! `*` stands for all of them. Anything else (an ELF cubin, a fatbin, PTX) is
-//! `CUDA_ERROR_INVALID_IMAGE`.
+//! `*` stands for all of them. PTX text is accepted when every `.entry` it declares names a
+//! built-in kernel (Baton's own PTX kernels, `baton_spin` and `baton_work`, are built in).
+//! Anything else (an ELF cubin, a fatbin, other PTX) is `CUDA_ERROR_INVALID_IMAGE`.
 //!
 //! A `CUkernel` (library kernel) is accepted wherever a `CUfunction` is, as by the real driver
 //! (the CUDA runtime launches kernels that way); `cuKernelGetFunction` returns a distinct
@@ -77,10 +78,22 @@ unsafe fn parse_image(image: *const c_void) -> CuResult<Vec<&'static KernelDef>>
         .to_str()
         .map_err(|_| CUresult::INVALID_IMAGE)?;
     let mut words = text.split_whitespace();
+    let mut defs: Vec<&'static KernelDef> = Vec::new();
+    if text.contains(".entry") && text.contains(".version") {
+        // PTX: `.entry NAME(`, each a built-in.
+        for part in text.split(".entry").skip(1) {
+            let name = part
+                .trim_start()
+                .split(|c: char| c == '(' || c.is_whitespace())
+                .next()
+                .unwrap_or("");
+            defs.push(kernels::find(name).ok_or(CUresult::INVALID_IMAGE)?);
+        }
+        return Ok(defs);
+    }
     if words.next() != Some(MAGIC) {
         return Err(CUresult::INVALID_IMAGE);
     }
-    let mut defs: Vec<&'static KernelDef> = Vec::new();
     for word in words {
         if word == "*" {
             defs.extend(kernels::BUILTINS.iter());

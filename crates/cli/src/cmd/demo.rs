@@ -1,4 +1,5 @@
-//! `baton demo`: the scheduler on the simulated device, side by side with native sharing.
+//! `baton demo`: the scheduler side by side with native sharing — on a real GPU when there is
+//! one (`gpu_demo.rs`), otherwise on the simulated device.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,8 +11,35 @@ use baton_sim::{SimConfig, TimeMode};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+/// Where the demo runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DemoDevice {
+    /// A CUDA GPU if this machine has one (and the run asks for nothing only the simulated
+    /// device offers: --realtime, --trace, --check), otherwise the simulated device.
+    Auto,
+    /// The simulated device.
+    Sim,
+    /// The first CUDA GPU (fails if there is none).
+    Gpu,
+}
+
 #[derive(Debug, Args)]
 pub struct DemoArgs {
+    /// Where to run.
+    #[arg(long, value_enum, default_value = "auto")]
+    device: DemoDevice,
+    /// Internal: run one client of the GPU demo (hp or be).
+    #[arg(long, hide = true, value_name = "ROLE")]
+    gpu_worker: Option<String>,
+    /// Internal: where a GPU demo client writes its result.
+    #[arg(long, hide = true, value_name = "FILE")]
+    worker_out: Option<PathBuf>,
+    /// Internal: a GPU demo BE client creates this file once warmed up.
+    #[arg(long, hide = true, value_name = "FILE")]
+    ready_file: Option<PathBuf>,
+    /// Internal: a GPU demo BE client stops once this file exists.
+    #[arg(long, hide = true, value_name = "FILE")]
+    stop_file: Option<PathBuf>,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -27,7 +55,8 @@ pub struct DemoArgs {
     /// Exit with status 3 if Baton misses its targets (HP p99 ≤ ×1.05, BE ≥ 90 % of HP's idle time).
     #[arg(long)]
     check: bool,
-    /// Length of each phase in seconds [default: 10 in virtual time, 2 in real time].
+    /// Length of each phase in seconds [default: 10 in virtual time, 2 in real time, 5 on a
+    /// GPU].
     #[arg(long, value_name = "S")]
     duration_s: Option<f64>,
     /// Kernels per HP request.
@@ -93,6 +122,19 @@ fn span(flag: &str, v: f64, unit: Nanos) -> anyhow::Result<Nanos> {
 }
 
 impl DemoArgs {
+    fn gpu_plan(&self) -> super::gpu_demo::Plan {
+        let us = |n: Nanos| n.0 / 1_000;
+        super::gpu_demo::Plan {
+            seconds: self.duration_s.unwrap_or(5.0),
+            hp_kernels: self.hp_kernels,
+            hp_kernel_us: (us(self.hp_kernel_us.low), us(self.hp_kernel_us.high)),
+            hp_period_ms: self.hp_period_ms,
+            be_kernel_us: (us(self.be_kernel_ms.low), us(self.be_kernel_ms.high)),
+            be_depth: self.be_depth.min(64),
+            seed: self.seed,
+        }
+    }
+
     fn scenario(&self) -> anyhow::Result<Scenario> {
         let ms = Nanos::from_millis(1);
         let us = Nanos::from_micros(1);
@@ -128,7 +170,69 @@ impl DemoArgs {
     }
 }
 
+/// The GPU demo: its report as a table or JSON.
+fn run_gpu(args: &DemoArgs, name: &str) -> anyhow::Result<ExitCode> {
+    let plan = args.gpu_plan();
+    let bar = ProgressBar::new(4);
+    if args.json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len}  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_message(format!("{name}, {:.0} s per run", plan.seconds));
+    let report = super::gpu_demo::run(&plan, &mut |phase, i| {
+        bar.set_prefix(phase.to_string());
+        bar.set_position(i as u64);
+    })
+    .map_err(|e| anyhow::anyhow!(e))?;
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", super::gpu_demo::table(name, &report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    if let Some(role) = &args.gpu_worker {
+        let plan = args.gpu_plan();
+        let out =
+            super::gpu_demo::worker_paths(args.worker_out.as_ref()).map_err(anyhow::Error::msg)?;
+        match role.as_str() {
+            "hp" => super::gpu_demo::hp_worker(&plan, out),
+            "be" => super::gpu_demo::be_worker(
+                &plan,
+                out,
+                args.ready_file.as_deref(),
+                args.stop_file.as_deref(),
+            ),
+            other => Err(format!("unknown GPU demo client {other:?}")),
+        }
+        .map_err(anyhow::Error::msg)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let sim_only = args.realtime || args.trace.is_some() || args.check;
+    let gpu = match args.device {
+        DemoDevice::Sim => None,
+        DemoDevice::Gpu => Some(super::gpu_demo::available().ok_or_else(|| {
+            anyhow::anyhow!("no CUDA GPU found (driver, cuInit, a device): use --device sim")
+        })?),
+        DemoDevice::Auto if sim_only => None,
+        DemoDevice::Auto => super::gpu_demo::available(),
+    };
+    if let Some(name) = gpu {
+        match run_gpu(&args, &name) {
+            Ok(code) => return Ok(code),
+            Err(e) if args.device == DemoDevice::Auto => eprintln!(
+                "baton: the demo on {name} failed: {e:#}; running it on the simulated device instead"
+            ),
+            Err(e) => return Err(e),
+        }
+    }
     let scenario = args.scenario()?;
     scenario.validate()?;
     let mode = if args.realtime {

@@ -18,7 +18,9 @@ use baton_cuda::rm::{self, ChannelGroup, Ioctl};
 use baton_cuda::sys::{CUcontext, CUdevice, CUfunction, CUmodule, CUresult, CUstream};
 use serde_json::{Value, json};
 
-/// A kernel that spins on the GPU's global timer for its one argument, in ns.
+/// Two kernels: `baton_spin` spins on the GPU's global timer for its argument, in ns (a
+/// kernel switched out still ends on time: right for latency, wrong for throughput);
+/// `baton_work` runs a dependent chain of `iters` multiply-adds (a fixed amount of work).
 const SPIN_PTX: &str = "
 .version 7.0
 .target sm_70
@@ -37,6 +39,24 @@ $Lspin:
     @%p1 bra $Lspin;
     ret;
 }
+
+.visible .entry baton_work(.param .u64 baton_work_iters)
+{
+    .reg .pred %p<3>;
+    .reg .b64 %rd<4>;
+    .reg .f32 %f<2>;
+    ld.param.u64 %rd1, [baton_work_iters];
+    mov.u64 %rd2, 0;
+    mov.f32 %f1, 0f3F800000;
+$Lwork:
+    fma.rn.f32 %f1, %f1, 0f3F7FFFFF, 0f3A83126F;
+    add.u64 %rd2, %rd2, 1;
+    setp.lt.u64 %p1, %rd2, %rd1;
+    @%p1 bra $Lwork;
+    setp.eq.f32 %p2, %f1, 0f47C35000;
+    @%p2 trap;
+    ret;
+}
 \0";
 
 /// What the interposer exports for this test (see `crates/interposer/src/channel.rs`).
@@ -51,7 +71,7 @@ struct BatonChannelGroup {
 
 type GroupOf = unsafe extern "C" fn(CUcontext, *mut BatonChannelGroup) -> c_int;
 
-fn ck(what: &str, r: CUresult) -> Result<(), String> {
+pub(super) fn ck(what: &str, r: CUresult) -> Result<(), String> {
     if r == CUresult::SUCCESS {
         Ok(())
     } else {
@@ -59,24 +79,26 @@ fn ck(what: &str, r: CUresult) -> Result<(), String> {
     }
 }
 
-fn need<T>(f: Option<T>, name: &str) -> Result<T, String> {
+pub(super) fn need<T>(f: Option<T>, name: &str) -> Result<T, String> {
     f.ok_or_else(|| format!("the driver lacks {name}"))
 }
 
-/// One context with the spin kernel loaded and a stream.
-struct Ctx {
+/// One context with the kernels loaded and a stream.
+pub(super) struct Ctx {
     ctx: CUcontext,
     func: CUfunction,
-    stream: CUstream,
+    work: CUfunction,
+    pub(super) stream: CUstream,
 }
 
-fn prepare(d: &Driver, ctx: CUcontext) -> Result<Ctx, String> {
+pub(super) fn prepare(d: &Driver, ctx: CUcontext) -> Result<Ctx, String> {
     let set = need(d.cuCtxSetCurrent, "cuCtxSetCurrent")?;
     let load = need(d.cuModuleLoadData, "cuModuleLoadData")?;
     let get = need(d.cuModuleGetFunction, "cuModuleGetFunction")?;
     let create = need(d.cuStreamCreate, "cuStreamCreate")?;
     let mut module: CUmodule = std::ptr::null_mut();
     let mut func: CUfunction = std::ptr::null_mut();
+    let mut work: CUfunction = std::ptr::null_mut();
     let mut stream: CUstream = std::ptr::null_mut();
     // SAFETY: a live context; valid out-pointers; the PTX text is NUL-terminated and the
     // kernel name matches it.
@@ -90,16 +112,53 @@ fn prepare(d: &Driver, ctx: CUcontext) -> Result<Ctx, String> {
             "cuModuleGetFunction",
             get(&mut func, module, c"baton_spin".as_ptr()),
         )?;
+        ck(
+            "cuModuleGetFunction",
+            get(&mut work, module, c"baton_work".as_ptr()),
+        )?;
         ck("cuStreamCreate", create(&mut stream, 1))?;
     }
-    Ok(Ctx { ctx, func, stream })
+    Ok(Ctx {
+        ctx,
+        func,
+        work,
+        stream,
+    })
 }
 
 /// Launches the spin kernel for `ns` on `grid` blocks of `block` threads.
-fn spin(d: &Driver, c: &Ctx, ns: u64, grid: c_uint, block: c_uint) -> Result<(), String> {
+pub(super) fn spin(
+    d: &Driver,
+    c: &Ctx,
+    ns: u64,
+    grid: c_uint,
+    block: c_uint,
+) -> Result<(), String> {
+    launch(d, c, c.func, ns, grid, block)
+}
+
+/// Launches the work kernel for `iters` multiply-adds per thread.
+pub(super) fn work(
+    d: &Driver,
+    c: &Ctx,
+    iters: u64,
+    grid: c_uint,
+    block: c_uint,
+) -> Result<(), String> {
+    launch(d, c, c.work, iters, grid, block)
+}
+
+fn launch(
+    d: &Driver,
+    c: &Ctx,
+    f: CUfunction,
+    arg: u64,
+    grid: c_uint,
+    block: c_uint,
+) -> Result<(), String> {
     let set = need(d.cuCtxSetCurrent, "cuCtxSetCurrent")?;
     let launch = need(d.cuLaunchKernel, "cuLaunchKernel")?;
-    let mut arg = ns;
+    let mut arg = arg;
     let mut params = [(&mut arg as *mut u64).cast::<c_void>()];
     // SAFETY: the function and stream belong to `c.ctx`; the parameter array holds one
     // pointer to a u64, the kernel's one parameter, live for the call.
@@ -108,7 +167,7 @@ fn spin(d: &Driver, c: &Ctx, ns: u64, grid: c_uint, block: c_uint) -> Result<(),
         ck(
             "cuLaunchKernel",
             launch(
-                c.func,
+                f,
                 grid,
                 1,
                 1,
@@ -124,7 +183,7 @@ fn spin(d: &Driver, c: &Ctx, ns: u64, grid: c_uint, block: c_uint) -> Result<(),
     }
 }
 
-fn sync(d: &Driver, c: &Ctx) -> Result<(), String> {
+pub(super) fn sync(d: &Driver, c: &Ctx) -> Result<(), String> {
     let sync = need(d.cuStreamSynchronize, "cuStreamSynchronize")?;
     // SAFETY: a live stream.
     ck("cuStreamSynchronize", unsafe { sync(c.stream) })
