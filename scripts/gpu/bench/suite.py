@@ -5,11 +5,12 @@
 
 Setups: separate processes (default time-slicing), separate processes under MPS, one process
 with two streams (two threads). Configurations per setup: native; the native alternative
-(MPS itself; a high-priority stream); Baton at level 1 and, where the device allows, level 3
-(separate processes only: one context cannot be sliced against itself); UP 75/25 (full run).
+(MPS itself; a high-priority stream); Baton at level 1, level 2 (gates; in every setup) and
+level 3 (separate processes only: one context cannot be sliced against itself); UP 75/25
+(full run).
 Baselines: HP alone, BE alone. Each run records the machine, driver, CUDA and the commit
 ($BATON_COMMIT). Writes DIR/suite.jsonl, one line per run, and prints a summary table.
---quick: ResNet-50 batch 1 beside ResNet-50 training, short runs (~5 minutes). Full: ResNet-50
+--quick: ResNet-50 batch 1 beside ResNet-50 training, short runs (~7 minutes). Full: ResNet-50
 and BERT-base at batch 1 and 8, beside training, a bf16 GEMM flood and a CuPy job (~40 min;
 run a part at a time with --models/--jobs/--setups).
 """
@@ -47,10 +48,12 @@ class Suite:
             return []
         if cfg == "baton-local":
             return [self.baton, "run", "--local", "--"]
+        if cfg == "baton-local-l2":
+            return [self.baton, "run", "--local", "--level", "2", "--"]
         prio = ["--priority", "10" if role == "hp" else "0"]
         if cfg == "baton-up":
             prio = ["--utilization", "75" if role == "hp" else "25"]
-        lvl = ["--level", "3"] if cfg == "baton-l3" and role == "be" else []
+        lvl = {"baton-l2": ["--level", "2"], "baton-l3": ["--level", "3"]}.get(cfg, []) if role == "be" else []
         return [self.baton, "run", *prio, *lvl, "--"]
 
     def record(self, setup, cfg, hp_args, be_args, res):
@@ -144,9 +147,9 @@ def main():
     jobs = (a.jobs or ("train" if a.quick else "train,gemm,cupy")).split(",")
     os.makedirs(a.out, exist_ok=True)
     s = Suite(a)
-    configs = {"separate": ["native", "baton-l1", "baton-l3"] + ([] if a.quick else ["baton-up"]),
-               "mps": ["mps", "baton-l1"],
-               "oneproc": ["priority-stream", "baton-local"]}
+    configs = {"separate": ["native", "baton-l1", "baton-l2", "baton-l3"] + ([] if a.quick else ["baton-up"]),
+               "mps": ["mps", "baton-l1", "baton-l2"],
+               "oneproc": ["priority-stream", "baton-local", "baton-local-l2"]}
     for job in jobs:
         s.alone(be_args=["--job", job])
     for mb in models.split(","):
