@@ -164,3 +164,76 @@ pub unsafe extern "C" fn baton_compute_channel_group(
         _ => -1,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use baton_cuda::rm::{
+        ChannelGroupAllocParams, ENGINE_GR0, KEPLER_CHANNEL_GROUP_A, NV_ESC_RM_ALLOC,
+        NV_ESC_RM_FREE, Nvos00, Nvos64, iowr,
+    };
+
+    use super::*;
+
+    /// Replays what libcuda does for one context: a compute group and a copy group.
+    fn context(ch: &Channels, client: u32, compute: u32) {
+        for (handle, engine) in [(compute, ENGINE_GR0), (compute + 1, 9)] {
+            let params = ChannelGroupAllocParams {
+                engine_type: engine,
+                ..ChannelGroupAllocParams::default()
+            };
+            let a = Nvos64 {
+                h_root: client,
+                h_object_parent: 0x10,
+                h_object_new: handle,
+                h_class: KEPLER_CHANNEL_GROUP_A,
+                p_alloc_parms: &params as *const _ as usize as u64,
+                ..Nvos64::default()
+            };
+            let req = iowr(NV_ESC_RM_ALLOC, size_of::<Nvos64>());
+            // SAFETY: `a` and its parameters are live for the call.
+            unsafe { ch.capture.observe(5, req, (&a as *const Nvos64).cast(), 0) };
+        }
+    }
+
+    fn ctx(n: usize) -> CUcontext {
+        n as CUcontext
+    }
+
+    #[test]
+    fn a_context_owns_the_compute_group_its_creation_allocated() {
+        let ch = Channels::default();
+        let mark = ch.capture.mark();
+        context(&ch, 1, 0x100);
+        ch.claim(ctx(0xa), mark);
+        let mark = ch.capture.mark();
+        context(&ch, 1, 0x200);
+        ch.claim(ctx(0xb), mark);
+        assert_eq!(ch.group_of(ctx(0xa)).map(|g| g.handle), Some(0x100));
+        assert_eq!(ch.group_of(ctx(0xb)).map(|g| g.handle), Some(0x200));
+        // A context Baton did not see created: both compute groups are claimed.
+        assert!(ch.group_of(ctx(0xc)).is_none());
+        // A freed group is nobody's.
+        let free = Nvos00 {
+            h_root: 1,
+            h_object_parent: 0x10,
+            h_object_old: 0x100,
+            status: 0,
+        };
+        let req = iowr(NV_ESC_RM_FREE, size_of::<Nvos00>());
+        // SAFETY: `free` is live for the call.
+        unsafe {
+            ch.capture
+                .observe(5, req, (&free as *const Nvos00).cast(), 0)
+        };
+        assert!(ch.group_of(ctx(0xa)).is_none());
+    }
+
+    #[test]
+    fn an_unseen_context_gets_the_only_unclaimed_compute_group_and_no_guess_otherwise() {
+        let ch = Channels::default();
+        context(&ch, 1, 0x100);
+        assert_eq!(ch.group_of(ctx(0xa)).map(|g| g.handle), Some(0x100));
+        context(&ch, 1, 0x200);
+        assert!(ch.group_of(ctx(0xa)).is_none(), "two candidates: no guess");
+    }
+}
