@@ -939,9 +939,16 @@ fn an_unwatched_worker_leaves_idle_detection_to_the_application() {
     assert_eq!(q.status().state, QueueState::Ready);
     // …until someone watches (the worker then notices) or the application synchronizes.
     q.set_idle_watch(true);
-    while q.status().state != QueueState::Idle {
+    // Events are emitted after the state lock is released: wait for the report itself.
+    let start = std::time::Instant::now();
+    while rec.states().len() < 2 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "no Idle report"
+        );
         std::thread::yield_now();
     }
+    assert_eq!(q.status().state, QueueState::Idle);
     assert_eq!(rec.states(), vec![QueueState::Ready, QueueState::Idle]);
 }
 
