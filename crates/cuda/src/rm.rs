@@ -230,6 +230,53 @@ impl ChannelGroup {
     }
 }
 
+/// A channel group across the C ABI: what the interposer's `baton_compute_channel_group`
+/// writes (see [`ComputeGroupOf`]), so that a program running under it — `baton doctor`'s
+/// self-test — can send controls to its own context's group.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExportedGroup {
+    /// The file descriptor RM controls must be sent on.
+    pub fd: c_int,
+    /// The RM client.
+    pub client: u32,
+    /// The group's handle.
+    pub handle: u32,
+    /// Its engine (`NV2080_ENGINE_TYPE_*`).
+    pub engine: u32,
+}
+
+/// The signature of the interposer's `baton_compute_channel_group(ctx, out)`: 0 and `out`
+/// filled, or -1 if the context's compute group is not known.
+pub type ComputeGroupOf =
+    unsafe extern "C" fn(baton_cuda_sys::CUcontext, *mut ExportedGroup) -> c_int;
+
+impl From<ChannelGroup> for ExportedGroup {
+    fn from(g: ChannelGroup) -> ExportedGroup {
+        ExportedGroup {
+            fd: g.fd,
+            client: g.client,
+            handle: g.handle,
+            engine: g.engine,
+        }
+    }
+}
+
+impl From<ExportedGroup> for ChannelGroup {
+    /// A group known only by what controls need (no parent, thread or allocation order).
+    fn from(g: ExportedGroup) -> ChannelGroup {
+        ChannelGroup {
+            fd: g.fd,
+            client: g.client,
+            parent: 0,
+            handle: g.handle,
+            engine: g.engine,
+            thread: 0,
+            seq: 0,
+        }
+    }
+}
+
 /// Channel groups seen so far in the process.
 #[derive(Debug, Default)]
 pub struct Capture {

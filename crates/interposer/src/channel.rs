@@ -17,7 +17,7 @@ use std::ffi::{c_int, c_ulong, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use baton_cuda::rm::{Capture, ChannelGroup, is_rm_request};
+use baton_cuda::rm::{Capture, ChannelGroup, ComputeGroupOf, ExportedGroup, is_rm_request};
 use baton_cuda::sys::CUcontext;
 
 /// The process's channel-group capture and context claims.
@@ -120,30 +120,16 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
     ret
 }
 
-/// A compute channel group as [`baton_compute_channel_group`] returns it.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BatonChannelGroup {
-    /// The file descriptor RM controls must be sent on.
-    pub fd: c_int,
-    /// The RM client.
-    pub client: u32,
-    /// The group's handle.
-    pub handle: u32,
-    /// Its engine (`NV2080_ENGINE_TYPE_*`).
-    pub engine: u32,
-}
-
 /// The compute channel group of `ctx`, as identified for Level 3 (used by `baton doctor`'s
 /// self-test, which runs under the interposer). Returns 0 and fills `out`, or -1 if it is not
-/// known.
+/// known. Its signature is [`ComputeGroupOf`].
 ///
 /// # Safety
 /// `out` is null or valid for one write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn baton_compute_channel_group(
     ctx: CUcontext,
-    out: *mut BatonChannelGroup,
+    out: *mut ExportedGroup,
 ) -> c_int {
     let found = std::panic::catch_unwind(|| channels().group_of(ctx))
         .ok()
@@ -151,19 +137,15 @@ pub unsafe extern "C" fn baton_compute_channel_group(
     match found {
         Some(g) if !out.is_null() => {
             // SAFETY: the caller's out-pointer, checked non-null.
-            unsafe {
-                out.write(BatonChannelGroup {
-                    fd: g.fd,
-                    client: g.client,
-                    handle: g.handle,
-                    engine: g.engine,
-                });
-            }
+            unsafe { out.write(g.into()) };
             0
         }
         _ => -1,
     }
 }
+
+// The export matches the type callers use.
+const _: ComputeGroupOf = baton_compute_channel_group;
 
 #[cfg(test)]
 mod tests {

@@ -9,12 +9,12 @@
 //! shortened. Level 3 takes effect if B's wait drops to under half. The kernel is PTX, JIT
 //! compiled by the driver: nothing here needs a CUDA toolkit.
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_uint, c_void};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use baton_cuda::Driver;
-use baton_cuda::rm::{self, ChannelGroup, Ioctl};
+use baton_cuda::rm::{self, ChannelGroup, ComputeGroupOf, ExportedGroup, Ioctl};
 use baton_cuda::sys::{CUcontext, CUdevice, CUfunction, CUmodule, CUresult, CUstream};
 use serde_json::{Value, json};
 
@@ -58,18 +58,6 @@ $Lwork:
     ret;
 }
 \0";
-
-/// What the interposer exports for this test (see `crates/interposer/src/channel.rs`).
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct BatonChannelGroup {
-    fd: c_int,
-    client: u32,
-    handle: u32,
-    engine: u32,
-}
-
-type GroupOf = unsafe extern "C" fn(CUcontext, *mut BatonChannelGroup) -> c_int;
 
 pub(super) fn ck(what: &str, r: CUresult) -> Result<(), String> {
     if r == CUresult::SUCCESS {
@@ -238,22 +226,14 @@ fn level3(ordinal: i32, cuda_lib: Option<&Path>, yield_us: u64) -> Result<Value,
         return Err("the interposer is not loaded in the self-test".into());
     }
     // SAFETY: the interposer exports this symbol with this signature.
-    let group_of = unsafe { std::mem::transmute::<*mut c_void, GroupOf>(sym) };
-    let mut g = BatonChannelGroup::default();
+    let group_of = unsafe { std::mem::transmute::<*mut c_void, ComputeGroupOf>(sym) };
+    let mut g = ExportedGroup::default();
     // SAFETY: a live context and a valid out-pointer.
     if unsafe { group_of(a, &mut g) } != 0 {
         return Ok(json!({"group_found": false,
             "why": "the context's compute channel group was not seen among the driver's calls"}));
     }
-    let group = ChannelGroup {
-        fd: g.fd,
-        client: g.client,
-        parent: 0,
-        handle: g.handle,
-        engine: g.engine,
-        thread: 0,
-        seq: 0,
-    };
+    let group = ChannelGroup::from(g);
     let normal =
         rm::get_timeslice(&Ioctl, &group).map_err(|e| format!("reading the slice: {e}"))?;
     let (a, b) = (prepare(&d, a)?, prepare(&d, b)?);
