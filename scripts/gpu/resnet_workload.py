@@ -48,27 +48,33 @@ def pct(v, q):
     return v[min(len(v) - 1, round((len(v) - 1) * q))]
 
 
+def periodic(request, sync, seconds, period_ms):
+    """Runs `request` then `sync` once every `period_ms` for `seconds` (a late request starts
+    at once); each request's latency in ms."""
+    lat = []
+    end = time.monotonic() + seconds
+    nxt = time.monotonic()
+    while time.monotonic() < end:
+        now = time.monotonic()
+        if now < nxt:
+            time.sleep(nxt - now)
+        t0 = time.perf_counter()
+        request()
+        sync()
+        lat.append((time.perf_counter() - t0) * 1e3)
+        nxt = max(nxt + period_ms / 1e3, time.monotonic())
+    return lat
+
+
 def infer(a):
     dev = torch.device("cuda")
     m = resnet50().to(dev).half().eval()
     x = torch.randn(8, 3, 224, 224, device=dev, dtype=torch.half)
-    lat = []
     with torch.no_grad():
         for _ in range(20):  # warm-up, not measured
             m(x)
         torch.cuda.synchronize()
-        end = time.monotonic() + a.seconds
-        nxt = time.monotonic()
-        while time.monotonic() < end:
-            now = time.monotonic()
-            if now < nxt:
-                time.sleep(nxt - now)
-            t0 = time.perf_counter()
-            m(x)
-            torch.cuda.synchronize()
-            lat.append((time.perf_counter() - t0) * 1e3)
-            nxt += a.period_ms / 1e3
-            nxt = max(nxt, time.monotonic())
+        lat = periodic(lambda: m(x), torch.cuda.synchronize, a.seconds, a.period_ms)
     out = {"role": "hp", "requests": len(lat), "p50_ms": pct(lat, 0.5), "p90_ms": pct(lat, 0.9),
            "p99_ms": pct(lat, 0.99), "max_ms": max(lat), "mean_ms": sum(lat) / len(lat),
            "period_ms": a.period_ms, "pid": os.getpid()}

@@ -15,7 +15,7 @@ import argparse, json, os, threading, time
 import torch
 import torch.nn as nn
 
-from resnet_workload import pct, resnet50
+from resnet_workload import pct, periodic, resnet50
 
 
 def hp(a, out, ready):
@@ -24,23 +24,12 @@ def hp(a, out, ready):
     with torch.cuda.stream(s):
         m = resnet50().to(dev).half().eval()
         x = torch.randn(8, 3, 224, 224, device=dev, dtype=torch.half)
-        lat = []
         with torch.no_grad():
             for _ in range(20):
                 m(x)
             s.synchronize()
             ready.wait()
-            end = time.monotonic() + a.seconds
-            nxt = time.monotonic()
-            while time.monotonic() < end:
-                now = time.monotonic()
-                if now < nxt:
-                    time.sleep(nxt - now)
-                t0 = time.perf_counter()
-                m(x)
-                s.synchronize()
-                lat.append((time.perf_counter() - t0) * 1e3)
-                nxt = max(nxt + a.period_ms / 1e3, time.monotonic())
+            lat = periodic(lambda: m(x), s.synchronize, a.seconds, a.period_ms)
     out.update(requests=len(lat), p50_ms=pct(lat, 0.5), p90_ms=pct(lat, 0.9), p99_ms=pct(lat, 0.99),
                max_ms=max(lat), mean_ms=sum(lat) / len(lat))
 
