@@ -164,7 +164,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
     }
 
     /// Keep the launch window even when a scheduler says no decision can suspend the queue
-    /// now ([`XQueue::set_unbounded`] is then ignored; default: no). The window then also
+    /// now ([`XQueue::set_unbounded`] then only informs the hardware queue; default: no). The window then also
     /// bounds what a higher-priority queue that appears *later* waits for; without it, a
     /// queue that ran alone may have launched arbitrarily far ahead by then.
     pub fn keep_window(mut self, on: bool) -> Self {

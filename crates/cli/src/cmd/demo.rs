@@ -200,8 +200,10 @@ fn run_gpu(args: &DemoArgs, name: &str) -> anyhow::Result<ExitCode> {
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if let Some(role) = &args.gpu_worker {
         let plan = args.gpu_plan();
-        let out =
-            super::gpu_demo::worker_paths(args.worker_out.as_ref()).map_err(anyhow::Error::msg)?;
+        let out = args
+            .worker_out
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("--gpu-worker needs --worker-out"))?;
         match role.as_str() {
             "hp" => super::gpu_demo::hp_worker(&plan, out),
             "be" => super::gpu_demo::be_worker(

@@ -8,7 +8,7 @@
 //! toolkit needed.
 
 use std::ffi::c_uint;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -363,10 +363,4 @@ pub fn table(name: &str, r: &Value) -> String {
         100.0 * f("hp_busy_fraction")
     );
     s
-}
-
-/// Where a worker writes, for the CLI's hidden flags.
-pub fn worker_paths(out: Option<&PathBuf>) -> Result<&Path, String> {
-    out.map(PathBuf::as_path)
-        .ok_or_else(|| "--gpu-worker needs --worker-out".to_string())
 }

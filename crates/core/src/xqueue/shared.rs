@@ -189,7 +189,8 @@ impl<H: HwQueue> Shared<H> {
         let mut st = sync::lock(&self.state);
         let open = want(&st);
         if open == st.gate_open || !(st.suspended && st.level == Level::L2) {
-            st.gate_open = open && st.suspended;
+            // Settled meanwhile, or resumed (which opened the gate itself).
+            st.gate_open = open;
             return st;
         }
         let range = InflightRange {
