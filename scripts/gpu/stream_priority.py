@@ -10,7 +10,7 @@ priority-0 stream, as fast as it goes. Natively the stream priority barely helps
 already holds BE's queued work); under `baton run --local` stream priorities become queue
 priorities and HPF holds BE back while HP has work. Writes a JSON summary.
 """
-import argparse, json, os, threading, time
+import argparse, faulthandler, json, os, signal, threading, time
 
 import torch
 import torch.nn as nn
@@ -67,6 +67,7 @@ if __name__ == "__main__":
     p.add_argument("--period-ms", type=float, default=20)
     p.add_argument("--out", required=True)
     a = p.parse_args()
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
     hp_out, be_out = {}, {}
     ready, stop = threading.Event(), threading.Event()
     threads = [threading.Thread(target=hp, args=(a, hp_out, ready))]

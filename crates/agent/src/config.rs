@@ -10,6 +10,7 @@
 //! | `BATON_KEEP_WINDOW` | `on`: keep the launch window even for queues the policy cannot suspend now (bounds what a higher-priority process that starts later waits for) | off |
 //! | `BATON_YIELD_SLICE_US` | at level 3, the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), 1–2000000 | 100 |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
+//! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
 //! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
 //! | `BATON_UTILIZATION` | share of the device's time to reserve for this process, 1–100 % (a hint for utilization policies) | unset |
@@ -67,6 +68,8 @@ pub struct AgentConfig {
     pub max_buffered: usize,
     /// At level 3, the time slice of a context none of whose queues runs freely, in µs.
     pub yield_slice_us: u64,
+    /// SMs the kernels of normal-priority streams are confined to, if set.
+    pub sms: Option<u32>,
     /// Who schedules.
     pub scheduler: SchedulerMode,
     /// The local policy's name (validated against the registry).
@@ -94,6 +97,7 @@ impl Default for AgentConfig {
             keep_window: false,
             max_buffered: baton_core::DEFAULT_MAX_BUFFERED,
             yield_slice_us: 100,
+            sms: None,
             scheduler: SchedulerMode::Local,
             policy: "hpf".into(),
             utilization: None,
@@ -187,6 +191,17 @@ impl AgentConfig {
                     &v,
                     "use a whole number of µs from 1 to 2000000",
                     "100",
+                ),
+            }
+        }
+        if let Some((name, v)) = read(&["BATON_SMS"]) {
+            match v.trim().parse::<u32>() {
+                Ok(n @ 1..=100_000) => c.sms = Some(n),
+                _ => c.warn(
+                    name,
+                    &v,
+                    "use a whole number of SMs, at least 1",
+                    "the whole GPU",
                 ),
             }
         }
@@ -323,7 +338,9 @@ mod tests {
             ("BATON_KEEP_WINDOW", "on"),
             ("BATON_MAX_BUFFERED", "64"),
             ("BATON_YIELD_SLICE_US", "5"),
+            ("BATON_SMS", "112"),
         ]);
+        assert_eq!(c.sms, Some(112));
         assert_eq!(c.priority.get(), 10);
         assert_eq!((c.max_buffered, c.yield_slice_us), (64, 5));
         assert!(c.keep_window && !AgentConfig::default().keep_window);
@@ -387,7 +404,9 @@ mod tests {
             ("BATON_KEEP_WINDOW", "sometimes"),
             ("BATON_MAX_BUFFERED", "0"),
             ("BATON_YIELD_SLICE_US", "forever"),
+            ("BATON_SMS", "0"),
         ]);
+        assert_eq!(c.sms, None);
         let d = AgentConfig::default();
         assert!(!c.keep_window);
         assert_eq!(c.max_buffered, baton_core::DEFAULT_MAX_BUFFERED);
@@ -412,8 +431,8 @@ mod tests {
             )
         );
         assert_eq!((c.utilization, c.deadline), (None, None));
-        // Twelve settings, twelve lines: threshold and batch are judged together.
-        assert_eq!(c.warnings().len(), 12, "{:#?}", c.warnings());
+        // Thirteen settings, thirteen lines: threshold and batch are judged together.
+        assert_eq!(c.warnings().len(), 13, "{:#?}", c.warnings());
         for w in c.warnings() {
             assert!(w.starts_with("baton: ignoring"), "{w}");
             assert!(w.contains("using"), "{w}");

@@ -11,11 +11,12 @@
 use std::ffi::{c_char, c_float, c_int, c_uint, c_ulonglong, c_ushort, c_void};
 
 use crate::{
-    CUcontext, CUctxCreateParams, CUdevice, CUdevice_attribute, CUdeviceptr, CUdeviceptr_v1,
-    CUdriverProcAddressQueryResult, CUevent, CUexecAffinityParam, CUfunction, CUgraph,
-    CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgreenCtx, CUhostFn, CUjit_option, CUkernel,
-    CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule, CUresult, CUstream, CUstreamCallback,
-    CUstreamCaptureMode, CUstreamCaptureStatus, CUuuid, cuuint32_t, cuuint64_t,
+    CUcontext, CUctxCreateParams, CUdevResource, CUdevResourceDesc, CUdevice, CUdevice_attribute,
+    CUdeviceptr, CUdeviceptr_v1, CUdriverProcAddressQueryResult, CUevent, CUexecAffinityParam,
+    CUfunction, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgreenCtx, CUhostFn,
+    CUjit_option, CUkernel, CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule, CUresult,
+    CUstream, CUstreamCallback, CUstreamCaptureMode, CUstreamCaptureStatus, CUuuid, cuuint32_t,
+    cuuint64_t,
 };
 
 macro_rules! pfn {
@@ -263,6 +264,18 @@ pfn! {
     PFN_cuStreamGetCtx(hStream: CUstream, pctx: *mut CUcontext);
     /// `cuStreamGetCtx_v2` (12.5), and `_v2_ptsz`.
     PFN_cuStreamGetCtx_v2(hStream: CUstream, pCtx: *mut CUcontext, pGreenCtx: *mut CUgreenCtx);
+    /// `cuDeviceGetDevResource` (12.4).
+    PFN_cuDeviceGetDevResource(device: CUdevice, resource: *mut CUdevResource, type_: c_uint);
+    /// `cuDevSmResourceSplitByCount` (12.4).
+    PFN_cuDevSmResourceSplitByCount(result: *mut CUdevResource, nbGroups: *mut c_uint, input: *const CUdevResource, remaining: *mut CUdevResource, useFlags: c_uint, minCount: c_uint);
+    /// `cuDevResourceGenerateDesc` (12.4).
+    PFN_cuDevResourceGenerateDesc(phDesc: *mut CUdevResourceDesc, resources: *mut CUdevResource, nbResources: c_uint);
+    /// `cuGreenCtxCreate` (12.4).
+    PFN_cuGreenCtxCreate(phCtx: *mut CUgreenCtx, desc: CUdevResourceDesc, dev: CUdevice, flags: c_uint);
+    /// `cuGreenCtxDestroy` (12.4).
+    PFN_cuGreenCtxDestroy(hCtx: CUgreenCtx);
+    /// `cuGreenCtxStreamCreate` (12.5).
+    PFN_cuGreenCtxStreamCreate(phStream: *mut CUstream, greenCtx: CUgreenCtx, flags: c_uint, priority: c_int);
     /// `cuStreamBeginCapture` (10.0), and `_ptsz`: without a mode (global).
     PFN_cuStreamBeginCapture(hStream: CUstream);
     /// `cuStreamBeginCapture_v2` (10.1), and `_v2_ptsz`.

@@ -35,6 +35,7 @@ mod opaque {
         CUmemPoolHandle_st,
         CUgreenCtx_st,
         CUgraphDeviceUpdatableNode_st,
+        CUdevResourceDesc_st,
     );
 }
 
@@ -76,6 +77,8 @@ pub type CUgraphNode = *mut opaque::CUgraphNode_st;
 pub type CUmemoryPool = *mut opaque::CUmemPoolHandle_st;
 /// A green context handle.
 pub type CUgreenCtx = *mut opaque::CUgreenCtx_st;
+/// A resource descriptor (`cuDevResourceGenerateDesc`), from which a green context is made.
+pub type CUdevResourceDesc = *mut opaque::CUdevResourceDesc_st;
 /// A device-side handle of a device-updatable graph node.
 pub type CUgraphDeviceNode = *mut opaque::CUgraphDeviceUpdatableNode_st;
 
@@ -242,6 +245,50 @@ pub const CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: cuuint64_t = 1 << 1;
 pub const CU_STREAM_DEFAULT: c_uint = 0x0;
 /// `cuStreamCreate` flag: a stream that does not synchronize with the legacy stream.
 pub const CU_STREAM_NON_BLOCKING: c_uint = 0x1;
+
+/// `CUdevResourceType`: streaming multiprocessors.
+pub const CU_DEV_RESOURCE_TYPE_SM: c_uint = 1;
+/// `cuGreenCtxCreate` flag: give the green context a default stream (required).
+pub const CU_GREEN_CTX_DEFAULT_STREAM: c_uint = 0x1;
+
+/// A device resource (`CUdevResource`), here always SMs.
+///
+/// CUDA 12.4 defines 96 bytes of type and padding, then a 48-byte union whose SM member begins
+/// with `smCount`; CUDA 13 appends a `nextResource` pointer. The driver writes arrays of these
+/// (`cuDevSmResourceSplitByCount`), so this type is larger than any of those layouts and Baton
+/// only ever passes arrays of one: the spare tail is never read as another element.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUdevResource {
+    /// `CUdevResourceType`.
+    pub type_: c_uint,
+    /// Reserved by the driver.
+    pub _internal_padding: [u8; 92],
+    /// The SM member of the union: the number of SMs.
+    pub sm_count: c_uint,
+    /// The rest of the union (further SM fields in CUDA 13).
+    pub _union_rest: [u8; 44],
+    /// CUDA 13's `nextResource`.
+    pub next: *mut CUdevResource,
+    /// Room for later additions.
+    pub _spare: [u8; 128],
+}
+
+const _: () = assert!(std::mem::offset_of!(CUdevResource, sm_count) == 96);
+const _: () = assert!(std::mem::offset_of!(CUdevResource, next) == 144);
+
+impl Default for CUdevResource {
+    fn default() -> Self {
+        CUdevResource {
+            type_: 0,
+            _internal_padding: [0; 92],
+            sm_count: 0,
+            _union_rest: [0; 44],
+            next: ptr::null_mut(),
+            _spare: [0; 128],
+        }
+    }
+}
 
 /// `cuEventCreate` flag: default event.
 pub const CU_EVENT_DEFAULT: c_uint = 0x0;

@@ -167,6 +167,90 @@ fn every_scenario_gives_the_native_result_under_baton() {
 }
 
 #[test]
+fn kernels_confined_to_part_of_the_sms_keep_every_scenarios_result_and_order() {
+    // BATON_SMS moves the kernels of normal-priority streams onto a green context's stream,
+    // chained to the application's stream by events: every scenario must still compute what
+    // it does natively, with the same work executed, and the kernels must really run there.
+    for scenario in SCENARIOS {
+        let native = run(RUNTIME_LIKE, &[scenario], &[]);
+        // A small kept window makes most launches go through the worker too.
+        for window in [
+            &[][..],
+            &[
+                ("BATON_THRESHOLD", "2"),
+                ("BATON_BATCH", "1"),
+                ("BATON_KEEP_WINDOW", "on"),
+            ][..],
+        ] {
+            let mut env = vec![("BATON_SMS", "60")];
+            env.extend_from_slice(window);
+            let what = format!("{scenario} confined ({window:?})");
+            let b = under_baton(RUNTIME_LIKE, &[scenario], &env);
+            assert_eq!(
+                b.run.line(),
+                native.line(),
+                "{what}: stderr {}",
+                b.run.stderr
+            );
+            assert!(b.run.stderr.is_empty(), "{what}: {}", b.run.stderr);
+            check_log(&what, &b.run.log, &native.log);
+            let kernels = b
+                .run
+                .log
+                .execs()
+                .into_iter()
+                .filter(|l| l["op"] == "kernel")
+                .count();
+            let confined = b
+                .run
+                .log
+                .execs()
+                .into_iter()
+                .filter(|l| l["op"] == "kernel" && l["sms"].as_u64() == Some(64))
+                .count();
+            // Kernels inside a stream capture run from the graph, on the application's stream.
+            if *scenario != "capture" && kernels > 0 {
+                assert!(
+                    confined > 0,
+                    "{what}: none of {kernels} kernels ran on 64 SMs"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn only_normal_priority_streams_are_confined() {
+    let b = under_baton(RUNTIME_LIKE, &["priority"], &[("BATON_SMS", "100")]);
+    assert_eq!(
+        b.run.line(),
+        "priority ok low=12 high=8",
+        "{}",
+        b.run.stderr
+    );
+    let tag = |l: &Value| l["args"][2].as_i64().expect("an append_tag tag");
+    let kernels = b.run.log.kernels("append_tag");
+    let (low, high): (Vec<&&Value>, Vec<&&Value>) = kernels.iter().partition(|l| tag(l) >= 100);
+    assert_eq!((low.len(), high.len()), (12, 8));
+    // 100 rounds up to 104, the granularity being 8 SMs.
+    assert!(
+        low.iter().all(|l| l["sms"].as_u64() == Some(104)),
+        "{low:?}"
+    );
+    assert!(high.iter().all(|l| l["sms"].is_null()), "{high:?}");
+}
+
+#[test]
+fn an_impossible_partition_keeps_the_whole_gpu() {
+    // The fake device has 132 SMs: a partition of all of them leaves none free.
+    let b = under_baton(RUNTIME_LIKE, &["order"], &[("BATON_SMS", "132")]);
+    let native = run(RUNTIME_LIKE, &["order"], &[]);
+    assert_eq!(b.run.line(), native.line());
+    check_log("order, impossible partition", &b.run.log, &native.log);
+    assert!(b.run.log.execs().iter().all(|l| l["sms"].is_null()));
+}
+
+#[test]
 fn small_windows_defer_launches_to_the_worker_with_copied_arguments() {
     let b = under_baton(
         RUNTIME_LIKE,

@@ -4,8 +4,8 @@ use std::ffi::c_void;
 
 use baton_core::{CommandKind, HwCommand};
 use baton_cuda_sys::{
-    CUdeviceptr, CUevent, CUfunction, CUgraphExec, CUhostFn, CUlaunchAttribute, CUlaunchConfig,
-    CUstream, CUstreamCallback,
+    CU_LAUNCH_ATTRIBUTE_COOPERATIVE, CUdeviceptr, CUevent, CUfunction, CUgraphExec, CUhostFn,
+    CUlaunchAttribute, CUlaunchConfig, CUstream, CUstreamCallback,
 };
 
 use crate::{Driver, DriverError, KernelArgs, check};
@@ -186,7 +186,25 @@ impl HwCommand for CudaCommand {
     }
 }
 
+/// Whether launch attributes ask for a cooperative launch (all blocks resident at once).
+pub fn cooperative_attrs(attrs: &[CUlaunchAttribute]) -> bool {
+    attrs.iter().any(|a| {
+        // SAFETY: for this key, `cooperative` is the meaningful member (an int).
+        a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && unsafe { a.value.cooperative } != 0
+    })
+}
+
 impl CudaCommand {
+    /// Whether the command is a kernel that may run on part of the SMs: any kernel but a
+    /// cooperative one, whose blocks must all be resident at once.
+    pub fn confinable(&self) -> bool {
+        match self {
+            CudaCommand::Kernel { cooperative, .. } => !cooperative,
+            CudaCommand::KernelEx { attrs, .. } => !cooperative_attrs(attrs),
+            _ => false,
+        }
+    }
+
     /// Launches the command on `stream` (a real stream handle or `CU_STREAM_LEGACY`).
     ///
     /// # Safety

@@ -157,6 +157,12 @@ driver! {
     cuStreamWriteValue32_v2: PFN_cuStreamWriteValue32_v2;
     cuStreamWriteValue32_v2_ptsz: PFN_cuStreamWriteValue32_v2;
     cuEventCreate: PFN_cuEventCreate;
+    cuDeviceGetDevResource: PFN_cuDeviceGetDevResource;
+    cuDevSmResourceSplitByCount: PFN_cuDevSmResourceSplitByCount;
+    cuDevResourceGenerateDesc: PFN_cuDevResourceGenerateDesc;
+    cuGreenCtxCreate: PFN_cuGreenCtxCreate;
+    cuGreenCtxDestroy: PFN_cuGreenCtxDestroy;
+    cuGreenCtxStreamCreate: PFN_cuGreenCtxStreamCreate;
     cuEventDestroy: PFN_cuEventDestroy;
     cuEventDestroy_v2: PFN_cuEventDestroy_v2;
     cuEventRecord: PFN_cuEventRecord;

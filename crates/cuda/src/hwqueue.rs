@@ -1,5 +1,6 @@
 //! The CUDA hardware queue: one stream, at Level 1, and at Level 3 when its context's channel
-//! group is under Baton's control ([`ContextSlice`]). There is no Level 2 for CUDA streams.
+//! group is under Baton's control ([`ContextSlice`]), and at Level 2 with a [`Gate`]. Its
+//! kernels may be confined to part of the SMs ([`Confined`]).
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use baton_core::{HwError, HwQueue, Level};
 use baton_cuda_sys::{CU_STREAM_CAPTURE_MODE_RELAXED, CUcontext, CUresult, CUstream};
 
 use crate::gate::Gate;
+use crate::green::Confined;
 use crate::rm::ContextSlice;
 use crate::{CudaCommand, Driver, DriverError, EventPool, PooledEvent, check};
 
@@ -58,6 +60,10 @@ pub struct CudaHwQueue {
     gate_l2: Option<Gate>,
     /// (interrupted, preemptible): the queue runs freely when neither holds.
     l3: Mutex<(bool, bool)>,
+    /// Where its kernels run when confined to part of the SMs.
+    confined: Option<Confined>,
+    /// Kernels launched confined.
+    confined_kernels: AtomicUsize,
 }
 
 // SAFETY: CUDA contexts and streams may be used from any thread.
@@ -83,6 +89,8 @@ impl CudaHwQueue {
             slice: None,
             gate_l2: None,
             l3: Mutex::new((false, true)),
+            confined: None,
+            confined_kernels: AtomicUsize::new(0),
         }
     }
 
@@ -102,12 +110,58 @@ impl CudaHwQueue {
         self
     }
 
+    /// Confines the queue's kernels (except cooperative ones, which need the whole device)
+    /// to part of the SMs.
+    pub fn with_confinement(mut self, c: Confined) -> CudaHwQueue {
+        self.confined = Some(c);
+        self
+    }
+
+    /// SMs the queue's kernels are confined to, if they are.
+    pub fn confined_sms(&self) -> Option<u32> {
+        self.confined.as_ref().map(Confined::sms)
+    }
+
+    /// Kernels launched confined so far.
+    pub fn confined_kernels(&self) -> usize {
+        self.confined_kernels.load(Ordering::Relaxed)
+    }
+
     /// What must reach the stream before a command launched directly by the application's
     /// thread (the XQueue's fast path): the gate, at Level 2.
     pub fn before_launch(&self) -> Result<(), HwError> {
+        self.gate_before(self.stream)
+    }
+
+    fn gate_before(&self, stream: CUstream) -> Result<(), HwError> {
         match &self.gate_l2 {
-            Some(g) => g.wait_on(self.stream).map_err(hw),
+            Some(g) => g.wait_on(stream).map_err(hw),
             None => Ok(()),
+        }
+    }
+
+    /// Launches a command directly from the application's thread (the XQueue's fast path):
+    /// `launch` calls the driver with the stream it is given. `handle` is the application's
+    /// stream as the driver knows it; a `kernel` (not cooperative) goes to the queue's SM
+    /// partition if it has one.
+    ///
+    /// # Safety
+    /// `handle` is the queue's live stream as the application named it (or its stand-in), and
+    /// the calling thread has the stream's context current.
+    pub unsafe fn launch_direct(
+        &self,
+        handle: CUstream,
+        kernel: bool,
+        launch: impl FnOnce(CUstream) -> CUresult,
+    ) -> Result<(), HwError> {
+        self.gate_before(handle)?;
+        match &self.confined {
+            Some(c) if kernel => {
+                self.confined_kernels.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: the caller's promise.
+                unsafe { c.launch(handle, |s| check("launch", launch(s))) }.map_err(hw)
+            }
+            _ => check("launch", launch(handle)).map_err(hw),
         }
     }
 
@@ -221,10 +275,18 @@ impl HwQueue for CudaHwQueue {
 
     fn launch(&self, cmd: CudaCommand) -> Result<(), HwError> {
         self.before_launch()?;
-        // SAFETY: the stream lives as long as its queue and the launching threads have its
-        // context current (the application's own thread, or the worker after `on_create`); the
-        // command's contents are the application's, valid by CUDA's contract.
-        unsafe { cmd.launch(self.driver, self.stream) }.map_err(hw)
+        match &self.confined {
+            Some(c) if cmd.confinable() => {
+                self.confined_kernels.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: as below; the partition's stream belongs to a green context of the
+                // same device, whose kernels and memory it shares.
+                unsafe { c.launch(self.stream, |s| cmd.launch(self.driver, s)) }.map_err(hw)
+            }
+            // SAFETY: the stream lives as long as its queue and the launching threads have its
+            // context current (the application's own thread, or the worker after `on_create`);
+            // the command's contents are the application's, valid by CUDA's contract.
+            _ => unsafe { cmd.launch(self.driver, self.stream) }.map_err(hw),
+        }
     }
 
     fn sync_point(&self) -> Result<Arc<PooledEvent>, HwError> {

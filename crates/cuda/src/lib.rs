@@ -12,6 +12,8 @@
 //!   deferred after the application's call returned.
 //! - [`CudaCommand`] and [`CudaHwQueue`]: the CUDA implementation of [`baton_core::HwQueue`]
 //!   at Level 1, and at Level 3 with a [`rm::ContextSlice`].
+//! - [`SmPartition`] and [`Confined`]: a stream's kernels confined to part of the SMs
+//!   (green contexts), so more urgent kernels always find free SMs.
 //! - [`rm`]: the context's channel group found from libcuda's resource-manager calls, and its
 //!   time slice (Level 3).
 //!
@@ -22,15 +24,17 @@ mod driver;
 mod error;
 mod events;
 mod gate;
+mod green;
 mod hwqueue;
 mod params;
 pub mod rm;
 
 pub use baton_cuda_sys as sys;
-pub use command::{CudaCommand, HostPtr, MemsetWidth};
+pub use command::{CudaCommand, HostPtr, MemsetWidth, cooperative_attrs};
 pub use driver::{Driver, open_library};
 pub use error::{DriverError, check};
 pub use events::{EventPool, PooledEvent};
 pub use gate::Gate;
+pub use green::{Confined, SmPartition};
 pub use hwqueue::{CaptureGate, CudaHwQueue};
 pub use params::{KernelArgs, ParamCache, ParamLayout};

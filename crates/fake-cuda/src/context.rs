@@ -43,7 +43,7 @@ impl Context {
         Arc::new_cyclic(|weak| Context {
             handle,
             flags,
-            legacy: Stream::new(legacy_handle, StreamKind::Legacy, 0, 0, weak.clone()),
+            legacy: Stream::new(legacy_handle, StreamKind::Legacy, 0, 0, weak.clone(), None),
             order: Mutex::new(CtxStreams::default()),
             sticky: Mutex::new(None),
         })
@@ -165,6 +165,7 @@ pub(crate) fn per_thread_stream(ctx: &Arc<Context>) -> CuResult<Arc<Stream>> {
             0,
             0,
             Arc::downgrade(ctx),
+            None,
         );
         ctx.add_stream(Arc::clone(&stream));
         t.per_thread.push((ctx.handle.raw, Arc::clone(&stream)));
@@ -316,6 +317,13 @@ unsafe fn primary_retain(out: *mut CUcontext, dev: CUdevice) -> CuResult<()> {
     if out.is_null() {
         return Err(CUresult::INVALID_VALUE);
     }
+    let ctx = retain_primary(g);
+    // SAFETY: `out` is not NULL and the caller guarantees it is writable.
+    unsafe { put(out, to_ptr(ctx.handle.raw)) }
+}
+
+/// The device's primary context, made on first use, with one more reference.
+pub(crate) fn retain_primary(g: &Global) -> Arc<Context> {
     let mut primary = lock(&g.primary);
     let ctx = Arc::clone(primary.ctx.get_or_insert_with(|| {
         let ctx = Context::new(g, 0);
@@ -323,11 +331,10 @@ unsafe fn primary_retain(out: *mut CUcontext, dev: CUdevice) -> CuResult<()> {
         ctx
     }));
     primary.refs += 1;
-    // SAFETY: `out` is not NULL and the caller guarantees it is writable.
-    unsafe { put(out, to_ptr(ctx.handle.raw)) }
+    ctx
 }
 
-fn primary_release(dev: CUdevice) -> CuResult<()> {
+pub(crate) fn primary_release(dev: CUdevice) -> CuResult<()> {
     let g = initialized()?;
     check_device(dev)?;
     let mut primary = lock(&g.primary);

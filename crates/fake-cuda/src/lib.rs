@@ -36,6 +36,7 @@ mod device;
 mod entry;
 mod events;
 mod graph;
+mod green;
 mod kernels;
 mod launch;
 mod log;

@@ -148,6 +148,9 @@ pub(crate) struct Exec {
     pub stream: u64,
     /// The context's short id.
     pub ctx: u64,
+    /// On a green context's stream: the SMs it runs on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sms: Option<u32>,
     /// Whether the stream is the legacy default stream.
     pub legacy: bool,
     /// Whether the stream is a per-thread default stream.

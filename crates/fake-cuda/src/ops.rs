@@ -144,6 +144,7 @@ fn execute(op: &Op, site: &Site<'_>) {
         name,
         stream: site.stream.handle.short,
         ctx: ctx.map_or(0, |ctx| ctx.handle.short),
+        sms: site.stream.sms,
         legacy: site.stream.kind == StreamKind::Legacy,
         ptds: site.stream.kind == StreamKind::PerThread,
         cmd: site.cmd,

@@ -23,7 +23,7 @@ use baton_cuda_sys::{
 use crate::entry::{CuResult, exports, put_opt};
 use crate::symbols::TABLE;
 use crate::{
-    capture, context, copy, device, events, graph, launch, log, memory, module, stream_api,
+    capture, context, copy, device, events, graph, green, launch, log, memory, module, stream_api,
 };
 
 /// The address of the fake's export named `symbol`.
@@ -39,6 +39,7 @@ pub(crate) fn exported(symbol: &str) -> Option<*mut c_void> {
         .or_else(|| capture::lookup(symbol))
         .or_else(|| events::lookup(symbol))
         .or_else(|| graph::lookup(symbol))
+        .or_else(|| green::lookup(symbol))
 }
 
 /// The exported symbol a base name resolves to, or why none does.
@@ -140,6 +141,7 @@ mod tests {
         capture::EXPORTS,
         events::EXPORTS,
         graph::EXPORTS,
+        green::EXPORTS,
     ];
 
     #[test]

@@ -47,6 +47,7 @@ pub(crate) enum Kind {
     Graph = 8,
     GraphExec = 9,
     Node = 10,
+    GreenCtx = 11,
 }
 
 /// A handle value given to the application, and the short id the log uses for it.
@@ -109,6 +110,7 @@ pub(crate) struct Global {
     pub functions: Registry<Function>,
     pub graphs: Registry<Graph>,
     pub execs: Registry<GraphExec>,
+    pub greens: Registry<crate::green::Green>,
     /// "Device" memory: host allocations the application addresses as device pointers.
     pub memory: RwLock<MemoryTable>,
 }
@@ -135,6 +137,7 @@ impl Global {
             functions: Registry::new(),
             graphs: Registry::new(),
             execs: Registry::new(),
+            greens: Registry::new(),
             memory: RwLock::new(MemoryTable::default()),
         }
     }

@@ -132,6 +132,8 @@ pub(crate) struct Stream {
     pub flags: u32,
     pub priority: i32,
     pub ctx: Weak<Context>,
+    /// For a green context's stream: the SMs its kernels run on.
+    pub sms: Option<u32>,
     state: Mutex<StreamState>,
     changed: Condvar,
 }
@@ -143,6 +145,7 @@ impl Stream {
         flags: u32,
         priority: i32,
         ctx: Weak<Context>,
+        sms: Option<u32>,
     ) -> Arc<Stream> {
         let state = StreamState {
             queue: VecDeque::new(),
@@ -158,6 +161,7 @@ impl Stream {
             flags,
             priority,
             ctx,
+            sms,
             state: Mutex::new(state),
             changed: Condvar::new(),
         })

@@ -38,6 +38,7 @@ unsafe fn create(out: *mut CUstream, flags: c_uint, priority: c_int) -> CuResult
         flags,
         priority,
         Arc::downgrade(&ctx),
+        None,
     );
     ctx.add_stream(Arc::clone(&stream));
     g.streams.insert(stream.handle.raw, Arc::clone(&stream));

@@ -220,6 +220,24 @@ pub(crate) static TABLE: &[(&str, &[Version])] = &[
     ("cuFuncGetName", &[v(12030, "cuFuncGetName")]),
     ("cuFuncGetParamInfo", &[v(12040, "cuFuncGetParamInfo")]),
     (
+        "cuDeviceGetDevResource",
+        &[v(12040, "cuDeviceGetDevResource")],
+    ),
+    (
+        "cuDevSmResourceSplitByCount",
+        &[v(12040, "cuDevSmResourceSplitByCount")],
+    ),
+    (
+        "cuDevResourceGenerateDesc",
+        &[v(12040, "cuDevResourceGenerateDesc")],
+    ),
+    ("cuGreenCtxCreate", &[v(12040, "cuGreenCtxCreate")]),
+    ("cuGreenCtxDestroy", &[v(12040, "cuGreenCtxDestroy")]),
+    (
+        "cuGreenCtxStreamCreate",
+        &[v(12050, "cuGreenCtxStreamCreate")],
+    ),
+    (
         "cuLaunchKernel",
         &[pt(4000, "cuLaunchKernel", 7000, "cuLaunchKernel_ptsz")],
     ),

@@ -38,7 +38,10 @@ use crate::runtime::Runtime;
 /// How a call will be counted in the report.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Count {
-    Kernel,
+    /// A kernel; cooperative ones must keep the whole device (no SM partition).
+    Kernel {
+        cooperative: bool,
+    },
     Graph,
     Other,
 }
@@ -125,7 +128,7 @@ impl Runtime {
         defer: impl FnOnce() -> Option<CudaCommand>,
     ) -> (CUresult, Option<CommandSeq>) {
         match count {
-            Count::Kernel => {
+            Count::Kernel { .. } => {
                 self.stats.kernels.fetch_add(1, Ordering::Relaxed);
             }
             Count::Graph => {
@@ -147,8 +150,10 @@ impl Runtime {
         let r = e.xq.submit_after(
             deps,
             |q| {
-                q.before_launch()?;
-                hw("launch", direct(handle))
+                let kernel = matches!(count, Count::Kernel { cooperative: false });
+                // SAFETY: `handle` is the application's stream of this queue, launched onto
+                // from the application's thread, which has its context current.
+                unsafe { q.launch_direct(handle, kernel, direct) }
             },
             || {
                 let c = defer();

@@ -22,7 +22,7 @@ use baton_cuda::rm::{ContextSlice, Ioctl};
 use baton_cuda::sys::{
     CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
 };
-use baton_cuda::{CudaHwQueue, EventPool};
+use baton_cuda::{CudaHwQueue, EventPool, SmPartition};
 use baton_policies::{DeviceId, QueueHints};
 
 use crate::runtime::Runtime;
@@ -69,6 +69,9 @@ pub(crate) struct CtxState {
     pub(crate) blocking: RwLock<Vec<Arc<StreamEntry>>>,
     /// The context's time slice, when its queues run at Level 3.
     pub(crate) slice: Option<Arc<ContextSlice>>,
+    /// The SMs normal-priority kernels are confined to (`BATON_SMS`), made on first use;
+    /// `None` inside when it could not be made.
+    pub(crate) partition: OnceLock<Option<Arc<SmPartition>>>,
 }
 
 // SAFETY: the context handle is usable from any thread; the rest is thread-safe.
@@ -302,9 +305,63 @@ impl Runtime {
             legacy: OnceLock::new(),
             blocking: RwLock::new(Vec::new()),
             slice,
+            partition: OnceLock::new(),
         });
         let mut w = self.reg.ctxs.write().unwrap_or_else(|p| p.into_inner());
         Some(w.entry(ctx as usize).or_insert(state).clone())
+    }
+
+    /// The SM partition of `state`'s context for `BATON_SMS=sms`, made on first use. Only a
+    /// device's primary context can have one: a green context shares the primary context's
+    /// memory and modules, not those of other contexts.
+    fn partition(&self, state: &CtxState, sms: u32) -> Option<Arc<SmPartition>> {
+        state
+            .partition
+            .get_or_init(|| {
+                let primary = (|| {
+                    let (retain, release) = (
+                        self.driver.cuDevicePrimaryCtxRetain?,
+                        self.driver.cuDevicePrimaryCtxRelease_v2?,
+                    );
+                    let mut p = std::ptr::null_mut();
+                    // SAFETY: a valid out-pointer; the retain is released at once (the
+                    // application holds its own).
+                    unsafe {
+                        if !retain(&mut p, state.device).is_success() {
+                            return None;
+                        }
+                        let _ = release(state.device);
+                    }
+                    Some(p)
+                })();
+                if primary != Some(state.ctx) {
+                    tracing::warn!(
+                        "BATON_SMS: context {:#x} is not its device's primary context; its kernels use the whole GPU",
+                        state.ctx as usize
+                    );
+                    return None;
+                }
+                // SAFETY: the device of a live primary context.
+                match unsafe { SmPartition::new(self.driver, state.device, sms) } {
+                    Ok(p) => {
+                        tracing::info!(
+                            "BATON_SMS: normal-priority kernels of device {} run on {} of its {} SMs",
+                            state.device,
+                            p.sms(),
+                            p.device_sms()
+                        );
+                        Some(Arc::new(p))
+                    }
+                    Err(e) => {
+                        tracing::warn!(
+                            "BATON_SMS={sms}: no SM partition on device {} ({e}); kernels use the whole GPU",
+                            state.device
+                        );
+                        None
+                    }
+                }
+            })
+            .clone()
     }
 
     /// Takes control of `ctx`'s time slice for Level 3, if its compute channel group is known
@@ -499,6 +556,18 @@ impl Runtime {
                 Ok(g) => hw = hw.with_gate(g),
                 Err(e) => tracing::warn!(
                     "level 2 unavailable for stream {:#x}: {e}; it uses level 1",
+                    handle as usize
+                ),
+            }
+        }
+        if let Some(sms) = self.cfg.sms.filter(|_| cuda_priority >= 0)
+            && let Some(part) = self.partition(state, sms)
+        {
+            // SAFETY: the partition was made for this primary context's device.
+            match unsafe { part.confine(state.ctx, cuda_priority) } {
+                Ok(c) => hw = hw.with_confinement(c),
+                Err(e) => tracing::warn!(
+                    "BATON_SMS: stream {:#x} keeps the whole GPU: {e}",
                     handle as usize
                 ),
             }

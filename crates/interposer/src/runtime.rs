@@ -244,6 +244,8 @@ impl Runtime {
                     "commands": commands,
                     "deferred": deferred,
                     "behind_other_streams": behind,
+                    "confined_sms": e.xq.hw().confined_sms(),
+                    "confined_kernels": e.xq.hw().confined_kernels(),
                 })
             })
             .collect();

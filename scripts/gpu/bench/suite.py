@@ -6,8 +6,9 @@
 Setups: separate processes (default time-slicing), separate processes under MPS, one process
 with two streams (two threads). Configurations per setup: native; the native alternative
 (MPS itself; a high-priority stream); Baton at level 1, level 2 (gates; in every setup) and
-level 3 (separate processes only: one context cannot be sliced against itself); UP 75/25
-(full run).
+level 3 (separate processes only: one context cannot be sliced against itself); best-effort
+kernels on part of the SMs (`--sms`, under MPS and in one process, with and without Baton's
+suspensions); UP 75/25 (full run).
 Baselines: HP alone, BE alone. Each run records the machine, driver, CUDA and the commit
 ($BATON_COMMIT). Writes DIR/suite.jsonl, one line per run, and prints a summary table.
 --quick: ResNet-50 batch 1 beside ResNet-50 training, short runs (~7 minutes). Full: ResNet-50
@@ -50,14 +51,22 @@ class Suite:
             return [self.baton, "run", "--local", "--"]
         if cfg == "baton-local-l2":
             return [self.baton, "run", "--local", "--level", "2", "--"]
+        sms = ["--sms", str(self.a.be_sms)]
+        if cfg == "baton-local-sms":
+            return [self.baton, "run", "--local", *sms, "--"]
+        if cfg == "sms-only":
+            # Spatial sharing alone: nothing suspends the best-effort stream.
+            return ["env", "BATON_SCHEDULER=app", self.baton, "run", *sms, "--"]
         prio = ["--priority", "10" if role == "hp" else "0"]
         if cfg == "baton-up":
             prio = ["--utilization", "75" if role == "hp" else "25"]
-        lvl = {"baton-l2": ["--level", "2"], "baton-l3": ["--level", "3"]}.get(cfg, []) if role == "be" else []
+        lvl = {"baton-l2": ["--level", "2"], "baton-l3": ["--level", "3"],
+               "baton-sms": sms}.get(cfg, []) if role == "be" else []
         return [self.baton, "run", *prio, *lvl, "--"]
 
     def record(self, setup, cfg, hp_args, be_args, res):
         rec = {"setup": setup, "config": cfg, "hp_args": hp_args, "be_args": be_args,
+               "be_sms": self.a.be_sms if "sms" in cfg else None,
                "machine": self.meta, "time": time.time(), **res}
         self.out.write(json.dumps(rec) + "\n")
         self.out.flush()
@@ -69,6 +78,17 @@ class Suite:
     def run(self, cmd, env=None):
         return subprocess.Popen(cmd, env=env or self.env, stdout=subprocess.DEVNULL,
                                 stderr=open(os.path.join(self.tmp, "stderr.log"), "a"))
+
+    def finish(self, p, limit):
+        """Waits for P at most LIMIT seconds; a process still running then is killed (a hang
+        must not cost the rest of the run) and reported as such."""
+        try:
+            p.wait(timeout=limit)
+            return None
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            return f"killed after {limit:.0f} s"
 
     def load(self, path):
         try:
@@ -85,9 +105,9 @@ class Suite:
         if setup == "oneproc":
             p = self.run(self.wrap(cfg, "hp") + W + ["both", *hp_args, *be_args, "--seconds", str(s),
                                                      "--out", hp_out], env)
-            p.wait()
+            err = self.finish(p, s + 150)
             r = self.load(hp_out)
-            self.record(setup, cfg, hp_args, be_args, {"hp": r.get("hp"), "be": r.get("be")})
+            self.record(setup, cfg, hp_args, be_args, {"hp": r.get("hp"), "be": r.get("be"), "error": err})
             return
         ready, stop = os.path.join(self.tmp, "be.ready"), os.path.join(self.tmp, "be.stop")
         for f in (ready, stop):
@@ -101,11 +121,11 @@ class Suite:
         while not os.path.exists(ready) and be.poll() is None and time.monotonic() - t0 < 180:
             time.sleep(0.2)
         hp = self.run(self.wrap(cfg, "hp") + W + ["hp", *hp_args, "--seconds", str(s), "--out", hp_out], env)
-        hp.wait()
+        err = self.finish(hp, s + 120)
         open(stop, "w").close()
-        be.wait()
+        err = self.finish(be, 60) or err
         self.record(setup, cfg, hp_args, be_args,
-                    {"hp": self.load(hp_out).get("hp"), "be": self.load(be_out).get("be")})
+                    {"hp": self.load(hp_out).get("hp"), "be": self.load(be_out).get("be"), "error": err})
 
     def alone(self, hp_args=None, be_args=None):
         out = os.path.join(self.tmp, "alone.json")
@@ -140,16 +160,23 @@ def main():
     p.add_argument("--jobs", default=None, help="e.g. train,gemm,cupy")
     p.add_argument("--seconds", type=float, default=None)
     p.add_argument("--rate", type=float, default=50.0)
+    p.add_argument("--be-sms", type=int, default=0,
+                   help="SMs for best-effort kernels in the spatial configurations "
+                        "[default: the device's minus 15 %%, to a multiple of 8]")
     p.add_argument("--out", default=os.environ.get("OUT", "out"))
     a = p.parse_args()
     a.seconds = a.seconds or (15 if a.quick else 30)
+    if not a.be_sms:
+        import torch
+        n = torch.cuda.get_device_properties(0).multi_processor_count
+        a.be_sms = max(8, int(n * 0.85) // 8 * 8)
     models = a.models or ("resnet50:1" if a.quick else "resnet50:1,resnet50:8,bert:1,bert:8")
     jobs = (a.jobs or ("train" if a.quick else "train,gemm,cupy")).split(",")
     os.makedirs(a.out, exist_ok=True)
     s = Suite(a)
     configs = {"separate": ["native", "baton-l1", "baton-l2", "baton-l3"] + ([] if a.quick else ["baton-up"]),
-               "mps": ["mps", "baton-l1", "baton-l2"],
-               "oneproc": ["priority-stream", "baton-local", "baton-local-l2"]}
+               "mps": ["mps", "baton-l1", "baton-l2", "baton-sms"],
+               "oneproc": ["priority-stream", "baton-local", "baton-local-l2", "baton-local-sms", "sms-only"]}
     for job in jobs:
         s.alone(be_args=["--job", job])
     for mb in models.split(","):

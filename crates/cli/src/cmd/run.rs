@@ -52,6 +52,13 @@ pub struct RunArgs {
     /// ready (for deadline policies).
     #[arg(long, value_name = "D")]
     deadline_us: Option<u64>,
+    /// Run the kernels of the program's normal-priority streams (CUDA priority 0) on this many
+    /// SMs only (a green context), so kernels of more urgent work, in this program's
+    /// high-priority streams or in another program under MPS, always find free SMs. Streams
+    /// created with a higher CUDA priority keep the whole GPU. Cooperative kernels and graphs
+    /// are not confined. The driver rounds up (to 8 SMs on Hopper).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    sms: Option<u32>,
     /// Schedule inside the process only (stream priorities become queue priorities), without
     /// the daemon.
     #[arg(long)]
@@ -85,6 +92,9 @@ impl RunArgs {
         }
         if self.keep_window {
             env.push(("BATON_KEEP_WINDOW", "on".into()));
+        }
+        if let Some(n) = self.sms {
+            env.push(("BATON_SMS", n.to_string().into()));
         }
         if let Some(l) = self.level {
             env.push(("BATON_LEVEL", l.number().to_string().into()));

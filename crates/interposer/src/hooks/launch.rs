@@ -60,7 +60,7 @@ unsafe fn kernel(
             cooperative,
         })
     };
-    rt.scheduled(stream, api, Count::Kernel, direct, defer)
+    rt.scheduled(stream, api, Count::Kernel { cooperative }, direct, defer)
 }
 
 macro_rules! launch_kernel {
@@ -130,7 +130,13 @@ macro_rules! launch_ex {
                 // SAFETY: the application's configuration with the mapped stream.
                 unsafe { real(&c, f, params, extra) }
             };
-            rt.scheduled(cfg.hStream, $api, Count::Kernel, direct, defer)
+            let cooperative = !cfg.attrs.is_null()
+                && cfg.numAttrs > 0
+                // SAFETY: `attrs` holds `numAttrs` attributes during the call.
+                && baton_cuda::cooperative_attrs(unsafe {
+                    std::slice::from_raw_parts(cfg.attrs, cfg.numAttrs as usize)
+                });
+            rt.scheduled(cfg.hStream, $api, Count::Kernel { cooperative }, direct, defer)
         });
     };
 }
