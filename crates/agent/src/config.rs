@@ -11,6 +11,7 @@
 //! | `BATON_YIELD_SLICE_US` | at level 3, the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), 1–2000000 | 100 |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
+//! | `BATON_STALL_REPORT_S` | when no queue of the process has made progress for this many seconds while work is pending, print every queue's state to stderr (once per stall), 1–3600 | unset (off) |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
 //! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
 //! | `BATON_UTILIZATION` | share of the device's time to reserve for this process, 1–100 % (a hint for utilization policies) | unset |
@@ -70,6 +71,8 @@ pub struct AgentConfig {
     pub yield_slice_us: u64,
     /// SMs the kernels of normal-priority streams are confined to, if set.
     pub sms: Option<u32>,
+    /// Seconds without progress after which the queues' states are printed, if set.
+    pub stall_report_s: Option<u64>,
     /// Who schedules.
     pub scheduler: SchedulerMode,
     /// The local policy's name (validated against the registry).
@@ -98,6 +101,7 @@ impl Default for AgentConfig {
             max_buffered: baton_core::DEFAULT_MAX_BUFFERED,
             yield_slice_us: 100,
             sms: None,
+            stall_report_s: None,
             scheduler: SchedulerMode::Local,
             policy: "hpf".into(),
             utilization: None,
@@ -202,6 +206,17 @@ impl AgentConfig {
                     &v,
                     "use a whole number of SMs, at least 1",
                     "the whole GPU",
+                ),
+            }
+        }
+        if let Some((name, v)) = read(&["BATON_STALL_REPORT_S"]) {
+            match v.trim().parse::<u64>() {
+                Ok(n @ 1..=3600) => c.stall_report_s = Some(n),
+                _ => c.warn(
+                    name,
+                    &v,
+                    "use a whole number of seconds from 1 to 3600",
+                    "off",
                 ),
             }
         }
@@ -339,8 +354,9 @@ mod tests {
             ("BATON_MAX_BUFFERED", "64"),
             ("BATON_YIELD_SLICE_US", "5"),
             ("BATON_SMS", "112"),
+            ("BATON_STALL_REPORT_S", "5"),
         ]);
-        assert_eq!(c.sms, Some(112));
+        assert_eq!((c.sms, c.stall_report_s), (Some(112), Some(5)));
         assert_eq!(c.priority.get(), 10);
         assert_eq!((c.max_buffered, c.yield_slice_us), (64, 5));
         assert!(c.keep_window && !AgentConfig::default().keep_window);
@@ -405,8 +421,9 @@ mod tests {
             ("BATON_MAX_BUFFERED", "0"),
             ("BATON_YIELD_SLICE_US", "forever"),
             ("BATON_SMS", "0"),
+            ("BATON_STALL_REPORT_S", "0"),
         ]);
-        assert_eq!(c.sms, None);
+        assert_eq!((c.sms, c.stall_report_s), (None, None));
         let d = AgentConfig::default();
         assert!(!c.keep_window);
         assert_eq!(c.max_buffered, baton_core::DEFAULT_MAX_BUFFERED);
@@ -431,8 +448,8 @@ mod tests {
             )
         );
         assert_eq!((c.utilization, c.deadline), (None, None));
-        // Thirteen settings, thirteen lines: threshold and batch are judged together.
-        assert_eq!(c.warnings().len(), 13, "{:#?}", c.warnings());
+        // Fourteen settings, fourteen lines: threshold and batch are judged together.
+        assert_eq!(c.warnings().len(), 14, "{:#?}", c.warnings());
         for w in c.warnings() {
             assert!(w.starts_with("baton: ignoring"), "{w}");
             assert!(w.contains("using"), "{w}");

@@ -118,8 +118,11 @@ impl Dependency {
         }
     }
 
-    /// Blocks until satisfied, asking the queue depended on to launch (suspended or not).
+    /// Blocks until satisfied, asking the queue depended on to launch (suspended or not). The
+    /// demand is made even when the commands are already launched: the caller is about to wait
+    /// for them on the device, so a Level-2 queue must let them complete.
     pub fn wait_satisfied(&self) {
+        self.demand();
         while !self.is_satisfied() {
             self.demand();
             self.wait(Duration::from_millis(2));

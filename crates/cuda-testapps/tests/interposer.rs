@@ -426,6 +426,53 @@ fn at_level_two_a_low_priority_stream_stops_within_one_command() {
 }
 
 #[test]
+fn threads_sharing_an_interpreter_lock_never_hang() {
+    // `gil`: the best-effort thread blocks inside a launch (a full buffer while suspended)
+    // holding the lock the latency-critical thread needs to launch at all.
+    let kernel_us = [("FAKE_CUDA_KERNEL_US", "300")];
+    let native = run(RUNTIME_LIKE, &["gil"], &kernel_us);
+    assert_eq!(native.line(), "gil ok be=384 hp=32");
+    for level in ["1", "2"] {
+        for buffered in ["4", "1024"] {
+            let mut env = kernel_us.to_vec();
+            env.extend([("BATON_LEVEL", level), ("BATON_MAX_BUFFERED", buffered)]);
+            let b = under_baton(RUNTIME_LIKE, &["gil"], &env);
+            assert_eq!(
+                b.run.line(),
+                native.line(),
+                "level {level}, {buffered} buffered: stderr {}",
+                b.run.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn a_stall_report_says_which_queues_hold_work() {
+    // Kernels of 1.2 s each: for over a second nothing completes while work is pending.
+    let env = [
+        ("FAKE_CUDA_KERNEL_US", "1200000"),
+        ("BATON_STALL_REPORT_S", "1"),
+    ];
+    let b = under_baton(RUNTIME_LIKE, &["exit-pending"], &env);
+    assert_eq!(b.run.line(), "exit-pending launched=4");
+    assert!(
+        b.run.stderr.contains("made progress for")
+            && b.run.stderr.contains("launched not known complete")
+            && b.run.stderr.contains("running"),
+        "{}",
+        b.run.stderr
+    );
+    // Without the setting, nothing is printed.
+    let quiet = under_baton(
+        RUNTIME_LIKE,
+        &["exit-pending"],
+        &[("FAKE_CUDA_KERNEL_US", "300000")],
+    );
+    assert!(quiet.run.stderr.is_empty(), "{}", quiet.run.stderr);
+}
+
+#[test]
 fn at_level_two_a_stream_waiting_on_a_gated_stream_does_not_hang() {
     // `gated-wait`: the high-priority stream waits for an event whose record the low stream
     // launched before it was gated; the gate must reopen until the record completes. The
@@ -437,6 +484,31 @@ fn at_level_two_a_stream_waiting_on_a_gated_stream_does_not_hang() {
     env.push(("BATON_LEVEL", "2"));
     let b = under_baton(RUNTIME_LIKE, &["gated-wait"], &env);
     assert_eq!(b.run.line(), native.line(), "stderr {}", b.run.stderr);
+    // `ctx-sync-gated`: the whole context is synchronized while the low stream is gated.
+    let native = run(RUNTIME_LIKE, &["ctx-sync-gated"], &kernel_us);
+    assert_eq!(native.line(), "ctx-sync-gated ok low=12 high=8");
+    let b = under_baton(RUNTIME_LIKE, &["ctx-sync-gated"], &env);
+    assert_eq!(b.run.line(), native.line(), "stderr {}", b.run.stderr);
+    // Also with the low stream's commands held back in its buffer when it is suspended, at
+    // both levels: synchronizing the context must launch them, suspended or not.
+    // The high stream, which nothing can suspend, runs without a window (no sync points):
+    // only the synchronizing thread could see its work complete.
+    for (level, keep) in [("1", "on"), ("1", "off"), ("2", "on"), ("2", "off")] {
+        let mut env = kernel_us.to_vec();
+        env.extend([
+            ("BATON_LEVEL", level),
+            ("BATON_THRESHOLD", "2"),
+            ("BATON_BATCH", "1"),
+            ("BATON_KEEP_WINDOW", keep),
+        ]);
+        let b = under_baton(RUNTIME_LIKE, &["ctx-sync-gated"], &env);
+        assert_eq!(
+            b.run.line(),
+            native.line(),
+            "level {level}, keep window {keep}: stderr {}",
+            b.run.stderr
+        );
+    }
     for scenario in ["events", "legacy", "order"] {
         let native = run(RUNTIME_LIKE, &[scenario], &[]);
         let b = under_baton(

@@ -250,7 +250,8 @@ impl Runtime {
         }
     }
 
-    /// `cuCtxSynchronize`: every queue of the current context launched, then the driver's wait.
+    /// `cuCtxSynchronize`: every queue of the current context launched (even a suspended one:
+    /// the caller waits for all of it), then the driver's wait.
     pub(crate) fn ctx_synchronize(&self, real: impl FnOnce() -> CUresult) -> CUresult {
         if !self.cfg.enabled {
             return real();
@@ -260,7 +261,11 @@ impl Runtime {
         };
         let entries = self.reg.of_context(ctx);
         for e in &entries {
-            let _ = e.xq.flush();
+            // Everything launched, suspended or not: this thread may be the one a suspended
+            // queue waits for (and at Level 2 what is launched must be let through its gate).
+            if let Some(d) = e.xq.dependency_on_all() {
+                d.wait_satisfied();
+            }
         }
         let r = real();
         if r.is_success() {
@@ -510,8 +515,8 @@ impl Runtime {
     pub(crate) fn after_submitted(&self, real: impl FnOnce() -> CUresult) -> CUresult {
         if self.cfg.enabled {
             for e in self.reg.all() {
-                if e.xq.has_pending() {
-                    let _ = e.xq.flush();
+                if let Some(d) = e.xq.dependency_on_all() {
+                    d.wait_satisfied();
                 }
             }
         }

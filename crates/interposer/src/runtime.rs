@@ -86,6 +86,9 @@ fn init() -> Option<&'static Runtime> {
                 let rt: &'static Runtime = Box::leak(Box::new(rt));
                 STATE.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
                 register_process_hooks();
+                if let Some(secs) = rt.cfg.stall_report_s {
+                    rt.watch_stalls(std::time::Duration::from_secs(secs));
+                }
                 Some(rt)
             }
             Err(why) => {
@@ -217,6 +220,60 @@ extern "C" fn report_at_exit() {
 }
 
 impl Runtime {
+    /// Starts a thread that prints every queue's state to stderr when none has made progress
+    /// for `after` while work is pending (`BATON_STALL_REPORT_S`): what a hung program was
+    /// waiting for. Once per stall; progress re-arms it.
+    fn watch_stalls(&'static self, after: std::time::Duration) {
+        let spawned = std::thread::Builder::new()
+            .name("baton-stall".into())
+            .spawn(move || {
+                let mut last = (0u64, 0u64);
+                let mut since = std::time::Instant::now();
+                let mut reported = false;
+                loop {
+                    std::thread::sleep(std::time::Duration::from_millis(250));
+                    let entries = self.reg.all();
+                    let st: Vec<_> = entries.iter().map(|e| e.xq.status()).collect();
+                    let now = (
+                        st.iter().map(|s| s.submitted - s.pending).sum::<u64>(),
+                        st.iter().map(|s| s.completed).sum::<u64>(),
+                    );
+                    let waiting = st.iter().any(|s| s.submitted > s.completed);
+                    if now != last || !waiting {
+                        (last, since, reported) = (now, std::time::Instant::now(), false);
+                        continue;
+                    }
+                    if reported || since.elapsed() < after {
+                        continue;
+                    }
+                    reported = true;
+                    let mut lines = vec![format!(
+                        "baton: no queue of process {} made progress for {:.1} s; queues with work:",
+                        std::process::id(),
+                        since.elapsed().as_secs_f64()
+                    )];
+                    for (e, s) in entries.iter().zip(&st).filter(|(_, s)| s.submitted > s.completed) {
+                        lines.push(format!(
+                            "baton:   {:?} {:#x} priority {}: {} buffered, {} launched not known complete, {} submitted, {}{}{}",
+                            e.kind,
+                            e.handle as usize,
+                            e.priority,
+                            s.pending,
+                            s.inflight,
+                            s.submitted,
+                            if s.suspended { "suspended" } else { "running" },
+                            if e.xq.is_gated() { ", gated" } else { "" },
+                            e.xq.hw().confined_sms().map(|n| format!(", on {n} SMs")).unwrap_or_default(),
+                        ));
+                    }
+                    eprintln!("{}", lines.join("\n"));
+                }
+            });
+        if let Err(e) = spawned {
+            eprintln!("baton: no stall report ({e})");
+        }
+    }
+
     fn write_report(&self) {
         let Some(path) = std::env::var_os("BATON_REPORT") else {
             return;

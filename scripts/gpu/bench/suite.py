@@ -159,6 +159,7 @@ def main():
     p.add_argument("--models", default=None, help="e.g. resnet50:1,bert:8")
     p.add_argument("--jobs", default=None, help="e.g. train,gemm,cupy")
     p.add_argument("--seconds", type=float, default=None)
+    p.add_argument("--configs", default=None, help="only these configurations, e.g. native,baton-l3")
     p.add_argument("--rate", type=float, default=50.0)
     p.add_argument("--be-sms", type=int, default=0,
                    help="SMs for best-effort kernels in the spatial configurations "
@@ -194,6 +195,8 @@ def main():
                     env = s.mps(True)
                 try:
                     for cfg in configs[setup]:
+                        if a.configs and cfg not in a.configs.split(","):
+                            continue
                         if cfg == "baton-up":
                             s.stop_daemon()
                             d = subprocess.Popen([s.baton, "daemon", "--policy", "up"], env=s.env,

@@ -13,7 +13,7 @@
 
 Every run writes one JSON object (and prints it).
 """
-import argparse, json, os, random, sys, threading, time
+import argparse, faulthandler, json, os, random, signal, sys, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import torch  # noqa: E402
@@ -155,6 +155,7 @@ def main():
     p.add_argument("--stop-file", help="BE: run until this file exists (instead of --seconds)")
     p.add_argument("--out", required=True)
     a = p.parse_args()
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
     res = {"mode": a.mode, "pid": os.getpid(),
            "baton": "baton" in os.environ.get("LD_PRELOAD", "")}
     if a.mode == "hp":

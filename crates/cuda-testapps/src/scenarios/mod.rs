@@ -49,6 +49,8 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("exit-pending", process::exit_pending),
     ("priority", priority::priority),
     ("gated-wait", priority::gated_wait),
+    ("ctx-sync-gated", priority::ctx_sync_gated),
+    ("gil", priority::gil),
     ("flood", cross::flood),
     ("burst", cross::burst),
 ];
@@ -69,6 +71,8 @@ pub const NAMES: &[&str] = &[
     "exit-pending",
     "priority",
     "gated-wait",
+    "ctx-sync-gated",
+    "gil",
     "flood",
     "burst",
 ];

@@ -2,6 +2,9 @@
 //! highest-priority stream. The result line only counts; how the two interleave is read from
 //! the driver's log by the tests (natively they overlap; under Baton the low stream yields).
 
+use std::sync::Mutex;
+use std::time::Duration;
+
 use baton_cuda_sys::CU_STREAM_NON_BLOCKING;
 
 use super::Session;
@@ -75,4 +78,107 @@ pub fn gated_wait(s: &Session) -> Result<String, AppError> {
         g.destroy_stream(stream)?;
     }
     Ok(format!("gated-wait ok low={LOW} high={HIGH}"))
+}
+
+/// The whole context synchronized while a low-priority stream is suspended: the high stream's
+/// burst makes the low one yield (at Level 2 its launched kernels wait behind its gate), then
+/// `cuCtxSynchronize` waits for everything, the low stream's work included. It must return.
+pub fn ctx_sync_gated(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let (low, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
+    let (high, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, -5)?;
+    let (log, counter) = (g.alloc((LOW + HIGH) as usize)?, g.alloc(1)?);
+    g.memset32(counter, 0, 1)?;
+    for t in 0..LOW {
+        g.launch(k.append, low, &[Ptr(log), Ptr(counter), I32(100 + t)])?;
+    }
+    for t in 0..HIGH {
+        g.launch(k.append, high, &[Ptr(log), Ptr(counter), I32(t)])?;
+    }
+    g.ctx_sync()?;
+    // Everything ran, without a stream synchronization.
+    let mut out = g.download(log, (LOW + HIGH) as usize)?;
+    out.sort_unstable();
+    let expected: Vec<i32> = (0..HIGH).chain(100..100 + LOW).collect();
+    ensure(out == expected, || format!("tags {out:?}"))?;
+    for stream in [low, high] {
+        g.destroy_stream(stream)?;
+    }
+    Ok(format!("ctx-sync-gated ok low={LOW} high={HIGH}"))
+}
+
+/// Steps of the `gil` scenario's best-effort thread, and kernels per step.
+pub const GIL_STEPS: i32 = 24;
+/// Kernels per best-effort step.
+pub const GIL_STEP_KERNELS: i32 = 16;
+/// Requests of the latency-critical thread, and kernels per request.
+pub const GIL_REQUESTS: i32 = 8;
+/// Kernels per request.
+pub const GIL_REQUEST_KERNELS: i32 = 4;
+
+/// Two threads of an interpreter with a global lock, as PyTorch's are under Python's GIL: a
+/// launch is made holding the lock, which a thread blocked inside the driver keeps. A
+/// best-effort thread launches steps of kernels on a normal stream, synchronizing (without the
+/// lock) every fourth step; a latency-critical thread takes the lock for each request's
+/// launches on the highest-priority stream, then synchronizes without it. However Baton holds
+/// the best-effort thread back (suspension, a full buffer), both must finish.
+pub fn gil(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let (low, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
+    let (high, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, -5)?;
+    let n = (GIL_STEPS * GIL_STEP_KERNELS + GIL_REQUESTS * GIL_REQUEST_KERNELS) as usize;
+    let (log, counter) = (g.alloc(n)?, g.alloc(1)?);
+    g.memset32(counter, 0, 1)?;
+    let lock = Mutex::new(());
+    // Stream handles cross to the other thread as plain addresses.
+    let low_addr = low as usize;
+    std::thread::scope(|scope| -> Result<(), AppError> {
+        let be = scope.spawn(|| -> Result<(), AppError> {
+            let low = low_addr as baton_cuda_sys::CUstream;
+            g.set_current(s.ctx)?;
+            for step in 0..GIL_STEPS {
+                let held = lock.lock().unwrap_or_else(|p| p.into_inner());
+                for i in 0..GIL_STEP_KERNELS {
+                    let tag = 1000 + step * GIL_STEP_KERNELS + i;
+                    g.launch(k.append, low, &[Ptr(log), Ptr(counter), I32(tag)])?;
+                }
+                drop(held);
+                if step % 4 == 3 {
+                    g.sync(low)?;
+                }
+            }
+            g.sync(low)
+        });
+        for r in 0..GIL_REQUESTS {
+            std::thread::sleep(Duration::from_millis(3));
+            let held = lock.lock().unwrap_or_else(|p| p.into_inner());
+            for i in 0..GIL_REQUEST_KERNELS {
+                g.launch(
+                    k.append,
+                    high,
+                    &[Ptr(log), Ptr(counter), I32(r * GIL_REQUEST_KERNELS + i)],
+                )?;
+            }
+            drop(held);
+            g.sync(high)?;
+        }
+        be.join()
+            .map_err(|_| AppError::Mismatch("the best-effort thread panicked".into()))?
+    })?;
+    let mut out = g.download(log, n)?;
+    out.sort_unstable();
+    let expected: Vec<i32> = (0..GIL_REQUESTS * GIL_REQUEST_KERNELS)
+        .chain(1000..1000 + GIL_STEPS * GIL_STEP_KERNELS)
+        .collect();
+    ensure(out == expected, || {
+        format!("{} tags, not the expected {n}", out.len())
+    })?;
+    for stream in [low, high] {
+        g.destroy_stream(stream)?;
+    }
+    Ok(format!(
+        "gil ok be={} hp={}",
+        GIL_STEPS * GIL_STEP_KERNELS,
+        GIL_REQUESTS * GIL_REQUEST_KERNELS
+    ))
 }
