@@ -496,6 +496,15 @@ impl<H: HwQueue> XQueue<H> {
         pending.then(|| Dependency::new(self.shared.progress.clone(), st.submitted))
     }
 
+    /// A dependency on the commands launched so far, if some are not known complete: what a
+    /// caller about to wait for the whole device demands, so that a queue suspended at Level 2
+    /// lets its launched commands through its gate (buffered ones stay buffered).
+    pub fn dependency_on_launched(&self) -> Option<Dependency> {
+        let st = sync::lock(&self.shared.state);
+        (st.completed < st.launched)
+            .then(|| Dependency::new(self.shared.progress.clone(), st.launched))
+    }
+
     /// Whether the queue is suspended at Level 2: commands it launched may be held on the
     /// device behind its gate. Lock-free, like [`XQueue::has_pending`].
     pub fn is_gated(&self) -> bool {

@@ -195,6 +195,25 @@ pfn! {
         libraryOptionValues: *mut *mut c_void,
         numLibraryOptions: c_uint,
     );
+    /// `cuModuleLoad` (2.0).
+    PFN_cuModuleLoad(module: *mut CUmodule, fname: *const c_char);
+    /// `cuModuleLoadDataEx` (2.1).
+    PFN_cuModuleLoadDataEx(module: *mut CUmodule, image: *const c_void, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void);
+    /// `cuModuleLoadFatBinary` (2.0).
+    PFN_cuModuleLoadFatBinary(module: *mut CUmodule, fatCubin: *const c_void);
+    /// `cuLibraryLoadFromFile` (12.0).
+    PFN_cuLibraryLoadFromFile(
+        library: *mut CUlibrary,
+        fileName: *const c_char,
+        jitOptions: *mut CUjit_option,
+        jitOptionsValues: *mut *mut c_void,
+        numJitOptions: c_uint,
+        libraryOptions: *mut CUlibraryOption,
+        libraryOptionValues: *mut *mut c_void,
+        numLibraryOptions: c_uint,
+    );
+    /// `cuMemHostUnregister` (4.0).
+    PFN_cuMemHostUnregister(p: *mut c_void);
     /// `cuLibraryUnload` (12.0).
     PFN_cuLibraryUnload(library: CUlibrary);
     /// `cuLibraryGetKernel` (12.0).

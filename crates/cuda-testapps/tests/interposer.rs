@@ -426,6 +426,30 @@ fn at_level_two_a_low_priority_stream_stops_within_one_command() {
 }
 
 #[test]
+fn loading_a_kernel_opens_the_gates_it_waits_for() {
+    // With lazy loading, a kernel's first launch waits for all pending work of its context
+    // (as on the GPU: scripts/gpu/gate_calls.sh). At Level 2 a suspended stream's launched
+    // work sits behind its closed gate: the launch must open it, or it never returns.
+    let env = [
+        ("FAKE_CUDA_KERNEL_US", "2000"),
+        ("FAKE_CUDA_LAZY_LOADING", "1"),
+    ];
+    let native = run(RUNTIME_LIKE, &["lazy-gated"], &env);
+    assert_eq!(native.line(), "lazy-gated ok low=12 high=8");
+    for level in ["1", "2"] {
+        let mut e = env.to_vec();
+        e.push(("BATON_LEVEL", level));
+        let b = under_baton(RUNTIME_LIKE, &["lazy-gated"], &e);
+        assert_eq!(
+            b.run.line(),
+            native.line(),
+            "level {level}: stderr {}",
+            b.run.stderr
+        );
+    }
+}
+
+#[test]
 fn threads_sharing_an_interpreter_lock_never_hang() {
     // `gil`: the best-effort thread blocks inside a launch (a full buffer while suspended)
     // holding the lock the latency-critical thread needs to launch at all.

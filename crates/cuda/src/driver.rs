@@ -219,6 +219,13 @@ driver! {
     cuGraphExecUpdate_v2: PFN_cuGraphExecUpdate_v2;
     cuGraphExecDestroy: PFN_cuGraphExecDestroy;
     cuModuleUnload: PFN_cuModuleUnload;
+    cuModuleLoad: PFN_cuModuleLoad;
+    cuModuleLoadDataEx: PFN_cuModuleLoadDataEx;
+    cuModuleLoadFatBinary: PFN_cuModuleLoadFatBinary;
+    cuLibraryLoadData: PFN_cuLibraryLoadData;
+    cuLibraryLoadFromFile: PFN_cuLibraryLoadFromFile;
+    cuMemFree_v2: PFN_cuMemFree_v2;
+    cuMemHostUnregister: PFN_cuMemHostUnregister;
     cuLibraryUnload: PFN_cuLibraryUnload;
 }
 

@@ -16,7 +16,7 @@ use crate::entry::{CuResult, exports};
 use crate::kernels::KernelDef;
 use crate::module::find_function;
 use crate::ops::{KernelLaunch, Op};
-use crate::state::raw_of;
+use crate::state::{initialized, raw_of};
 use crate::stream::{self, DefaultStream};
 
 /// Device limits the launch is checked against (H100).
@@ -147,6 +147,17 @@ unsafe fn launch(
     // SAFETY: forwarded from the caller (the launch entry point's contract).
     let args = unsafe { marshal(function.def, launch.params, launch.extra)? };
     let stream = stream::resolve(raw, mode)?;
+    if initialized()?.lazy_loading
+        && !function
+            .loaded
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        && let Some(ctx) = stream.ctx.upgrade()
+    {
+        // Loading the function waits for everything pending in its context.
+        for dep in ctx.all_pending() {
+            dep.wait();
+        }
+    }
     let op = Op::Kernel(Box::new(KernelLaunch {
         def: function.def,
         args,

@@ -32,6 +32,9 @@ pub(crate) struct Function {
     pub def: &'static KernelDef,
     /// For a kernel: the function `cuKernelGetFunction` returns, created on first use.
     function: OnceLock<u64>,
+    /// Whether it was launched before (with `FAKE_CUDA_LAZY_LOADING`, the first launch loads
+    /// it).
+    pub loaded: std::sync::atomic::AtomicBool,
 }
 
 /// A loaded module: its functions by name.
@@ -49,6 +52,7 @@ fn new_function(g: &Global, kind: Kind, def: &'static KernelDef) -> u64 {
         handle: g.handle(kind),
         def,
         function: OnceLock::new(),
+        loaded: std::sync::atomic::AtomicBool::new(false),
     });
     let raw = function.handle.raw;
     g.functions.insert(raw, function);

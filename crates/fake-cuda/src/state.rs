@@ -100,6 +100,10 @@ pub(crate) struct Global {
     pub log: Option<Log>,
     /// Extra duration of every kernel (`FAKE_CUDA_KERNEL_US`).
     pub kernel_extra: Duration,
+    /// `FAKE_CUDA_LAZY_LOADING`: a function's first launch loads it, which waits for all
+    /// pending work of its context, as CUDA's lazy loading does (measured on an H100:
+    /// `scripts/gpu/gate_calls.sh`).
+    pub lazy_loading: bool,
     pub contexts: Registry<Context>,
     pub primary: Mutex<Primary>,
     pub streams: Registry<Stream>,
@@ -128,6 +132,7 @@ impl Global {
             completed: AtomicU64::new(0),
             log: std::env::var_os("FAKE_CUDA_LOG").and_then(|path| Log::open(path.as_ref())),
             kernel_extra,
+            lazy_loading: std::env::var_os("FAKE_CUDA_LAZY_LOADING").is_some(),
             contexts: Registry::new(),
             primary: Mutex::new(Primary::default()),
             streams: Registry::new(),

@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 use baton_core::{CommandSeq, CommandState, Dependency};
 use baton_cuda::CudaCommand;
 use baton_cuda::sys::{
-    CU_STREAM_CAPTURE_STATUS_ACTIVE, CUevent, CUresult, CUstream, CUstreamCaptureStatus,
+    CU_STREAM_CAPTURE_STATUS_ACTIVE, CUevent, CUfunction, CUresult, CUstream, CUstreamCaptureStatus,
 };
 
 use crate::ffi::{hw, status, to_status};
@@ -248,6 +248,46 @@ impl Runtime {
             Ok(false) => CUresult::NOT_READY,
             Err(x) => status(&x),
         }
+    }
+
+    /// Before a call that waits for all pending work of the device (freeing or registering
+    /// memory, loading a module, a kernel's first launch under lazy loading: measured by
+    /// `scripts/gpu/gate_calls.sh`): at Level 2, every suspended queue lets the commands it
+    /// already launched through its gate, or the call would wait for a gate that only its own
+    /// return could open. Buffered commands stay buffered.
+    pub(crate) fn release_gates(&self) {
+        if !self.cfg.enabled || self.cfg.level != baton_core::Level::L2 {
+            return;
+        }
+        for e in self.reg.all() {
+            if e.xq.is_gated()
+                && let Some(d) = e.xq.dependency_on_launched()
+            {
+                d.wait_satisfied();
+            }
+        }
+    }
+
+    /// At Level 2, before launching `f`: its first launch may load it, which waits for the
+    /// device (see [`Runtime::release_gates`]).
+    pub(crate) fn before_kernel(&self, f: CUfunction) {
+        if !self.cfg.enabled || self.cfg.level != baton_core::Level::L2 {
+            return;
+        }
+        let key = f as usize;
+        if self
+            .launched_functions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&key)
+        {
+            return;
+        }
+        self.release_gates();
+        self.launched_functions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key);
     }
 
     /// `cuCtxSynchronize`: every queue of the current context launched (even a suspended one:

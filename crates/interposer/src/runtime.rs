@@ -46,6 +46,8 @@ pub(crate) struct Runtime {
     pub(crate) events: Mutex<HashMap<usize, EventTrack>>,
     pub(crate) gate: Arc<CaptureGate>,
     pub(crate) params: ParamCache,
+    /// Functions launched at least once (kept at Level 2 only; see `before_kernel`).
+    pub(crate) launched_functions: std::sync::RwLock<std::collections::HashSet<usize>>,
     pub(crate) sched: Option<AgentScheduler>,
     pub(crate) clock: Arc<MonotonicClock>,
     pub(crate) stats: Stats,
@@ -138,6 +140,7 @@ fn build() -> Result<Runtime, String> {
         events: Mutex::new(HashMap::new()),
         gate: Arc::new(CaptureGate::default()),
         params: ParamCache::new(),
+        launched_functions: Default::default(),
         sched,
         clock,
         stats: Stats::default(),

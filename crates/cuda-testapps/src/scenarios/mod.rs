@@ -51,6 +51,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("gated-wait", priority::gated_wait),
     ("ctx-sync-gated", priority::ctx_sync_gated),
     ("gil", priority::gil),
+    ("lazy-gated", priority::lazy_gated),
     ("flood", cross::flood),
     ("burst", cross::burst),
 ];
@@ -73,6 +74,7 @@ pub const NAMES: &[&str] = &[
     "gated-wait",
     "ctx-sync-gated",
     "gil",
+    "lazy-gated",
     "flood",
     "burst",
 ];

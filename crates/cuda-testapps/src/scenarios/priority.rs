@@ -182,3 +182,36 @@ pub fn gil(s: &Session) -> Result<String, AppError> {
         GIL_REQUESTS * GIL_REQUEST_KERNELS
     ))
 }
+
+/// A high-priority stream's first launch of a kernel never launched before, while a
+/// low-priority stream is suspended with launched work (at Level 2: behind its closed gate).
+/// Under lazy loading, loading the kernel waits for all pending work of the context; the low
+/// stream's gate must open for it, or the launch never returns.
+pub fn lazy_gated(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let (low, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
+    let (high, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, -5)?;
+    let (log, counter, filled) = (g.alloc((LOW + HIGH) as usize)?, g.alloc(1)?, g.alloc(1)?);
+    g.memset32(counter, 0, 1)?;
+    g.memset32(filled, 0, 1)?;
+    for t in 0..LOW {
+        g.launch(k.append, low, &[Ptr(log), Ptr(counter), I32(100 + t)])?;
+    }
+    for t in 0..HIGH {
+        g.launch(k.append, high, &[Ptr(log), Ptr(counter), I32(t)])?;
+    }
+    // `fill` has not been launched in this process before.
+    g.launch(k.fill, high, &[Ptr(filled), I32(1), I32(7)])?;
+    g.sync(high)?;
+    g.sync(low)?;
+    let mut out = g.download(log, (LOW + HIGH) as usize)?;
+    out.sort_unstable();
+    let expected: Vec<i32> = (0..HIGH).chain(100..100 + LOW).collect();
+    ensure(out == expected, || format!("tags {out:?}"))?;
+    let f = g.download(filled, 1)?;
+    ensure(f == [7], || format!("fill wrote {f:?}"))?;
+    for stream in [low, high] {
+        g.destroy_stream(stream)?;
+    }
+    Ok(format!("lazy-gated ok low={LOW} high={HIGH}"))
+}

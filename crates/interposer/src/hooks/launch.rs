@@ -60,6 +60,7 @@ unsafe fn kernel(
             cooperative,
         })
     };
+    rt.before_kernel(f);
     rt.scheduled(stream, api, Count::Kernel { cooperative }, direct, defer)
 }
 
@@ -136,6 +137,7 @@ macro_rules! launch_ex {
                 && baton_cuda::cooperative_attrs(unsafe {
                     std::slice::from_raw_parts(cfg.attrs, cfg.numAttrs as usize)
                 });
+            rt.before_kernel(f);
             rt.scheduled(cfg.hStream, $api, Count::Kernel { cooperative }, direct, defer)
         });
     };

@@ -3,9 +3,12 @@
 //! operations. Asynchronous ones run in place once everything before them was launched;
 //! synchronous ones also leave their queue knowing all of it is done.
 
-use std::ffi::{c_uint, c_ushort, c_void};
+use std::ffi::{c_char, c_uint, c_ushort, c_void};
 
-use baton_cuda::sys::{CUcontext, CUdevice, CUdeviceptr, CUresult, CUstream};
+use baton_cuda::sys::{
+    CUcontext, CUdevice, CUdeviceptr, CUjit_option, CUlibrary, CUlibraryOption, CUmodule, CUresult,
+    CUstream,
+};
 
 use crate::ops::Count;
 use crate::registry::Api;
@@ -83,3 +86,24 @@ synchronous!(cuMemcpy3D_v2(copy: *const c_void), Api::Plain);
 synchronous!(cuMemcpy3D_v2_ptds(copy: *const c_void), Api::PerThread);
 synchronous!(cuMemcpyPeer(dst: CUdeviceptr, dst_ctx: CUcontext, src: CUdeviceptr, src_ctx: CUcontext, bytes: usize), Api::Plain);
 synchronous!(cuMemcpyPeer_ptds(dst: CUdeviceptr, dst_ctx: CUcontext, src: CUdeviceptr, src_ctx: CUcontext, bytes: usize), Api::PerThread);
+
+// Calls that wait for all pending work of the device (measured: scripts/gpu/gate_calls.sh). At
+// Level 2 a suspended queue's launched commands wait behind its gate: it must open first.
+macro_rules! device_wide {
+    ($name:ident($($a:ident: $t:ty),*)) => {
+        hook!($name($($a: $t),*) |rt, real| {
+            rt.release_gates();
+            // SAFETY: the application's arguments, unchanged.
+            unsafe { real($($a),*) }
+        });
+    };
+}
+device_wide!(cuMemFree_v2(dptr: CUdeviceptr));
+device_wide!(cuMemFreeHost(p: *mut c_void));
+device_wide!(cuMemHostUnregister(p: *mut c_void));
+device_wide!(cuModuleLoad(module: *mut CUmodule, fname: *const c_char));
+device_wide!(cuModuleLoadData(module: *mut CUmodule, image: *const c_void));
+device_wide!(cuModuleLoadDataEx(module: *mut CUmodule, image: *const c_void, n: c_uint, options: *mut CUjit_option, values: *mut *mut c_void));
+device_wide!(cuModuleLoadFatBinary(module: *mut CUmodule, fat: *const c_void));
+device_wide!(cuLibraryLoadData(library: *mut CUlibrary, code: *const c_void, jit: *mut CUjit_option, jit_values: *mut *mut c_void, n_jit: c_uint, options: *mut CUlibraryOption, values: *mut *mut c_void, n: c_uint));
+device_wide!(cuLibraryLoadFromFile(library: *mut CUlibrary, file: *const c_char, jit: *mut CUjit_option, jit_values: *mut *mut c_void, n_jit: c_uint, options: *mut CUlibraryOption, values: *mut *mut c_void, n: c_uint));
