@@ -956,8 +956,17 @@ impl<H: HwQueue> XQueue<H> {
 
     /// The queue's current state.
     pub fn status(&self) -> XQueueStatus {
+        self.status_of(&sync::lock(&self.shared.state))
+    }
+
+    /// [`XQueue::status`] if no other thread holds the queue's lock (`None` otherwise; a
+    /// thread holds it while it launches, so a launch blocked in the driver shows here).
+    pub fn try_status(&self) -> Option<XQueueStatus> {
+        sync::try_lock(&self.shared.state).map(|st| self.status_of(&st))
+    }
+
+    fn status_of(&self, st: &State<H>) -> XQueueStatus {
         let sh = &*self.shared;
-        let st = sync::lock(&sh.state);
         XQueueStatus {
             id: sh.id,
             state: if st.submitted == st.completed {

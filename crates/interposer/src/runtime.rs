@@ -236,12 +236,16 @@ impl Runtime {
                 loop {
                     std::thread::sleep(std::time::Duration::from_millis(250));
                     let entries = self.reg.all();
-                    let st: Vec<_> = entries.iter().map(|e| e.xq.status()).collect();
+                    // A queue whose lock is held stays unread: the holder may be stuck in the
+                    // driver, and the report must not get stuck behind it.
+                    let st: Vec<_> = entries.iter().map(|e| e.xq.try_status()).collect();
+                    let known = || st.iter().flatten();
+                    let locked = st.iter().filter(|s| s.is_none()).count() as u64;
                     let now = (
-                        st.iter().map(|s| s.submitted - s.pending).sum::<u64>(),
-                        st.iter().map(|s| s.completed).sum::<u64>(),
+                        known().map(|s| s.submitted - s.pending).sum::<u64>(),
+                        known().map(|s| s.completed).sum::<u64>() + (locked << 48),
                     );
-                    let waiting = st.iter().any(|s| s.submitted > s.completed);
+                    let waiting = locked > 0 || known().any(|s| s.submitted > s.completed);
                     if now != last || !waiting {
                         (last, since, reported) = (now, std::time::Instant::now(), false);
                         continue;
@@ -255,19 +259,23 @@ impl Runtime {
                         std::process::id(),
                         since.elapsed().as_secs_f64()
                     )];
-                    for (e, s) in entries.iter().zip(&st).filter(|(_, s)| s.submitted > s.completed) {
-                        lines.push(format!(
-                            "baton:   {:?} {:#x} priority {}: {} buffered, {} launched not known complete, {} submitted, {}{}{}",
-                            e.kind,
-                            e.handle as usize,
-                            e.priority,
-                            s.pending,
-                            s.inflight,
-                            s.submitted,
-                            if s.suspended { "suspended" } else { "running" },
-                            if e.xq.is_gated() { ", gated" } else { "" },
-                            e.xq.hw().confined_sms().map(|n| format!(", on {n} SMs")).unwrap_or_default(),
-                        ));
+                    for (e, s) in entries.iter().zip(&st) {
+                        let name = format!("baton:   {:?} {:#x} priority {}", e.kind, e.handle as usize, e.priority);
+                        match s {
+                            None => lines.push(format!(
+                                "{name}: its lock is held (a thread is launching for it, maybe blocked in the driver)"
+                            )),
+                            Some(s) if s.submitted > s.completed => lines.push(format!(
+                                "{name}: {} buffered, {} launched not known complete, {} submitted, {}{}{}",
+                                s.pending,
+                                s.inflight,
+                                s.submitted,
+                                if s.suspended { "suspended" } else { "running" },
+                                if e.xq.is_gated() { ", gated" } else { "" },
+                                e.xq.hw().confined_sms().map(|n| format!(", on {n} SMs")).unwrap_or_default(),
+                            )),
+                            Some(_) => {}
+                        }
                     }
                     eprintln!("{}", lines.join("\n"));
                 }
