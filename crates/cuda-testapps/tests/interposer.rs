@@ -450,6 +450,33 @@ fn loading_a_kernel_opens_the_gates_it_waits_for() {
 }
 
 #[test]
+fn a_dependency_baton_cannot_see_never_hangs_the_program() {
+    // `hidden-wait`: the high stream waits on the device for a word the low stream writes.
+    // While the high stream has work the low one is suspended (at Level 2 behind its gate; at
+    // Level 1 with a kept window, its write still buffered): only the liveness guard, seeing
+    // nothing progress, lets it through.
+    let kernel_us = [("FAKE_CUDA_KERNEL_US", "2000")];
+    let native = run(RUNTIME_LIKE, &["hidden-wait"], &kernel_us);
+    assert_eq!(native.line(), "hidden-wait ok low=12 high=8");
+    for (level, keep) in [("1", "on"), ("2", "off"), ("2", "on")] {
+        let mut env = kernel_us.to_vec();
+        env.extend([
+            ("BATON_LEVEL", level),
+            ("BATON_THRESHOLD", "2"),
+            ("BATON_BATCH", "1"),
+            ("BATON_KEEP_WINDOW", keep),
+        ]);
+        let b = under_baton(RUNTIME_LIKE, &["hidden-wait"], &env);
+        assert_eq!(
+            b.run.line(),
+            native.line(),
+            "level {level}, keep {keep}: {}",
+            b.run.stderr
+        );
+    }
+}
+
+#[test]
 fn threads_sharing_an_interpreter_lock_never_hang() {
     // `gil`: the best-effort thread blocks inside a launch (a full buffer while suspended)
     // holding the lock the latency-critical thread needs to launch at all.

@@ -252,17 +252,17 @@ impl Runtime {
 
     /// Before a call that waits for all pending work of the device (freeing or registering
     /// memory, loading a module, a kernel's first launch under lazy loading: measured by
-    /// `scripts/gpu/gate_calls.sh`): at Level 2, every suspended queue lets the commands it
-    /// already launched through its gate, or the call would wait for a gate that only its own
+    /// `scripts/gpu/gate_calls.sh`): at Level 2, every queue lets the commands it already
+    /// launched through its gate, even if suspended (or about to be), or the call would wait for a gate that only its own
     /// return could open. Buffered commands stay buffered.
     pub(crate) fn release_gates(&self) {
         if !self.cfg.enabled || self.cfg.level != baton_core::Level::L2 {
             return;
         }
+        // Every queue, not only those gated now: one the scheduler suspends a moment later
+        // must still let these commands through.
         for e in self.reg.all() {
-            if e.xq.is_gated()
-                && let Some(d) = e.xq.dependency_on_launched()
-            {
+            if let Some(d) = e.xq.dependency_on_launched() {
                 d.wait_satisfied();
             }
         }

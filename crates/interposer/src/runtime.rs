@@ -26,6 +26,8 @@ pub(crate) struct Stats {
     pub(crate) in_order: AtomicU64,
     pub(crate) bypassed: AtomicU64,
     pub(crate) streams: AtomicU64,
+    /// Times the liveness guard let suspended queues through (see `guard_liveness`).
+    pub(crate) liveness_releases: AtomicU64,
 }
 
 /// Where an event was last recorded, and the waits on it not yet launched.
@@ -88,6 +90,9 @@ fn init() -> Option<&'static Runtime> {
                 let rt: &'static Runtime = Box::leak(Box::new(rt));
                 STATE.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
                 register_process_hooks();
+                if rt.cfg.enabled {
+                    rt.guard_liveness();
+                }
                 if let Some(secs) = rt.cfg.stall_report_s {
                     rt.watch_stalls(std::time::Duration::from_secs(secs));
                 }
@@ -222,7 +227,71 @@ extern "C" fn report_at_exit() {
     });
 }
 
+/// How long nothing may progress, while a suspended queue holds work and a running one waits
+/// on the device, before the liveness guard lets the suspended queues through.
+const LIVENESS_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
+
 impl Runtime {
+    /// Starts the liveness guard. A running queue can wait on the device for a suspended one
+    /// through a dependency no API call names (a `cuStreamWaitValue32` on a word the other
+    /// stream writes, a driver-internal wait); Baton cannot see it, so it keeps the suspended
+    /// queue suspended while the running one never finishes. When no queue of the process
+    /// has made progress for [`LIVENESS_AFTER`] while one is suspended with work and another
+    /// running one has work launched, every suspended queue launches what it holds and lets
+    /// it through its gate. A hang becomes a delay, counted in the report
+    /// (`liveness_releases`).
+    fn guard_liveness(&'static self) {
+        let spawned = std::thread::Builder::new()
+            .name("baton-guard".into())
+            .spawn(move || {
+                let mut last = (0u64, 0u64);
+                let mut since = std::time::Instant::now();
+                loop {
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                    let entries = self.reg.all();
+                    let st: Vec<_> = entries.iter().map(|e| e.xq.try_status()).collect();
+                    let known = || st.iter().flatten();
+                    let now = (
+                        known().map(|s| s.submitted - s.pending).sum::<u64>(),
+                        known().map(|s| s.completed).sum::<u64>(),
+                    );
+                    // A queue whose lock stays held has a thread inside the driver for it,
+                    // launching: one blocked there waits on the device too.
+                    let locked = st.iter().any(Option::is_none);
+                    let held = known().any(|s| s.suspended && s.submitted > s.completed);
+                    let waiting = locked || known().any(|s| !s.suspended && s.inflight > 0);
+                    if now != last || !held || !waiting {
+                        (last, since) = (now, std::time::Instant::now());
+                        continue;
+                    }
+                    if since.elapsed() < LIVENESS_AFTER {
+                        continue;
+                    }
+                    if self.stats.liveness_releases.fetch_add(1, Ordering::Relaxed) == 0 {
+                        tracing::warn!(
+                            "no queue progressed for {} ms while suspended queues held work: \
+                             letting them through (a dependency Baton cannot see, such as a \
+                             stream waiting on a value another stream writes)",
+                            LIVENESS_AFTER.as_millis()
+                        );
+                    }
+                    for (e, s) in entries.iter().zip(&st) {
+                        if let Some(s) = s
+                            && s.suspended
+                            && s.submitted > s.completed
+                            && let Some(d) = e.xq.dependency_on_all()
+                        {
+                            d.wait_satisfied();
+                        }
+                    }
+                    since = std::time::Instant::now();
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("no liveness guard ({e})");
+        }
+    }
+
     /// Starts a thread that prints every queue's state to stderr when none has made progress
     /// for `after` while work is pending (`BATON_STALL_REPORT_S`): what a hung program was
     /// waiting for. Once per stall; progress re-arms it.
@@ -326,6 +395,7 @@ impl Runtime {
             "in_order": s.in_order.load(Ordering::Relaxed),
             "bypassed": s.bypassed.load(Ordering::Relaxed),
             "streams": s.streams.load(Ordering::Relaxed),
+            "liveness_releases": s.liveness_releases.load(Ordering::Relaxed),
             "sync_points": self.sync_points(),
             "level": self.cfg.level.to_string(),
             "level3_contexts": self.slices().iter().map(|c| {

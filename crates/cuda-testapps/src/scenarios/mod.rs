@@ -52,6 +52,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("ctx-sync-gated", priority::ctx_sync_gated),
     ("gil", priority::gil),
     ("lazy-gated", priority::lazy_gated),
+    ("hidden-wait", priority::hidden_wait),
     ("flood", cross::flood),
     ("burst", cross::burst),
 ];
@@ -75,6 +76,7 @@ pub const NAMES: &[&str] = &[
     "ctx-sync-gated",
     "gil",
     "lazy-gated",
+    "hidden-wait",
     "flood",
     "burst",
 ];

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use baton_cuda_sys::CU_STREAM_NON_BLOCKING;
+use baton_cuda_sys::{CU_STREAM_NON_BLOCKING, CU_STREAM_WAIT_VALUE_GEQ};
 
 use super::Session;
 use crate::error::{AppError, ensure};
@@ -214,4 +214,37 @@ pub fn lazy_gated(s: &Session) -> Result<String, AppError> {
         g.destroy_stream(stream)?;
     }
     Ok(format!("lazy-gated ok low={LOW} high={HIGH}"))
+}
+
+/// A dependency no API call names: the high-priority stream waits (`cuStreamWaitValue32`) for
+/// a word the low-priority stream writes after its slow work. Baton cannot see it; whatever it
+/// suspends, the program must finish.
+pub fn hidden_wait(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let (low, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
+    let (high, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, -5)?;
+    let (log, counter, word) = (g.alloc((LOW + HIGH) as usize)?, g.alloc(1)?, g.alloc(1)?);
+    g.memset32(counter, 0, 1)?;
+    g.memset32(word, 0, 1)?;
+    for t in 0..LOW {
+        g.launch(k.append, low, &[Ptr(log), Ptr(counter), I32(100 + t)])?;
+    }
+    g.write_value(low, word, 1)?;
+    for t in 0..HIGH / 2 {
+        g.launch(k.append, high, &[Ptr(log), Ptr(counter), I32(t)])?;
+    }
+    g.wait_value(high, word, 1, CU_STREAM_WAIT_VALUE_GEQ)?;
+    for t in HIGH / 2..HIGH {
+        g.launch(k.append, high, &[Ptr(log), Ptr(counter), I32(t)])?;
+    }
+    g.sync(high)?;
+    g.sync(low)?;
+    let mut out = g.download(log, (LOW + HIGH) as usize)?;
+    out.sort_unstable();
+    let expected: Vec<i32> = (0..HIGH).chain(100..100 + LOW).collect();
+    ensure(out == expected, || format!("tags {out:?}"))?;
+    for stream in [low, high] {
+        g.destroy_stream(stream)?;
+    }
+    Ok(format!("hidden-wait ok low={LOW} high={HIGH}"))
 }
