@@ -101,8 +101,9 @@ impl Dependency {
         self.progress.launched() >= self.target
     }
 
-    /// Asks the queue depended on to launch up to the target, suspended or not.
-    pub(crate) fn demand(&self) {
+    /// Asks the queue depended on to launch up to the target, suspended or not, and at Level 2
+    /// to let it complete; does not wait.
+    pub fn demand(&self) {
         // Raised even when already launched: a queue holding launched commands behind a
         // closed Level-2 gate must let them complete. Its owner is woken whenever the target
         // is not launched yet (as before), or when the mark rose.

@@ -110,6 +110,16 @@ impl CudaHwQueue {
         self
     }
 
+    /// Opens the queue's Level-2 gate at once, without its XQueue's lock: for a thread about to
+    /// wait on the device inside the driver while that lock may be held by a launch blocked
+    /// there too. The queue's launched commands then run; its XQueue closes the gate again at
+    /// its next suspension.
+    pub fn force_gate_open(&self) {
+        if let Some(g) = &self.gate_l2 {
+            g.open();
+        }
+    }
+
     /// Confines the queue's kernels (except cooperative ones, which need the whole device)
     /// to part of the SMs.
     pub fn with_confinement(mut self, c: Confined) -> CudaHwQueue {

@@ -262,8 +262,11 @@ impl Runtime {
         // Every queue, not only those gated now: one the scheduler suspends a moment later
         // must still let these commands through.
         for e in self.reg.all() {
+            // The gate itself first, without the queue's lock: a launch blocked in the driver
+            // may hold that lock, and its queue's worker could then never open the gate.
+            e.xq.hw().force_gate_open();
             if let Some(d) = e.xq.dependency_on_launched() {
-                d.wait_satisfied();
+                d.demand();
             }
         }
     }

@@ -258,7 +258,7 @@ impl Runtime {
                     // A queue whose lock stays held has a thread inside the driver for it,
                     // launching: one blocked there waits on the device too.
                     let locked = st.iter().any(Option::is_none);
-                    let held = known().any(|s| s.suspended && s.submitted > s.completed);
+                    let held = locked || known().any(|s| s.suspended && s.submitted > s.completed);
                     let waiting = locked || known().any(|s| !s.suspended && s.inflight > 0);
                     if now != last || !held || !waiting {
                         (last, since) = (now, std::time::Instant::now());
@@ -276,6 +276,11 @@ impl Runtime {
                         );
                     }
                     for (e, s) in entries.iter().zip(&st) {
+                        // A queue whose lock is held may be the suspended one, its gate closed
+                        // in front of the launch that holds the lock: open it directly.
+                        if s.is_none() {
+                            e.xq.hw().force_gate_open();
+                        }
                         if let Some(s) = s
                             && s.suspended
                             && s.submitted > s.completed
