@@ -28,12 +28,22 @@ def main():
                         "(default: <jsonl without extension>-notes.md if present)")
     a = p.parse_args()
     runs = [json.loads(l) for l in open(a.jsonl) if l.strip()]
-    alone_hp = {key(r["hp_args"]): r["hp"] for r in runs if r["setup"] == "alone" and r.get("hp")}
-    alone_be = {key(r["be_args"]): r["be"] for r in runs if r["setup"] == "alone" and r.get("be")}
+    # The JSONL may join several suite runs: each run is compared with the baselines measured
+    # in that run (the latest "alone" records and unprotected configuration before it).
+    alone_hp, alone_be, refs = {}, {}, {}
     groups = collections.defaultdict(list)
     for r in runs:
-        if r["setup"] != "alone":
-            groups[(key(r["hp_args"]), key(r["be_args"]))].append(r)
+        hk, bk = key(r["hp_args"]), key(r["be_args"])
+        if r["setup"] == "alone":
+            if r.get("hp"):
+                alone_hp[hk] = r["hp"]
+            if r.get("be"):
+                alone_be[bk] = r["be"]
+            continue
+        if r["config"] in ("native", "mps", "priority-stream") and r.get("be"):
+            refs[(r["setup"], hk, bk)] = r["be"].get("rate") or 0
+        r["_ha"], r["_ba"], r["_ref"] = alone_hp.get(hk), alone_be.get(bk), refs.get((r["setup"], hk, bk))
+        groups[(hk, bk)].append(r)
     m = runs[0]["machine"] if runs else {}
     plots = os.path.join(a.docs, "benchmarks")
     os.makedirs(plots, exist_ok=True)
@@ -50,44 +60,42 @@ def main():
           "(the most it could get): 100 % means BE used every moment HP left.", ""]
     headline = []
     for gi, ((hk, bk), rs) in enumerate(sorted(groups.items())):
-        ha, ba = alone_hp.get(hk), alone_be.get(bk)
+        ha, ba = rs[-1]["_ha"], rs[-1]["_ba"]
         md += [f"## HP `{hk}` beside BE `{bk}`", ""]
         if ha:
-            md.append(f"HP alone: p50 {ha['p50_ms']:.2f} ms, p99 {ha['p99_ms']:.2f} ms, p99.9 "
+            md.append(f"Baselines of the last run (each row is compared with its own run's): HP alone: p50 {ha['p50_ms']:.2f} ms, p99 {ha['p99_ms']:.2f} ms, p99.9 "
                       f"{ha['p999_ms']:.2f} ms, GPU busy {100 * ha['busy_fraction']:.0f} %. "
                       + (f"BE alone: {ba['rate']:.1f} {ba['unit']}." if ba else ""))
             md.append("")
-        md += ["| setup | configuration | HP p50 | HP p99 | HP p99.9 | p50 × alone | p99 × alone | BE | BE × setup's native | BE × alone | of idle |",
-               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-        # The unprotected reference of each setup: its first configuration (native, MPS, or a
-        # high-priority stream).
-        ref = {}
-        for r in rs:
-            if r.get("be") and r["setup"] not in ref:
-                ref[r["setup"]] = r["be"].get("rate") or 0
+        md += ["| setup | configuration | HP p50 | HP p99 | HP p99.9 | p50 × alone | p99 × alone | BE | BE × setup's native | BE × alone | of idle | commit |",
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
         setups = ["separate", "mps", "oneproc"]
         bars = []
         for r in rs:
             hp, be = r.get("hp") or {}, r.get("be") or {}
+            commit = r["machine"].get("commit", "")
             if not hp:
-                md.append(f"| {r['setup']} | {r['config']} | failed | | | | | | | |")
+                md.append(f"| {r['setup']} | {r['config']} | failed: {r.get('error') or 'no result'} "
+                          f"| | | | | | | | | {commit} |")
                 continue
+            ha, ba, ref0 = r["_ha"], r["_ba"], r["_ref"]
             nan = float("nan")
             x50 = hp["p50_ms"] / ha["p50_ms"] if ha else nan
             x99 = hp["p99_ms"] / ha["p99_ms"] if ha else nan
             bx = be.get("rate", 0) / ba["rate"] if ba and be and ba.get("rate") else nan
-            bn = be.get("rate", 0) / ref[r["setup"]] if be and ref.get(r["setup"]) else nan
+            bn = be.get("rate", 0) / ref0 if be and ref0 else nan
             idle = 1 - ha["busy_fraction"] if ha else nan
             md.append(f"| {r['setup']} | {r['config']} | {hp['p50_ms']:.2f} ms | {hp['p99_ms']:.2f} ms | "
                       f"{hp['p999_ms']:.2f} ms | ×{x50:.2f} | ×{x99:.2f} | {be.get('rate', 0):.1f} | "
-                      f"{100 * bn:.0f} % | {100 * bx:.0f} % | {100 * bx / idle:.0f} % |")
+                      f"{100 * bn:.0f} % | {100 * bx:.0f} % | {100 * bx / idle:.0f} % | {commit} |")
             headline.append((hk, bk, r["setup"], r["config"], x50, x99, bn))
             ax = axes[setups.index(r["setup"])] if r["setup"] in setups else axes[0]
             lat = sorted(hp.get("latencies_ms") or [])
             if lat:
                 ax.plot(lat, [(i + 1) / len(lat) for i in range(len(lat))], label=r["config"])
             bars.append((f"{r['setup']}\n{r['config']}", 100 * bn))
+        ha = rs[-1]["_ha"]
         for ax, name in zip(axes, setups):
             if ha and ha.get("latencies_ms"):
                 lat = sorted(ha["latencies_ms"])

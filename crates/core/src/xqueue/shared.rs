@@ -487,7 +487,9 @@ impl<H: HwQueue> Shared<H> {
 
 impl<H: HwQueue> DemandWaker for Shared<H> {
     fn wake_for_demand(&self) {
-        let st = sync::lock(&self.state);
+        // The gate is opened here, on the demanding thread: the worker may be blocked on a
+        // sync point behind the closed gate itself, and could never open it.
+        let st = self.sync_gate(sync::lock(&self.state));
         self.wake_worker(&st);
     }
 }
