@@ -425,28 +425,43 @@ fn at_level_two_a_low_priority_stream_stops_within_one_command() {
     assert!(l1_during >= 3, "at level 1 only {l1_during} overlapped");
 }
 
+/// Runs `scenario` natively (expecting `line`) and then under Baton with `base` plus each of
+/// `variants`: each must print the native line (and so finish: a hang fails the run).
+fn same_line_under(
+    scenario: &str,
+    line: &str,
+    base: &[(&str, &str)],
+    variants: &[&[(&str, &str)]],
+) {
+    let native = run(RUNTIME_LIKE, &[scenario], base);
+    assert_eq!(native.line(), line);
+    for v in variants {
+        let mut env = base.to_vec();
+        env.extend_from_slice(v);
+        let b = under_baton(RUNTIME_LIKE, &[scenario], &env);
+        assert_eq!(
+            b.run.line(),
+            line,
+            "{scenario} with {v:?}: stderr {}",
+            b.run.stderr
+        );
+    }
+}
+
 #[test]
 fn loading_a_kernel_opens_the_gates_it_waits_for() {
     // With lazy loading, a kernel's first launch waits for all pending work of its context
     // (as on the GPU: scripts/gpu/gate_calls.sh). At Level 2 a suspended stream's launched
     // work sits behind its closed gate: the launch must open it, or it never returns.
-    let env = [
-        ("FAKE_CUDA_KERNEL_US", "2000"),
-        ("FAKE_CUDA_LAZY_LOADING", "1"),
-    ];
-    let native = run(RUNTIME_LIKE, &["lazy-gated"], &env);
-    assert_eq!(native.line(), "lazy-gated ok low=12 high=8");
-    for level in ["1", "2"] {
-        let mut e = env.to_vec();
-        e.push(("BATON_LEVEL", level));
-        let b = under_baton(RUNTIME_LIKE, &["lazy-gated"], &e);
-        assert_eq!(
-            b.run.line(),
-            native.line(),
-            "level {level}: stderr {}",
-            b.run.stderr
-        );
-    }
+    same_line_under(
+        "lazy-gated",
+        "lazy-gated ok low=12 high=8",
+        &[
+            ("FAKE_CUDA_KERNEL_US", "2000"),
+            ("FAKE_CUDA_LAZY_LOADING", "1"),
+        ],
+        &[&[("BATON_LEVEL", "1")], &[("BATON_LEVEL", "2")]],
+    );
 }
 
 #[test]
@@ -455,47 +470,34 @@ fn a_dependency_baton_cannot_see_never_hangs_the_program() {
     // While the high stream has work the low one is suspended (at Level 2 behind its gate; at
     // Level 1 with a kept window, its write still buffered): only the liveness guard, seeing
     // nothing progress, lets it through.
-    let kernel_us = [("FAKE_CUDA_KERNEL_US", "2000")];
-    let native = run(RUNTIME_LIKE, &["hidden-wait"], &kernel_us);
-    assert_eq!(native.line(), "hidden-wait ok low=12 high=8");
-    for (level, keep) in [("1", "on"), ("2", "off"), ("2", "on")] {
-        let mut env = kernel_us.to_vec();
-        env.extend([
+    let small = [("BATON_THRESHOLD", "2"), ("BATON_BATCH", "1")];
+    let v = |level, keep| {
+        [
+            small[0],
+            small[1],
             ("BATON_LEVEL", level),
-            ("BATON_THRESHOLD", "2"),
-            ("BATON_BATCH", "1"),
             ("BATON_KEEP_WINDOW", keep),
-        ]);
-        let b = under_baton(RUNTIME_LIKE, &["hidden-wait"], &env);
-        assert_eq!(
-            b.run.line(),
-            native.line(),
-            "level {level}, keep {keep}: {}",
-            b.run.stderr
-        );
-    }
+        ]
+    };
+    same_line_under(
+        "hidden-wait",
+        "hidden-wait ok low=12 high=8",
+        &[("FAKE_CUDA_KERNEL_US", "2000")],
+        &[&v("1", "on"), &v("2", "off"), &v("2", "on")],
+    );
 }
 
 #[test]
 fn threads_sharing_an_interpreter_lock_never_hang() {
     // `gil`: the best-effort thread blocks inside a launch (a full buffer while suspended)
     // holding the lock the latency-critical thread needs to launch at all.
-    let kernel_us = [("FAKE_CUDA_KERNEL_US", "300")];
-    let native = run(RUNTIME_LIKE, &["gil"], &kernel_us);
-    assert_eq!(native.line(), "gil ok be=384 hp=32");
-    for level in ["1", "2"] {
-        for buffered in ["4", "1024"] {
-            let mut env = kernel_us.to_vec();
-            env.extend([("BATON_LEVEL", level), ("BATON_MAX_BUFFERED", buffered)]);
-            let b = under_baton(RUNTIME_LIKE, &["gil"], &env);
-            assert_eq!(
-                b.run.line(),
-                native.line(),
-                "level {level}, {buffered} buffered: stderr {}",
-                b.run.stderr
-            );
-        }
-    }
+    let v = |level, buffered| [("BATON_LEVEL", level), ("BATON_MAX_BUFFERED", buffered)];
+    same_line_under(
+        "gil",
+        "gil ok be=384 hp=32",
+        &[("FAKE_CUDA_KERNEL_US", "300")],
+        &[&v("1", "4"), &v("1", "1024"), &v("2", "4"), &v("2", "1024")],
+    );
 }
 
 #[test]

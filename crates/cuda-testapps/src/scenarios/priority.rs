@@ -5,10 +5,11 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use baton_cuda_sys::{CU_STREAM_NON_BLOCKING, CU_STREAM_WAIT_VALUE_GEQ};
+use baton_cuda_sys::{CU_STREAM_NON_BLOCKING, CU_STREAM_WAIT_VALUE_GEQ, CUstream};
 
 use super::Session;
 use crate::error::{AppError, ensure};
+use crate::gpu::Gpu;
 use crate::gpu::KArg::{I32, Ptr};
 
 /// Kernels on the low-priority stream (tags 100…).
@@ -80,32 +81,69 @@ pub fn gated_wait(s: &Session) -> Result<String, AppError> {
     Ok(format!("gated-wait ok low={LOW} high={HIGH}"))
 }
 
-/// Per-stream logs for the low (`LOW` kernels, tags 100…) and high (`HIGH`, tags 0…) streams:
-/// their kernels may run at the same time, and the append kernel's counter is not atomic.
-struct Logs {
-    low: (u64, u64),
-    high: (u64, u64),
+/// A low-priority (CUDA priority 0) and a high-priority (−5) stream, each with its own log of
+/// `append_tag` kernels (low: `LOW` kernels, tags 100…; high: `HIGH`, tags 0…): their kernels
+/// may run at the same time, and the kernel's counter is not atomic.
+struct Pair {
+    low: CUstream,
+    high: CUstream,
+    low_log: (u64, u64),
+    high_log: (u64, u64),
 }
 
-impl Logs {
-    fn new(g: &crate::gpu::Gpu) -> Result<Logs, AppError> {
-        let low = (g.alloc(LOW as usize)?, g.alloc(1)?);
-        let high = (g.alloc(HIGH as usize)?, g.alloc(1)?);
-        g.memset32(low.1, 0, 1)?;
-        g.memset32(high.1, 0, 1)?;
-        Ok(Logs { low, high })
+impl Pair {
+    fn new(g: &Gpu) -> Result<Pair, AppError> {
+        let (low, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
+        let (high, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, -5)?;
+        let low_log = (g.alloc(LOW as usize)?, g.alloc(1)?);
+        let high_log = (g.alloc(HIGH as usize)?, g.alloc(1)?);
+        g.memset32(low_log.1, 0, 1)?;
+        g.memset32(high_log.1, 0, 1)?;
+        Ok(Pair {
+            low,
+            high,
+            low_log,
+            high_log,
+        })
     }
 
-    /// Checks that each stream ran its kernels, in order.
-    fn check(&self, g: &crate::gpu::Gpu) -> Result<(), AppError> {
-        let low = g.download(self.low.0, LOW as usize)?;
+    /// Appends tags `range` on the low stream (offset by 100).
+    fn low(&self, s: &Session, range: std::ops::Range<i32>) -> Result<(), AppError> {
+        for t in range {
+            let (log, counter) = self.low_log;
+            s.gpu.launch(
+                s.k.append,
+                self.low,
+                &[Ptr(log), Ptr(counter), I32(100 + t)],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Appends tags `range` on the high stream.
+    fn high(&self, s: &Session, range: std::ops::Range<i32>) -> Result<(), AppError> {
+        for t in range {
+            let (log, counter) = self.high_log;
+            s.gpu
+                .launch(s.k.append, self.high, &[Ptr(log), Ptr(counter), I32(t)])?;
+        }
+        Ok(())
+    }
+
+    /// Synchronizes both streams, checks that each ran its kernels in order, destroys them.
+    fn finish(self, g: &Gpu) -> Result<(), AppError> {
+        g.sync(self.high)?;
+        g.sync(self.low)?;
+        let low = g.download(self.low_log.0, LOW as usize)?;
         ensure(low == (100..100 + LOW).collect::<Vec<_>>(), || {
             format!("low tags {low:?}")
         })?;
-        let high = g.download(self.high.0, HIGH as usize)?;
+        let high = g.download(self.high_log.0, HIGH as usize)?;
         ensure(high == (0..HIGH).collect::<Vec<_>>(), || {
             format!("high tags {high:?}")
-        })
+        })?;
+        g.destroy_stream(self.low)?;
+        g.destroy_stream(self.high)
     }
 }
 
@@ -113,30 +151,11 @@ impl Logs {
 /// burst makes the low one yield (at Level 2 its launched kernels wait behind its gate), then
 /// `cuCtxSynchronize` waits for everything, the low stream's work included. It must return.
 pub fn ctx_sync_gated(s: &Session) -> Result<String, AppError> {
-    let (g, k) = (&s.gpu, &s.k);
-    let (low, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
-    let (high, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, -5)?;
-    let logs = Logs::new(g)?;
-    for t in 0..LOW {
-        g.launch(
-            k.append,
-            low,
-            &[Ptr(logs.low.0), Ptr(logs.low.1), I32(100 + t)],
-        )?;
-    }
-    for t in 0..HIGH {
-        g.launch(
-            k.append,
-            high,
-            &[Ptr(logs.high.0), Ptr(logs.high.1), I32(t)],
-        )?;
-    }
-    g.ctx_sync()?;
-    // Everything ran, without a stream synchronization.
-    logs.check(g)?;
-    for stream in [low, high] {
-        g.destroy_stream(stream)?;
-    }
+    let pair = Pair::new(&s.gpu)?;
+    pair.low(s, 0..LOW)?;
+    pair.high(s, 0..HIGH)?;
+    s.gpu.ctx_sync()?;
+    pair.finish(&s.gpu)?;
     Ok(format!("ctx-sync-gated ok low={LOW} high={HIGH}"))
 }
 
@@ -225,36 +244,17 @@ pub fn gil(s: &Session) -> Result<String, AppError> {
 /// Under lazy loading, loading the kernel waits for all pending work of the context; the low
 /// stream's gate must open for it, or the launch never returns.
 pub fn lazy_gated(s: &Session) -> Result<String, AppError> {
-    let (g, k) = (&s.gpu, &s.k);
-    let (low, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
-    let (high, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, -5)?;
-    let logs = Logs::new(g)?;
+    let g = &s.gpu;
+    let pair = Pair::new(g)?;
     let filled = g.alloc(1)?;
     g.memset32(filled, 0, 1)?;
-    for t in 0..LOW {
-        g.launch(
-            k.append,
-            low,
-            &[Ptr(logs.low.0), Ptr(logs.low.1), I32(100 + t)],
-        )?;
-    }
-    for t in 0..HIGH {
-        g.launch(
-            k.append,
-            high,
-            &[Ptr(logs.high.0), Ptr(logs.high.1), I32(t)],
-        )?;
-    }
+    pair.low(s, 0..LOW)?;
+    pair.high(s, 0..HIGH)?;
     // `fill` has not been launched in this process before.
-    g.launch(k.fill, high, &[Ptr(filled), I32(1), I32(7)])?;
-    g.sync(high)?;
-    g.sync(low)?;
-    logs.check(g)?;
+    g.launch(s.k.fill, pair.high, &[Ptr(filled), I32(1), I32(7)])?;
+    pair.finish(g)?;
     let f = g.download(filled, 1)?;
     ensure(f == [7], || format!("fill wrote {f:?}"))?;
-    for stream in [low, high] {
-        g.destroy_stream(stream)?;
-    }
     Ok(format!("lazy-gated ok low={LOW} high={HIGH}"))
 }
 
@@ -262,40 +262,15 @@ pub fn lazy_gated(s: &Session) -> Result<String, AppError> {
 /// a word the low-priority stream writes after its slow work. Baton cannot see it; whatever it
 /// suspends, the program must finish.
 pub fn hidden_wait(s: &Session) -> Result<String, AppError> {
-    let (g, k) = (&s.gpu, &s.k);
-    let (low, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
-    let (high, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, -5)?;
-    let logs = Logs::new(g)?;
+    let g = &s.gpu;
+    let pair = Pair::new(g)?;
     let word = g.alloc(1)?;
     g.memset32(word, 0, 1)?;
-    for t in 0..LOW {
-        g.launch(
-            k.append,
-            low,
-            &[Ptr(logs.low.0), Ptr(logs.low.1), I32(100 + t)],
-        )?;
-    }
-    g.write_value(low, word, 1)?;
-    for t in 0..HIGH / 2 {
-        g.launch(
-            k.append,
-            high,
-            &[Ptr(logs.high.0), Ptr(logs.high.1), I32(t)],
-        )?;
-    }
-    g.wait_value(high, word, 1, CU_STREAM_WAIT_VALUE_GEQ)?;
-    for t in HIGH / 2..HIGH {
-        g.launch(
-            k.append,
-            high,
-            &[Ptr(logs.high.0), Ptr(logs.high.1), I32(t)],
-        )?;
-    }
-    g.sync(high)?;
-    g.sync(low)?;
-    logs.check(g)?;
-    for stream in [low, high] {
-        g.destroy_stream(stream)?;
-    }
+    pair.low(s, 0..LOW)?;
+    g.write_value(pair.low, word, 1)?;
+    pair.high(s, 0..HIGH / 2)?;
+    g.wait_value(pair.high, word, 1, CU_STREAM_WAIT_VALUE_GEQ)?;
+    pair.high(s, HIGH / 2..HIGH)?;
+    pair.finish(g)?;
     Ok(format!("hidden-wait ok low={LOW} high={HIGH}"))
 }
