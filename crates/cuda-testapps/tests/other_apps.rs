@@ -118,6 +118,14 @@ fn doctor_claims_level_three_only_when_its_self_test_sees_it() {
     assert_eq!(levels[2]["supported"], false, "{v}");
     let how = levels[2]["how"].as_str().unwrap_or("");
     assert!(how.contains("channel group was not seen"), "{how}");
+    // The fake driver has green contexts: a partition can be made, and doctor says so without
+    // claiming its effect.
+    let sp = &v["driver"]["devices"][0]["spatial"];
+    assert_eq!(sp["available"], true, "{v}");
+    assert!(
+        sp["how"].as_str().unwrap_or("").contains("of 132 SMs"),
+        "{v}"
+    );
 }
 
 #[test]

@@ -120,14 +120,31 @@ pub fn levels(device: i32, interposer: Option<&Path>, cuda_lib: Option<&Path>) -
         LevelReport {
             level: 2,
             supported: false,
-            how:
-                "deactivation (stream-memory gates, `--level 2`): built, not self-tested on a GPU \
-                  yet, so not claimed"
-                    .into(),
+            how: "deactivation (stream-memory gates, `--level 2`): measured on an H100 \
+                  (docs/benchmarks/levels.md) but no self-test on this device yet, so not claimed"
+                .into(),
             data: Value::Null,
         },
         l3,
     ]
+}
+
+/// Whether `--sms` can confine kernels on `device`: a green context over part of its SMs can
+/// be made. Its effect is not self-tested (docs/benchmarks/spatial.md measures it).
+fn spatial(d: &'static baton_cuda::Driver, device: i32) -> Value {
+    // SAFETY: a device of this driver; the partition is dropped (destroyed) at once.
+    match unsafe { baton_cuda::SmPartition::new(d, device, 8) } {
+        Ok(p) => json!({
+            "available": true,
+            "how": format!(
+                "green contexts (`--sms N`): a partition of {} of {} SMs was made; its effect is not \
+                 self-tested (measured in docs/benchmarks/spatial.md)",
+                p.sms(),
+                p.device_sms()
+            ),
+        }),
+        Err(e) => json!({"available": false, "how": format!("green contexts (`--sms N`): {e}")}),
+    }
 }
 
 fn driver_check(lib: Option<&Path>, self_test: Option<&Path>) -> Check {
@@ -150,8 +167,9 @@ fn driver_check(lib: Option<&Path>, self_test: Option<&Path>) -> Check {
     };
     // SAFETY: dlsym on the driver's handle returns the driver's own exports, whose C
     // signatures the table declares.
-    let d =
-        unsafe { baton_cuda::Driver::resolve(|name: &CStr| libc::dlsym(handle, name.as_ptr())) };
+    let d: &'static baton_cuda::Driver = Box::leak(Box::new(unsafe {
+        baton_cuda::Driver::resolve(|name: &CStr| libc::dlsym(handle, name.as_ptr()))
+    }));
     let mut version = 0;
     if let Some(f) = d.cuDriverGetVersion {
         // SAFETY: a valid out-pointer.
@@ -189,7 +207,8 @@ fn driver_check(lib: Option<&Path>, self_test: Option<&Path>) -> Check {
             .iter()
         .map(|l| json!({"level": l.level, "supported": l.supported, "how": l.how, "self_test": l.data}))
         .collect();
-        devices.push(json!({"ordinal": ordinal, "name": name, "levels": lv}));
+        let sp = spatial(d, dev);
+        devices.push(json!({"ordinal": ordinal, "name": name, "levels": lv, "spatial": sp}));
     }
     let ok = init_ok && count > 0;
     Check {
@@ -324,6 +343,16 @@ pub fn run(args: DoctorArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
                             l["how"].as_str().unwrap_or("")
                         );
                     }
+                    let sp = &d["spatial"];
+                    println!(
+                        "        SM {} {}",
+                        if sp["available"] == true {
+                            "yes"
+                        } else {
+                            "no "
+                        },
+                        sp["how"].as_str().unwrap_or("")
+                    );
                 }
             }
         }
