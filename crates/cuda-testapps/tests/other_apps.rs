@@ -120,6 +120,10 @@ fn doctor_claims_level_three_only_when_its_self_test_sees_it() {
     assert!(how.contains("channel group was not seen"), "{how}");
     // The fake driver has green contexts: a partition can be made, and doctor says so without
     // claiming its effect.
+    // Level 2 is claimed after its self-test: the fake driver honours stream-memory waits.
+    assert_eq!(levels[1]["level"], 2, "{v}");
+    assert_eq!(levels[1]["supported"], true, "{v}");
+    assert_eq!(levels[1]["self_test"]["held_50ms"], true, "{v}");
     let sp = &v["driver"]["devices"][0]["spatial"];
     assert_eq!(sp["available"], true, "{v}");
     assert!(

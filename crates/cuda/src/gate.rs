@@ -92,11 +92,13 @@ impl Gate {
         unsafe { (*self.host).load(Ordering::Acquire) != 0 }
     }
 
-    /// Puts the gate in front of the next command of `stream` (a live stream of the gate's
-    /// context: the queue's own).
-    pub(crate) fn wait_on(&self, stream: CUstream) -> Result<(), DriverError> {
+    /// Puts the gate in front of the next command of `stream`.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the gate's context (the queue's own).
+    pub unsafe fn wait_on(&self, stream: CUstream) -> Result<(), DriverError> {
         let wait = Driver::require(self.driver.cuStreamWaitValue32_v2, "cuStreamWaitValue32_v2")?;
-        // SAFETY: a live stream of the gate's context and the gate's device address.
+        // SAFETY: the caller's live stream and the gate's device address.
         check("cuStreamWaitValue32", unsafe {
             wait(stream, self.device, 1, CU_STREAM_WAIT_VALUE_GEQ)
         })

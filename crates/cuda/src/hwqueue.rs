@@ -145,7 +145,9 @@ impl CudaHwQueue {
 
     fn gate_before(&self, stream: CUstream) -> Result<(), HwError> {
         match &self.gate_l2 {
-            Some(g) => g.wait_on(stream).map_err(hw),
+            // SAFETY: the queue's own stream (or the application's name for it), live while
+            // the queue exists.
+            Some(g) => unsafe { g.wait_on(stream) }.map_err(hw),
             None => Ok(()),
         }
     }

@@ -54,9 +54,50 @@ pub struct LevelReport {
 /// The levels a CUDA device supports. Level 1 needs nothing from the hardware. Level 3
 /// (channel-group time slices) is claimed only if the self-test saw it take effect: with
 /// another context filling the GPU, a short kernel's wait must drop to under half when that
-/// context's slice is shortened (see `selftest.rs`). Level 2 (stream-memory gates) has no
-/// self-test yet and is not claimed.
-pub fn levels(device: i32, interposer: Option<&Path>, cuda_lib: Option<&Path>) -> Vec<LevelReport> {
+/// context's slice is shortened (see `selftest.rs`). Level 2 (stream-memory gates) is claimed
+/// only if a kernel behind a closed gate is held, and runs once it opens.
+pub fn levels(
+    d: &'static baton_cuda::Driver,
+    device: i32,
+    tests: bool,
+    interposer: Option<&Path>,
+    cuda_lib: Option<&Path>,
+) -> Vec<LevelReport> {
+    let l2 = if !tests {
+        LevelReport {
+            level: 2,
+            supported: false,
+            how: "deactivation (stream-memory gates): not tested (--no-self-test)".into(),
+            data: Value::Null,
+        }
+    } else {
+        match super::selftest::level2(d, device) {
+            Ok(v) if v["takes_effect"] == true => LevelReport {
+                level: 2,
+                supported: true,
+                how: format!(
+                    "deactivation (stream-memory gates): self-test: a kernel behind a closed gate \
+                 was held 50 ms and finished {:.0} µs after it opened",
+                    v["done_after_open_us"].as_f64().unwrap_or(0.0)
+                ),
+                data: v,
+            },
+            Ok(v) => LevelReport {
+                level: 2,
+                supported: false,
+                how: "deactivation (stream-memory gates): no effect in the self-test (a kernel \
+                  behind a closed gate ran)"
+                    .into(),
+                data: v,
+            },
+            Err(e) => LevelReport {
+                level: 2,
+                supported: false,
+                how: format!("deactivation (stream-memory gates): self-test failed: {e}"),
+                data: Value::Null,
+            },
+        }
+    };
     let l3 = match interposer {
         None => LevelReport {
             level: 3,
@@ -117,14 +158,7 @@ pub fn levels(device: i32, interposer: Option<&Path>, cuda_lib: Option<&Path>) -
             how: "progressive launching: works on every CUDA device".into(),
             data: Value::Null,
         },
-        LevelReport {
-            level: 2,
-            supported: false,
-            how: "deactivation (stream-memory gates, `--level 2`): measured on an H100 \
-                  (docs/benchmarks/levels.md) but no self-test on this device yet, so not claimed"
-                .into(),
-            data: Value::Null,
-        },
+        l2,
         l3,
     ]
 }
@@ -147,7 +181,7 @@ fn spatial(d: &'static baton_cuda::Driver, device: i32) -> Value {
     }
 }
 
-fn driver_check(lib: Option<&Path>, self_test: Option<&Path>) -> Check {
+fn driver_check(lib: Option<&Path>, self_test: Option<&Path>, tests: bool) -> Check {
     let lib = lib
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("BATON_CUDA_LIB").map(PathBuf::from));
@@ -203,7 +237,7 @@ fn driver_check(lib: Option<&Path>, self_test: Option<&Path>) -> Check {
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }
             .to_string_lossy()
             .into_owned();
-        let lv: Vec<Value> = levels(ordinal, self_test, lib.as_deref())
+        let lv: Vec<Value> = levels(d, ordinal, tests, self_test, lib.as_deref())
             .iter()
         .map(|l| json!({"level": l.level, "supported": l.supported, "how": l.how, "self_test": l.data}))
         .collect();
@@ -307,7 +341,11 @@ pub fn run(args: DoctorArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
         .then(|| interposer.data["path"].as_str().map(PathBuf::from))
         .flatten();
     let checks = [
-        driver_check(args.cuda_lib.as_deref(), self_test.as_deref()),
+        driver_check(
+            args.cuda_lib.as_deref(),
+            self_test.as_deref(),
+            !args.no_self_test,
+        ),
         interposer,
         daemon_check(socket),
     ];

@@ -307,3 +307,45 @@ pub fn level3_in_child(
         None => Ok(v),
     }
 }
+
+/// `baton doctor`'s Level-2 self-test, in this process: a kernel queued behind a closed gate
+/// (Baton's own [`baton_cuda::Gate`]) must not run, and must run once the gate opens. The
+/// verdict says how long the kernel was held and how soon it finished after the opening.
+pub fn level2(d: &'static Driver, ordinal: i32) -> Result<Value, String> {
+    let mut dev: CUdevice = 0;
+    let mut ctx: CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-pointers; flags 0.
+    unsafe {
+        ck("cuInit", need(d.cuInit, "cuInit")?(0))?;
+        ck(
+            "cuDeviceGet",
+            need(d.cuDeviceGet, "cuDeviceGet")?(&mut dev, ordinal),
+        )?;
+        ck(
+            "cuDevicePrimaryCtxRetain",
+            need(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")?(&mut ctx, dev),
+        )?;
+    }
+    let c = prepare(d, ctx)?;
+    let query = need(d.cuStreamQuery, "cuStreamQuery")?;
+    spin(d, &c, 1000, 1, 32)?;
+    sync(d, &c)?;
+    // SAFETY: `ctx` is live (retained above).
+    let gate = unsafe { baton_cuda::Gate::new(d, ctx) }.map_err(|e| format!("the gate: {e}"))?;
+    gate.close();
+    // SAFETY: the stream was created in the gate's context.
+    unsafe { gate.wait_on(c.stream) }.map_err(|e| format!("the gate's wait: {e}"))?;
+    spin(d, &c, 20_000, 1, 32)?;
+    std::thread::sleep(Duration::from_millis(50));
+    // SAFETY: a live stream.
+    let held = unsafe { query(c.stream) } == CUresult::NOT_READY;
+    let t0 = Instant::now();
+    gate.open();
+    sync(d, &c)?;
+    let after_open_us = t0.elapsed().as_secs_f64() * 1e6;
+    Ok(json!({
+        "held_50ms": held,
+        "done_after_open_us": after_open_us,
+        "takes_effect": held,
+    }))
+}
