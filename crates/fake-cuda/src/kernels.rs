@@ -12,7 +12,7 @@
 //! | `fill_i32` | `int* data, int n, int value` | `data[i] = value` |
 //! | `copy_i32` | `int* dst, const int* src, int n` | `dst[i] = src[i]` |
 //! | `spin_us` | `unsigned long long us` | takes `us` microseconds |
-//! | `append_tag` | `int* log, int* counter, int tag` | `log[(*counter)++] = tag` |
+//! | `append_tag` | `int* log, int* counter, int tag` | `log[atomicAdd(counter, 1)] = tag` |
 //! | `mixed` | `char a, double b, int* p, short c` | `p[0] = a; p[1] = (int)(b * 100); p[2] = c` |
 //! | `empty` | none | nothing |
 
@@ -204,15 +204,16 @@ fn baton_work(args: &Args<'_>, _mem: &MemoryTable) -> CuResult<Duration> {
 
 fn append_tag(args: &Args<'_>, mem: &MemoryTable) -> CuResult<Duration> {
     let (counter, _) = ints(mem, args.u64(1), 1)?;
-    // SAFETY: `counter` is one checked int under the caller's read lock.
-    let index = unsafe { counter.read() };
+    // The slot is taken atomically, as `atomicAdd` would on a GPU: kernels of two streams
+    // appending to one log at the same time each get their own slot.
+    // SAFETY: `counter` is one checked, aligned int under the caller's read lock; every access
+    // to it while kernels run goes through this atomic view.
+    let index = unsafe { std::sync::atomic::AtomicI32::from_ptr(counter) }
+        .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     let slot = u64::try_from(index).map_err(|_| CUresult::ILLEGAL_ADDRESS)?;
     let (log, _) = ints(mem, args.u64(0).wrapping_add(slot * 4), 1)?;
-    // SAFETY: `log` and `counter` are single checked ints under the caller's read lock.
-    unsafe {
-        log.write(args.i32(2));
-        counter.write(index.wrapping_add(1));
-    }
+    // SAFETY: `log` is a single checked int under the caller's read lock.
+    unsafe { log.write(args.i32(2)) };
     Ok(Duration::ZERO)
 }
 
