@@ -181,45 +181,38 @@ impl AgentConfig {
                 ),
             }
         }
-        if let Some((name, v)) = read(&["BATON_MAX_BUFFERED"]) {
-            match v.trim().parse::<usize>() {
-                Ok(n @ 1..=1_000_000) => c.max_buffered = n,
-                _ => c.warn(name, &v, "use a whole number from 1 to 1000000", "1024"),
-            }
+        if let Some(n) = c.whole(
+            read(&["BATON_MAX_BUFFERED"]),
+            1..=1_000_000,
+            "use a whole number from 1 to 1000000",
+            "1024",
+        ) {
+            c.max_buffered = n;
         }
-        if let Some((name, v)) = read(&["BATON_YIELD_SLICE_US"]) {
-            match v.trim().parse::<u64>() {
-                Ok(n @ 1..=2_000_000) => c.yield_slice_us = n,
-                _ => c.warn(
-                    name,
-                    &v,
-                    "use a whole number of µs from 1 to 2000000",
-                    "100",
-                ),
-            }
+        if let Some(n) = c.whole(
+            read(&["BATON_YIELD_SLICE_US"]),
+            1..=2_000_000,
+            "use a whole number of µs from 1 to 2000000",
+            "100",
+        ) {
+            c.yield_slice_us = n;
         }
-        if let Some((name, v)) = read(&["BATON_SMS"]) {
-            match v.trim().parse::<u32>() {
-                Ok(n @ 1..=100_000) => c.sms = Some(n),
-                _ => c.warn(
-                    name,
-                    &v,
-                    "use a whole number of SMs, at least 1",
-                    "the whole GPU",
-                ),
-            }
-        }
-        if let Some((name, v)) = read(&["BATON_STALL_REPORT_S"]) {
-            match v.trim().parse::<u64>() {
-                Ok(n @ 1..=3600) => c.stall_report_s = Some(n),
-                _ => c.warn(
-                    name,
-                    &v,
-                    "use a whole number of seconds from 1 to 3600",
-                    "off",
-                ),
-            }
-        }
+        c.sms = c
+            .whole(
+                read(&["BATON_SMS"]),
+                1..=100_000,
+                "use a whole number of SMs, at least 1",
+                "the whole GPU",
+            )
+            .or(c.sms);
+        c.stall_report_s = c
+            .whole(
+                read(&["BATON_STALL_REPORT_S"]),
+                1..=3600,
+                "use a whole number of seconds from 1 to 3600",
+                "off",
+            )
+            .or(c.stall_report_s);
         if let Some((name, v)) = read(&["BATON_SCHEDULER", "XSCHED_SCHEDULER"]) {
             match v.trim().to_ascii_lowercase().as_str() {
                 "app" => c.scheduler = SchedulerMode::App,
@@ -307,6 +300,25 @@ impl AgentConfig {
     /// interposer prints them once on stderr.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// A whole number in `range` from a variable `read` found, or `None` (with a warning if
+    /// it was set to anything else).
+    fn whole<T: std::str::FromStr + PartialOrd>(
+        &mut self,
+        found: Option<(&str, String)>,
+        range: std::ops::RangeInclusive<T>,
+        how: &str,
+        default: &str,
+    ) -> Option<T> {
+        let (name, v) = found?;
+        match v.trim().parse::<T>() {
+            Ok(n) if range.contains(&n) => Some(n),
+            _ => {
+                self.warn(name, &v, how, default);
+                None
+            }
+        }
     }
 
     fn warn(&mut self, name: &str, value: &str, how: &str, default: &str) {

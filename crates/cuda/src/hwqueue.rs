@@ -137,12 +137,7 @@ impl CudaHwQueue {
         self.confined_kernels.load(Ordering::Relaxed)
     }
 
-    /// What must reach the stream before a command launched directly by the application's
-    /// thread (the XQueue's fast path): the gate, at Level 2.
-    pub fn before_launch(&self) -> Result<(), HwError> {
-        self.gate_before(self.stream)
-    }
-
+    /// What must reach `stream` before each command: the gate, at Level 2.
     fn gate_before(&self, stream: CUstream) -> Result<(), HwError> {
         match &self.gate_l2 {
             // SAFETY: the queue's own stream (or the application's name for it), live while
@@ -166,14 +161,30 @@ impl CudaHwQueue {
         kernel: bool,
         launch: impl FnOnce(CUstream) -> CUresult,
     ) -> Result<(), HwError> {
-        self.gate_before(handle)?;
+        // SAFETY: the caller's promise.
+        unsafe { self.launch_on(handle, kernel, |s| check("launch", launch(s))) }
+    }
+
+    /// The gate (Level 2), then `launch` on `stream`, or on the SM partition's stream for a
+    /// `confinable` kernel when the queue has one.
+    ///
+    /// # Safety
+    /// As [`CudaHwQueue::launch_direct`], for `stream`.
+    unsafe fn launch_on(
+        &self,
+        stream: CUstream,
+        confinable: bool,
+        launch: impl FnOnce(CUstream) -> Result<(), DriverError>,
+    ) -> Result<(), HwError> {
+        self.gate_before(stream)?;
         match &self.confined {
-            Some(c) if kernel => {
+            Some(c) if confinable => {
                 self.confined_kernels.fetch_add(1, Ordering::Relaxed);
-                // SAFETY: the caller's promise.
-                unsafe { c.launch(handle, |s| check("launch", launch(s))) }.map_err(hw)
+                // SAFETY: the caller's promise; the partition's stream belongs to a green
+                // context of the same device, whose kernels and memory it shares.
+                unsafe { c.launch(stream, launch) }.map_err(hw)
             }
-            _ => check("launch", launch(handle)).map_err(hw),
+            _ => launch(stream).map_err(hw),
         }
     }
 
@@ -286,19 +297,11 @@ impl HwQueue for CudaHwQueue {
     }
 
     fn launch(&self, cmd: CudaCommand) -> Result<(), HwError> {
-        self.before_launch()?;
-        match &self.confined {
-            Some(c) if cmd.confinable() => {
-                self.confined_kernels.fetch_add(1, Ordering::Relaxed);
-                // SAFETY: as below; the partition's stream belongs to a green context of the
-                // same device, whose kernels and memory it shares.
-                unsafe { c.launch(self.stream, |s| cmd.launch(self.driver, s)) }.map_err(hw)
-            }
-            // SAFETY: the stream lives as long as its queue and the launching threads have its
-            // context current (the application's own thread, or the worker after `on_create`);
-            // the command's contents are the application's, valid by CUDA's contract.
-            _ => unsafe { cmd.launch(self.driver, self.stream) }.map_err(hw),
-        }
+        let confinable = cmd.confinable();
+        // SAFETY: the stream lives as long as its queue and the launching threads have its
+        // context current (the application's own thread, or the worker after `on_create`); the
+        // command's contents are the application's, valid by CUDA's contract.
+        unsafe { self.launch_on(self.stream, confinable, |s| cmd.launch(self.driver, s)) }
     }
 
     fn sync_point(&self) -> Result<Arc<PooledEvent>, HwError> {

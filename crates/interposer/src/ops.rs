@@ -256,7 +256,7 @@ impl Runtime {
     /// launched through its gate, even if suspended (or about to be), or the call would wait for a gate that only its own
     /// return could open. Buffered commands stay buffered.
     pub(crate) fn release_gates(&self) {
-        if !self.cfg.enabled || self.cfg.level != baton_core::Level::L2 {
+        if !self.gates_in_use() {
             return;
         }
         // Every queue, not only those gated now: one the scheduler suspends a moment later
@@ -271,10 +271,15 @@ impl Runtime {
         }
     }
 
+    /// Whether queues may have Level-2 gates.
+    fn gates_in_use(&self) -> bool {
+        self.cfg.enabled && self.cfg.level == baton_core::Level::L2
+    }
+
     /// At Level 2, before launching `f`: its first launch may load it, which waits for the
     /// device (see [`Runtime::release_gates`]).
     pub(crate) fn before_kernel(&self, f: CUfunction) {
-        if !self.cfg.enabled || self.cfg.level != baton_core::Level::L2 {
+        if !self.gates_in_use() {
             return;
         }
         let key = f as usize;

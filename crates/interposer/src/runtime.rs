@@ -231,6 +231,72 @@ extern "C" fn report_at_exit() {
 /// on the device, before the liveness guard lets the suspended queues through.
 const LIVENESS_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// Every queue's state at one moment, for the watch threads. A queue whose lock is held stays
+/// unread (`None`): the holder may be stuck in the driver, and a watcher must not get stuck
+/// behind it.
+struct Snapshot {
+    entries: Vec<Arc<StreamEntry>>,
+    st: Vec<Option<baton_core::XQueueStatus>>,
+}
+
+impl Snapshot {
+    fn take(rt: &Runtime) -> Snapshot {
+        let entries = rt.reg.all();
+        let st = entries.iter().map(|e| e.xq.try_status()).collect();
+        Snapshot { entries, st }
+    }
+
+    /// The states that could be read.
+    fn known(&self) -> impl Iterator<Item = &baton_core::XQueueStatus> {
+        self.st.iter().flatten()
+    }
+
+    /// Queues whose lock was held.
+    fn locked(&self) -> usize {
+        self.st.iter().filter(|s| s.is_none()).count()
+    }
+
+    /// Commands launched and completed, over the queues that could be read.
+    fn progress(&self) -> (u64, u64) {
+        (
+            self.known().map(|s| s.submitted - s.pending).sum(),
+            self.known().map(|s| s.completed).sum(),
+        )
+    }
+}
+
+/// How long a watched key has stayed the same while work was pending.
+struct StallClock {
+    last: (u64, u64, u64),
+    since: std::time::Instant,
+}
+
+impl Default for StallClock {
+    fn default() -> Self {
+        StallClock {
+            last: (0, 0, 0),
+            since: std::time::Instant::now(),
+        }
+    }
+}
+
+impl StallClock {
+    /// How long `key` has not changed while `pending` held; `None` (and the clock restarts)
+    /// when it changed or nothing is pending.
+    fn stalled(&mut self, key: (u64, u64, u64), pending: bool) -> Option<std::time::Duration> {
+        if key != self.last || !pending {
+            self.last = key;
+            self.restart();
+            return None;
+        }
+        Some(self.since.elapsed())
+    }
+
+    fn restart(&mut self) {
+        self.since = std::time::Instant::now();
+    }
+}
+
 impl Runtime {
     /// Starts the liveness guard. A running queue can wait on the device for a suspended one
     /// through a dependency no API call names (a `cuStreamWaitValue32` on a word the other
@@ -244,28 +310,22 @@ impl Runtime {
         let spawned = std::thread::Builder::new()
             .name("baton-guard".into())
             .spawn(move || {
-                let mut last = (0u64, 0u64);
-                let mut since = std::time::Instant::now();
+                let mut clock = StallClock::default();
                 loop {
                     std::thread::sleep(std::time::Duration::from_millis(25));
-                    let entries = self.reg.all();
-                    let st: Vec<_> = entries.iter().map(|e| e.xq.try_status()).collect();
-                    let known = || st.iter().flatten();
-                    let now = (
-                        known().map(|s| s.submitted - s.pending).sum::<u64>(),
-                        known().map(|s| s.completed).sum::<u64>(),
-                    );
+                    let snap = Snapshot::take(self);
                     // A queue whose lock stays held has a thread inside the driver for it,
                     // launching: one blocked there waits on the device too.
-                    let locked = st.iter().any(Option::is_none);
-                    let held = locked || known().any(|s| s.suspended && s.submitted > s.completed);
-                    let waiting = locked || known().any(|s| !s.suspended && s.inflight > 0);
-                    if now != last || !held || !waiting {
-                        (last, since) = (now, std::time::Instant::now());
-                        continue;
-                    }
-                    if since.elapsed() < LIVENESS_AFTER {
-                        continue;
+                    let locked = snap.locked() > 0;
+                    let held = locked
+                        || snap
+                            .known()
+                            .any(|s| s.suspended && s.submitted > s.completed);
+                    let waiting = locked || snap.known().any(|s| !s.suspended && s.inflight > 0);
+                    let (launched, completed) = snap.progress();
+                    match clock.stalled((launched, completed, 0), held && waiting) {
+                        Some(t) if t >= LIVENESS_AFTER => {}
+                        _ => continue,
                     }
                     if self.stats.liveness_releases.fetch_add(1, Ordering::Relaxed) == 0 {
                         tracing::warn!(
@@ -275,7 +335,7 @@ impl Runtime {
                             LIVENESS_AFTER.as_millis()
                         );
                     }
-                    for (e, s) in entries.iter().zip(&st) {
+                    for (e, s) in snap.entries.iter().zip(&snap.st) {
                         // A queue whose lock is held may be the suspended one, its gate closed
                         // in front of the launch that holds the lock: open it directly.
                         if s.is_none() {
@@ -289,7 +349,7 @@ impl Runtime {
                             d.wait_satisfied();
                         }
                     }
-                    since = std::time::Instant::now();
+                    clock.restart();
                 }
             });
         if let Err(e) = spawned {
@@ -304,36 +364,31 @@ impl Runtime {
         let spawned = std::thread::Builder::new()
             .name("baton-stall".into())
             .spawn(move || {
-                let mut last = (0u64, 0u64);
-                let mut since = std::time::Instant::now();
+                let mut clock = StallClock::default();
                 let mut reported = false;
                 loop {
                     std::thread::sleep(std::time::Duration::from_millis(250));
-                    let entries = self.reg.all();
-                    // A queue whose lock is held stays unread: the holder may be stuck in the
-                    // driver, and the report must not get stuck behind it.
-                    let st: Vec<_> = entries.iter().map(|e| e.xq.try_status()).collect();
-                    let known = || st.iter().flatten();
-                    let locked = st.iter().filter(|s| s.is_none()).count() as u64;
-                    let now = (
-                        known().map(|s| s.submitted - s.pending).sum::<u64>(),
-                        known().map(|s| s.completed).sum::<u64>() + (locked << 48),
-                    );
-                    let waiting = locked > 0 || known().any(|s| s.submitted > s.completed);
-                    if now != last || !waiting {
-                        (last, since, reported) = (now, std::time::Instant::now(), false);
-                        continue;
-                    }
-                    if reported || since.elapsed() < after {
+                    let snap = Snapshot::take(self);
+                    let locked = snap.locked() as u64;
+                    let (launched, completed) = snap.progress();
+                    let waiting = locked > 0 || snap.known().any(|s| s.submitted > s.completed);
+                    let stalled = match clock.stalled((launched, completed, locked), waiting) {
+                        Some(t) => t,
+                        None => {
+                            reported = false;
+                            continue;
+                        }
+                    };
+                    if reported || stalled < after {
                         continue;
                     }
                     reported = true;
                     let mut lines = vec![format!(
                         "baton: no queue of process {} made progress for {:.1} s; queues with work:",
                         std::process::id(),
-                        since.elapsed().as_secs_f64()
+                        stalled.as_secs_f64()
                     )];
-                    for (e, s) in entries.iter().zip(&st) {
+                    for (e, s) in snap.entries.iter().zip(&snap.st) {
                         let name = format!("baton:   {:?} {:#x} priority {}", e.kind, e.handle as usize, e.priority);
                         match s {
                             None => lines.push(format!(

@@ -170,18 +170,25 @@ impl DemoArgs {
     }
 }
 
-/// The GPU demo: its report as a table or JSON.
-fn run_gpu(args: &DemoArgs, name: &str) -> anyhow::Result<ExitCode> {
-    let plan = args.gpu_plan();
-    let bar = ProgressBar::new(4);
-    if args.json {
+/// The demo's progress bar of `len` steps, showing `count` (an indicatif template piece);
+/// hidden when the report is JSON.
+fn progress(len: u64, count: &str, hidden: bool) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if hidden {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     bar.set_style(
-        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len}  {msg}")
+        ProgressStyle::with_template(&format!("{{prefix:>14}} [{{bar:30}}] {count}  {{msg}}"))
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
+    bar
+}
+
+/// The GPU demo: its report as a table or JSON.
+fn run_gpu(args: &DemoArgs, name: &str) -> anyhow::Result<ExitCode> {
+    let plan = args.gpu_plan();
+    let bar = progress(4, "{pos}/{len}", args.json);
     bar.set_message(format!("{name}, {:.0} s per run", plan.seconds));
     let report = super::gpu_demo::run(&plan, &mut |phase, i| {
         bar.set_prefix(phase.to_string());
@@ -242,15 +249,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     } else {
         TimeMode::Virtual
     };
-    let bar = ProgressBar::new(1000);
-    if args.json {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {percent:>3}%  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    let bar = progress(1000, "{percent:>3}%", args.json);
     let mut trace = args.trace.as_ref().map(|_| Trace::new());
     let report = baton_demo::run(&scenario, mode, trace.as_mut(), &mut |p| {
         bar.set_prefix(p.phase.name());

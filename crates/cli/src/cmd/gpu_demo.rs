@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use baton_core::Nanos;
 use baton_cuda::Driver;
-use baton_cuda::sys::{CUcontext, CUdevice, CUevent};
+use baton_cuda::sys::{CUdevice, CUevent};
 use serde_json::{Value, json};
 
-use super::selftest::{Ctx, ck, need, prepare, spin, sync, work};
+use super::selftest::{Ctx, ck, need, prepare, primary, spin, sync, work};
 
 /// What the clients do; the parent passes it on the command line.
 #[derive(Clone, Debug)]
@@ -102,20 +102,7 @@ fn open() -> Result<(&'static Driver, Ctx), String> {
     let d: &'static Driver = Box::leak(Box::new(unsafe {
         Driver::resolve(|n| libc::dlsym(handle, n.as_ptr()))
     }));
-    let mut dev: CUdevice = 0;
-    let mut ctx: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointers.
-    unsafe {
-        ck("cuInit", need(d.cuInit, "cuInit")?(0))?;
-        ck(
-            "cuDeviceGet",
-            need(d.cuDeviceGet, "cuDeviceGet")?(&mut dev, 0),
-        )?;
-        ck(
-            "cuDevicePrimaryCtxRetain",
-            need(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")?(&mut ctx, dev),
-        )?;
-    }
+    let (_, ctx) = primary(d, 0)?;
     let c = prepare(d, ctx)?;
     Ok((d, c))
 }

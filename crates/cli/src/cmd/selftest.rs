@@ -71,6 +71,25 @@ pub(super) fn need<T>(f: Option<T>, name: &str) -> Result<T, String> {
     f.ok_or_else(|| format!("the driver lacks {name}"))
 }
 
+/// Initializes the driver and retains device `ordinal`'s primary context.
+pub(super) fn primary(d: &Driver, ordinal: i32) -> Result<(CUdevice, CUcontext), String> {
+    let mut dev: CUdevice = 0;
+    let mut ctx: CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-pointers; flags 0.
+    unsafe {
+        ck("cuInit", need(d.cuInit, "cuInit")?(0))?;
+        ck(
+            "cuDeviceGet",
+            need(d.cuDeviceGet, "cuDeviceGet")?(&mut dev, ordinal),
+        )?;
+        ck(
+            "cuDevicePrimaryCtxRetain",
+            need(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")?(&mut ctx, dev),
+        )?;
+    }
+    Ok((dev, ctx))
+}
+
 /// One context with the kernels loaded and a stream.
 pub(super) struct Ctx {
     ctx: CUcontext,
@@ -202,24 +221,12 @@ fn level3(ordinal: i32, cuda_lib: Option<&Path>, yield_us: u64) -> Result<Value,
     // SAFETY: the driver's own exports (hooks where the interposer intercepts them), whose C
     // signatures the table declares.
     let d = unsafe { Driver::resolve(|name| libc::dlsym(handle, name.as_ptr())) };
-    let mut dev: CUdevice = 0;
-    let (mut a, mut b): (CUcontext, CUcontext) = (std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: valid out-pointers; flags 0.
-    unsafe {
-        ck("cuInit", need(d.cuInit, "cuInit")?(0))?;
-        ck(
-            "cuDeviceGet",
-            need(d.cuDeviceGet, "cuDeviceGet")?(&mut dev, ordinal),
-        )?;
-        ck(
-            "cuDevicePrimaryCtxRetain",
-            need(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")?(&mut a, dev),
-        )?;
-        ck(
-            "cuCtxCreate",
-            need(d.cuCtxCreate_v2, "cuCtxCreate_v2")?(&mut b, 0, dev),
-        )?;
-    }
+    let (dev, a) = primary(&d, ordinal)?;
+    let mut b: CUcontext = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer; flags 0.
+    ck("cuCtxCreate", unsafe {
+        need(d.cuCtxCreate_v2, "cuCtxCreate_v2")?(&mut b, 0, dev)
+    })?;
     // SAFETY: looking up a symbol by name in the process.
     let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"baton_compute_channel_group".as_ptr()) };
     if sym.is_null() {
@@ -312,20 +319,7 @@ pub fn level3_in_child(
 /// (Baton's own [`baton_cuda::Gate`]) must not run, and must run once the gate opens. The
 /// verdict says how long the kernel was held and how soon it finished after the opening.
 pub fn level2(d: &'static Driver, ordinal: i32) -> Result<Value, String> {
-    let mut dev: CUdevice = 0;
-    let mut ctx: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointers; flags 0.
-    unsafe {
-        ck("cuInit", need(d.cuInit, "cuInit")?(0))?;
-        ck(
-            "cuDeviceGet",
-            need(d.cuDeviceGet, "cuDeviceGet")?(&mut dev, ordinal),
-        )?;
-        ck(
-            "cuDevicePrimaryCtxRetain",
-            need(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")?(&mut ctx, dev),
-        )?;
-    }
+    let (_, ctx) = primary(d, ordinal)?;
     let c = prepare(d, ctx)?;
     let query = need(d.cuStreamQuery, "cuStreamQuery")?;
     spin(d, &c, 1000, 1, 32)?;
