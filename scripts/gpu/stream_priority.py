@@ -3,12 +3,16 @@
 
   stream_priority.py alone --seconds S --out FILE   # HP thread only
   stream_priority.py both  --seconds S --out FILE   # HP thread + BE thread
+  stream_priority.py cpu   --seconds S --out FILE   # HP thread + a pure-Python busy thread (no GPU)
 
 HP: ResNet-50 fp16 batch-8 inference on torch.cuda.Stream(priority=-1), one request every
 --period-ms, per-request latency. BE: ResNet-50 training (batch 64, fp16 autocast) on a
 priority-0 stream, as fast as it goes. Natively the stream priority barely helps (the GPU
 already holds BE's queued work); under `baton run --local` stream priorities become queue
-priorities and HPF holds BE back while HP has work. Writes a JSON summary.
+priorities and HPF holds BE back while HP has work. `cpu` measures what another Python thread
+alone costs HP (the two share the interpreter lock). HP also reports the median of each
+request's launch time (the forward pass's Python and launch calls, before its synchronize):
+near its latency, HP is bound by launching, not by the GPU. Writes a JSON summary.
 """
 import argparse, faulthandler, json, os, signal, threading, time
 
@@ -29,8 +33,15 @@ def hp(a, out, ready):
                 m(x)
             s.synchronize()
             ready.wait()
-            lat = periodic(lambda: m(x), s.synchronize, a.seconds, a.period_ms)
-    out.update(requests=len(lat), p50_ms=pct(lat, 0.5), p90_ms=pct(lat, 0.9), p99_ms=pct(lat, 0.99),
+            launch = []
+
+            def request():
+                t0 = time.perf_counter()
+                m(x)
+                launch.append((time.perf_counter() - t0) * 1e3)
+
+            lat = periodic(request, s.synchronize, a.seconds, a.period_ms)
+    out.update(requests=len(lat), launch_p50_ms=pct(launch, 0.5), p50_ms=pct(lat, 0.5), p90_ms=pct(lat, 0.9), p99_ms=pct(lat, 0.99),
                max_ms=max(lat), mean_ms=sum(lat) / len(lat))
 
 
@@ -60,9 +71,18 @@ def be(a, out, ready, stop):
     out.update(steps=steps, images_per_s=64 * (steps - s0) / dt if dt else 0.0)
 
 
+def busy(out, ready, stop):
+    """Pure Python, no GPU: what sharing the interpreter lock alone costs HP."""
+    n, t0 = 0, time.monotonic()
+    ready.set()
+    while not stop.is_set():
+        n += 1
+    out.update(loops_per_s=n / (time.monotonic() - t0))
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["alone", "both"])
+    p.add_argument("mode", choices=["alone", "both", "cpu"])
     p.add_argument("--seconds", type=float, default=30)
     p.add_argument("--period-ms", type=float, default=20)
     p.add_argument("--out", required=True)
@@ -73,6 +93,8 @@ if __name__ == "__main__":
     threads = [threading.Thread(target=hp, args=(a, hp_out, ready))]
     if a.mode == "both":
         threads.append(threading.Thread(target=be, args=(a, be_out, ready, stop)))
+    elif a.mode == "cpu":
+        threads.append(threading.Thread(target=busy, args=(be_out, ready, stop)))
     else:
         ready.set()
     for t in threads:

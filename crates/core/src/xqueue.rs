@@ -247,6 +247,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             pending: std::sync::atomic::AtomicU64::new(0),
             gated: std::sync::atomic::AtomicBool::new(false),
             progress: Arc::new(LaunchProgress::new()),
+            held: Default::default(),
         });
         let waker: Weak<dyn DemandWaker> = Arc::downgrade(&shared) as Weak<dyn DemandWaker>;
         shared.progress.set_owner(waker);
@@ -398,8 +399,12 @@ impl<H: HwQueue> XQueue<H> {
         let sh = &*self.shared;
         let mut ev = Pending::new();
         let mut st = sync::lock(&sh.state);
-        while st.buffer.len() > sh.max_buffered && !st.shutdown {
-            st = self.wait_for_progress(st, &mut ev)?;
+        if st.buffer.len() > sh.max_buffered && !st.shutdown {
+            let since = sh.clock.now();
+            while st.buffer.len() > sh.max_buffered && !st.shutdown {
+                st = self.wait_for_progress(st, &mut ev)?;
+            }
+            sh.record_hold(since);
         }
         sh.unlock_and_emit(st, ev);
         Ok(())
@@ -435,8 +440,12 @@ impl<H: HwQueue> XQueue<H> {
         let sh = &*self.shared;
         let mut ev = Pending::new();
         let mut st = sync::lock(&sh.state);
-        while !st.buffer.is_empty() {
-            st = self.wait_for_progress(st, &mut ev)?;
+        if !st.buffer.is_empty() {
+            let since = sh.clock.now();
+            while !st.buffer.is_empty() {
+                st = self.wait_for_progress(st, &mut ev)?;
+            }
+            sh.record_hold(since);
         }
         if st.shutdown {
             return Err(XQueueError::ShuttingDown);
@@ -518,6 +527,13 @@ impl<H: HwQueue> XQueue<H> {
             .pending
             .load(std::sync::atomic::Ordering::Acquire)
             > 0
+    }
+
+    /// Commands submitted and not yet launched (buffered), read lock-free.
+    pub fn buffered(&self) -> u64 {
+        self.shared
+            .pending
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Blocks until command `seq` has been handed to the hardware (it may still be running).
@@ -957,6 +973,16 @@ impl<H: HwQueue> XQueue<H> {
     /// The queue's current state.
     pub fn status(&self) -> XQueueStatus {
         self.status_of(&sync::lock(&self.shared.state))
+    }
+
+    /// How often a submitting thread was held back by this queue (waiting for room in its
+    /// buffer, or for the buffer to drain before an in-place launch), and for how long in all.
+    /// A held thread is what a full hardware queue would also cause; an application thread
+    /// holding a lock others need while it is held is the cost to look for.
+    pub fn submitter_held(&self) -> (u64, crate::Nanos) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let h = &self.shared.held;
+        (h[0].load(Relaxed), crate::Nanos(h[1].load(Relaxed)))
     }
 
     /// [`XQueue::status`] if no other thread holds the queue's lock (`None` otherwise; a

@@ -310,6 +310,14 @@ fn a_full_buffer_loses_nothing() {
     );
     assert_eq!(b.run.line(), native.line(), "stderr {}", b.run.stderr);
     check_log("order (3 buffered)", &b.run.log, &native.log);
+    // The report says how often the app's thread was held, and that it never held Python's
+    // lock meanwhile (there is no Python here).
+    assert!(
+        b.report["submitter_held"].as_u64() > Some(0),
+        "{}",
+        b.report
+    );
+    assert_eq!(b.report["held_with_python_lock"], 0, "{}", b.report);
 }
 
 #[test]

@@ -118,16 +118,37 @@ fn doctor_claims_level_three_only_when_its_self_test_sees_it() {
     assert_eq!(levels[2]["supported"], false, "{v}");
     let how = levels[2]["how"].as_str().unwrap_or("");
     assert!(how.contains("channel group was not seen"), "{how}");
-    // The fake driver has green contexts: a partition can be made, and doctor says so without
-    // claiming its effect.
     // Level 2 is claimed after its self-test: the fake driver honours stream-memory waits.
     assert_eq!(levels[1]["level"], 2, "{v}");
     assert_eq!(levels[1]["supported"], true, "{v}");
     assert_eq!(levels[1]["self_test"]["held_50ms"], true, "{v}");
+    // Spatial sharing is claimed after its self-test: the fake driver's SM probe reports the
+    // SMs of the green context it ran on (8 of 132).
     let sp = &v["driver"]["devices"][0]["spatial"];
     assert_eq!(sp["available"], true, "{v}");
+    assert_eq!(sp["self_test"]["partition_sms"], 8, "{v}");
+    assert_eq!(sp["self_test"]["sms_used_confined"], 8, "{v}");
+    assert_eq!(sp["self_test"]["sms_used_whole"], 132, "{v}");
+    assert_eq!(sp["self_test"]["all_blocks_ran"], true, "{v}");
+}
+
+#[test]
+fn doctor_without_self_tests_claims_neither_level_two_nor_spatial() {
+    let out = std::process::Command::new(support::baton_binary())
+        .args(["doctor", "--json", "--no-self-test", "--cuda-lib"])
+        .arg(support::fake_library())
+        .env("BATON_SOCKET", "/nonexistent/baton.sock")
+        .output()
+        .expect("baton runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor prints JSON");
+    let dev = &v["driver"]["devices"][0];
+    assert_eq!(dev["levels"][1]["supported"], false, "{v}");
+    assert_eq!(dev["spatial"]["available"], false, "{v}");
     assert!(
-        sp["how"].as_str().unwrap_or("").contains("of 132 SMs"),
+        dev["spatial"]["how"]
+            .as_str()
+            .unwrap_or("")
+            .contains("8 of 132 SMs can be made"),
         "{v}"
     );
 }

@@ -227,6 +227,7 @@ driver! {
     cuMemFree_v2: PFN_cuMemFree_v2;
     cuMemHostUnregister: PFN_cuMemHostUnregister;
     cuLibraryUnload: PFN_cuLibraryUnload;
+    cuMemAlloc_v2: PFN_cuMemAlloc_v2;
 }
 
 /// Opens the CUDA driver library: `path` if given (it must be absolute), otherwise

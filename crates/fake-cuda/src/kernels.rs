@@ -14,6 +14,7 @@
 //! | `spin_us` | `unsigned long long us` | takes `us` microseconds |
 //! | `append_tag` | `int* log, int* counter, int tag` | `log[atomicAdd(counter, 1)] = tag` |
 //! | `mixed` | `char a, double b, int* p, short c` | `p[0] = a; p[1] = (int)(b * 100); p[2] = c` |
+//! | `baton_smid` | `unsigned* out, unsigned n, unsigned long long ns` | `out[i]` = the SM block `i` ran on, for `i < n`: `i` modulo the stream's SMs |
 //! | `empty` | none | nothing |
 
 use std::ffi::CStr;
@@ -89,7 +90,7 @@ impl KernelDef {
 
     /// The arguments in a packed buffer, decoded by type, for the log.
     pub fn decode(&self, bytes: &[u8]) -> Vec<Value> {
-        let args = Args { def: self, bytes };
+        let args = Args::new(self, bytes);
         (0..self.params.len())
             .map(|i| match self.params[i] {
                 Param::I8 | Param::I16 | Param::I32 => Value::from(args.int(i)),
@@ -100,15 +101,29 @@ impl KernelDef {
     }
 }
 
-/// A packed argument buffer of one launch.
+/// A packed argument buffer of one launch, and the SMs the launch may use.
 pub(crate) struct Args<'a> {
     def: &'a KernelDef,
     bytes: &'a [u8],
+    sms: u32,
 }
 
 impl<'a> Args<'a> {
+    /// The arguments of a launch on the whole device.
     pub fn new(def: &'a KernelDef, bytes: &'a [u8]) -> Self {
-        Self { def, bytes }
+        Self {
+            def,
+            bytes,
+            sms: crate::green::DEVICE_SMS,
+        }
+    }
+
+    /// The launch runs on `sms` SMs only (a green context's stream).
+    pub fn on_sms(self, sms: Option<u32>) -> Self {
+        Self {
+            sms: sms.unwrap_or(self.sms),
+            ..self
+        }
     }
 
     fn raw<const N: usize>(&self, index: usize) -> [u8; N] {
@@ -232,6 +247,19 @@ fn mixed(args: &Args<'_>, mem: &MemoryTable) -> CuResult<Duration> {
     Ok(Duration::ZERO)
 }
 
+/// Baton's PTX SM probe: block `i` reports SM `i` modulo the SMs the launch may use (the fake
+/// runs every block at once, so each SM it has takes a block in turn).
+fn baton_smid(args: &Args<'_>, mem: &MemoryTable) -> CuResult<Duration> {
+    let (out, n) = ints(mem, args.u64(0), args.i32(1))?;
+    for i in 0..n {
+        let sm = i32::try_from(i % args.sms.max(1) as usize).unwrap_or(i32::MAX);
+        // SAFETY: `ints` checked that `n` ints at `out` lie in a live allocation, under the
+        // read lock the caller holds.
+        unsafe { out.add(i).write(sm) };
+    }
+    Ok(Duration::from_nanos(args.u64(2)))
+}
+
 fn empty(_args: &Args<'_>, _mem: &MemoryTable) -> CuResult<Duration> {
     Ok(Duration::ZERO)
 }
@@ -284,6 +312,11 @@ pub(crate) static BUILTINS: &[KernelDef] = &[
         name: c"mixed",
         params: &[I8, F64, Ptr, I16],
         body: mixed,
+    },
+    KernelDef {
+        name: c"baton_smid",
+        params: &[Ptr, I32, U64],
+        body: baton_smid,
     },
     KernelDef {
         name: c"empty",

@@ -5,7 +5,7 @@
 //! A module or library image is a NUL-terminated text: the word `.fake_cuda_module`, then the
 //! names of the built-in kernels it contains (see [`crate::kernels`]), separated by whitespace;
 //! `*` stands for all of them. PTX text is accepted when every `.entry` it declares names a
-//! built-in kernel (Baton's own PTX kernels, `baton_spin` and `baton_work`, are built in).
+//! built-in kernel (Baton's own PTX kernels, `baton_spin`, `baton_work` and `baton_smid`, are built in).
 //! Anything else (an ELF cubin, a fatbin, other PTX) is `CUDA_ERROR_INVALID_IMAGE`.
 //!
 //! A `CUkernel` (library kernel) is accepted wherever a `CUfunction` is, as by the real driver

@@ -172,7 +172,10 @@ fn perform(op: &Op, site: &Site<'_>) -> CuResult<()> {
         Op::Kernel(launch) => {
             let extra = {
                 let mem = memory();
-                (launch.def.body)(&Args::new(launch.def, &launch.args), &mem)?
+                (launch.def.body)(
+                    &Args::new(launch.def, &launch.args).on_sms(site.stream.sms),
+                    &mem,
+                )?
             };
             let total = extra + global().kernel_extra;
             if !total.is_zero() {

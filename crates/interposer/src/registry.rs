@@ -50,8 +50,9 @@ pub(crate) struct StreamEntry {
     /// The queue's priority when it was registered.
     pub(crate) priority: i32,
     /// Commands submitted, deferred (copied and launched later) and submitted behind another
-    /// stream's commands, for the report.
-    pub(crate) counts: [AtomicU64; 3],
+    /// stream's commands, and how often the submitting thread was held back while it held
+    /// Python's interpreter lock, for the report.
+    pub(crate) counts: [AtomicU64; 4],
 }
 
 // SAFETY: the handle is a CUDA stream, usable from any thread; the rest is thread-safe.

@@ -28,6 +28,9 @@ pub(crate) struct Stats {
     pub(crate) streams: AtomicU64,
     /// Times the liveness guard let suspended queues through (see `guard_liveness`).
     pub(crate) liveness_releases: AtomicU64,
+    /// Launch calls whose thread a queue held back, for how long in all (ns), and how many of
+    /// them while the thread held Python's interpreter lock.
+    pub(crate) held: [AtomicU64; 3],
 }
 
 /// Where an event was last recorded, and the waits on it not yet launched.
@@ -426,7 +429,7 @@ impl Runtime {
             .into_iter()
             .map(|e| {
                 let n = |i: usize| e.counts[i].load(Ordering::Relaxed);
-                (n(0), n(1), n(2), e)
+                (n(0), n(1), n(2), n(3), e)
             })
             .filter(|q| q.0 > 0)
             .collect();
@@ -434,13 +437,17 @@ impl Runtime {
         let queues: Vec<_> = queues
             .iter()
             .take(12)
-            .map(|(commands, deferred, behind, e)| {
+            .map(|(commands, deferred, behind, held_with_gil, e)| {
+                let (held, held_ns) = e.xq.submitter_held();
                 serde_json::json!({
                     "stream": format!("{:?} {:#x}", e.kind, e.handle as usize),
                     "priority": e.priority,
                     "commands": commands,
                     "deferred": deferred,
                     "behind_other_streams": behind,
+                    "submitter_held": held,
+                    "submitter_held_ms": held_ns.0 as f64 / 1e6,
+                    "held_with_python_lock": held_with_gil,
                     "confined_sms": e.xq.hw().confined_sms(),
                     "confined_kernels": e.xq.hw().confined_kernels(),
                 })
@@ -456,6 +463,9 @@ impl Runtime {
             "bypassed": s.bypassed.load(Ordering::Relaxed),
             "streams": s.streams.load(Ordering::Relaxed),
             "liveness_releases": s.liveness_releases.load(Ordering::Relaxed),
+            "submitter_held": s.held[0].load(Ordering::Relaxed),
+            "submitter_held_ms": s.held[1].load(Ordering::Relaxed) as f64 / 1e6,
+            "held_with_python_lock": s.held[2].load(Ordering::Relaxed),
             "sync_points": self.sync_points(),
             "level": self.cfg.level.to_string(),
             "level3_contexts": self.slices().iter().map(|c| {

@@ -163,19 +163,45 @@ pub fn levels(
     ]
 }
 
-/// Whether `--sms` can confine kernels on `device`: a green context over part of its SMs can
-/// be made. Its effect is not self-tested (docs/benchmarks/spatial.md measures it).
-fn spatial(d: &'static baton_cuda::Driver, device: i32) -> Value {
-    // SAFETY: a device of this driver; the partition is dropped (destroyed) at once.
-    match unsafe { baton_cuda::SmPartition::new(d, device, 8) } {
-        Ok(p) => json!({
+/// Whether `--sms` confines kernels on `device`: claimed only if the self-test saw a confined
+/// kernel's blocks stay on the partition's SMs (`selftest::spatial`); without self-tests, only
+/// whether a partition can be made.
+fn spatial(d: &'static baton_cuda::Driver, device: i32, tests: bool) -> Value {
+    if !tests {
+        // SAFETY: a device of this driver; the partition is dropped (destroyed) at once.
+        return match unsafe { baton_cuda::SmPartition::new(d, device, 8) } {
+            Ok(p) => json!({
+                "available": false,
+                "how": format!(
+                    "green contexts (`--sms N`): a partition of {} of {} SMs can be made; not \
+                     tested (--no-self-test)",
+                    p.sms(),
+                    p.device_sms()
+                ),
+            }),
+            Err(e) => {
+                json!({"available": false, "how": format!("green contexts (`--sms N`): {e}")})
+            }
+        };
+    }
+    match super::selftest::spatial(d, device) {
+        Ok(v) if v["takes_effect"] == true => json!({
             "available": true,
             "how": format!(
-                "green contexts (`--sms N`): a partition of {} of {} SMs was made; its effect is not \
-                 self-tested (measured in docs/benchmarks/spatial.md)",
-                p.sms(),
-                p.device_sms()
+                "green contexts (`--sms N`): self-test: a kernel's {} blocks ran on {} SMs \
+                 confined to a partition of {}, on {} unconfined",
+                v["blocks"], v["sms_used_confined"], v["partition_sms"], v["sms_used_whole"]
             ),
+            "self_test": v,
+        }),
+        Ok(v) => json!({
+            "available": false,
+            "how": format!(
+                "green contexts (`--sms N`): no effect in the self-test ({} SMs used confined to \
+                 a partition of {}, {} unconfined; every block ran: {})",
+                v["sms_used_confined"], v["partition_sms"], v["sms_used_whole"], v["all_blocks_ran"]
+            ),
+            "self_test": v,
         }),
         Err(e) => json!({"available": false, "how": format!("green contexts (`--sms N`): {e}")}),
     }
@@ -241,7 +267,7 @@ fn driver_check(lib: Option<&Path>, self_test: Option<&Path>, tests: bool) -> Ch
             .iter()
         .map(|l| json!({"level": l.level, "supported": l.supported, "how": l.how, "self_test": l.data}))
         .collect();
-        let sp = spatial(d, dev);
+        let sp = spatial(d, dev, tests);
         devices.push(json!({"ordinal": ordinal, "name": name, "levels": lv, "spatial": sp}));
     }
     let ok = init_ok && count > 0;

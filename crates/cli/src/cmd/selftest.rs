@@ -343,3 +343,171 @@ pub fn level2(d: &'static Driver, ordinal: i32) -> Result<Value, String> {
         "takes_effect": held,
     }))
 }
+
+/// `baton_smid`: every block spins for `ns`, then its first thread writes the SM it ran on to
+/// `out[blockIdx.x]` (for blocks below `n`). A module of its own, so the other self-tests do
+/// not depend on it.
+const SMID_PTX: &str = "
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry baton_smid(.param .u64 baton_smid_out, .param .u32 baton_smid_n,
+    .param .u64 baton_smid_ns)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<9>;
+    ld.param.u64 %rd1, [baton_smid_out];
+    ld.param.u32 %r1, [baton_smid_n];
+    ld.param.u64 %rd2, [baton_smid_ns];
+    mov.u64 %rd3, %globaltimer;
+$Lsmspin:
+    mov.u64 %rd4, %globaltimer;
+    sub.s64 %rd5, %rd4, %rd3;
+    setp.lt.u64 %p1, %rd5, %rd2;
+    @%p1 bra $Lsmspin;
+    mov.u32 %r2, %tid.x;
+    setp.ne.u32 %p2, %r2, 0;
+    @%p2 bra $Lsmdone;
+    mov.u32 %r3, %ctaid.x;
+    setp.ge.u32 %p3, %r3, %r1;
+    @%p3 bra $Lsmdone;
+    mov.u32 %r4, %smid;
+    cvta.to.global.u64 %rd6, %rd1;
+    mul.wide.u32 %rd7, %r3, 4;
+    add.s64 %rd8, %rd6, %rd7;
+    st.global.u32 [%rd8], %r4;
+$Lsmdone:
+    ret;
+}
+\0";
+
+/// The SMs `grid` blocks of `baton_smid` ran on, launched by `launch` (onto the stream it is
+/// given) after `buf` was cleared; `None` marks a block that wrote nothing.
+fn sms_used(
+    d: &Driver,
+    stream: CUstream,
+    buf: baton_cuda::sys::CUdeviceptr,
+    grid: u32,
+    launch: impl FnOnce(&mut [*mut c_void]) -> Result<(), String>,
+) -> Result<Vec<Option<u32>>, String> {
+    let memset = need(d.cuMemsetD32_v2, "cuMemsetD32_v2")?;
+    let copy = need(d.cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2")?;
+    let sync = need(d.cuStreamSynchronize, "cuStreamSynchronize")?;
+    let n = grid as usize;
+    // SAFETY: `buf` holds `grid` u32s (allocated by the caller).
+    ck("cuMemsetD32", unsafe { memset(buf, u32::MAX, n) })?;
+    let (mut out, mut count, mut ns) = (buf, grid, 20_000u64);
+    let mut params = [
+        (&mut out as *mut baton_cuda::sys::CUdeviceptr).cast::<c_void>(),
+        (&mut count as *mut u32).cast::<c_void>(),
+        (&mut ns as *mut u64).cast::<c_void>(),
+    ];
+    launch(&mut params)?;
+    // SAFETY: a live stream.
+    ck("cuStreamSynchronize", unsafe { sync(stream) })?;
+    let mut host = vec![0u32; n];
+    // SAFETY: `host` holds `n` u32s; `buf` as many on the device; the launch has finished.
+    ck("cuMemcpyDtoH", unsafe {
+        copy(host.as_mut_ptr().cast(), buf, n * 4)
+    })?;
+    Ok(host
+        .into_iter()
+        .map(|sm| (sm != u32::MAX).then_some(sm))
+        .collect())
+}
+
+/// `baton doctor`'s spatial self-test, in this process: blocks of a kernel record the SM they
+/// ran on, first on the whole device and then through a [`baton_cuda::Confined`] stream of a
+/// small [`baton_cuda::SmPartition`] (the path `--sms` takes). Confinement takes effect if the
+/// confined blocks used no more SMs than the partition has, while the same kernel unconfined
+/// used more.
+pub fn spatial(d: &'static Driver, ordinal: i32) -> Result<Value, String> {
+    let (dev, ctx) = primary(d, ordinal)?;
+    let set = need(d.cuCtxSetCurrent, "cuCtxSetCurrent")?;
+    let load = need(d.cuModuleLoadData, "cuModuleLoadData")?;
+    let get = need(d.cuModuleGetFunction, "cuModuleGetFunction")?;
+    let alloc = need(d.cuMemAlloc_v2, "cuMemAlloc_v2")?;
+    let free = need(d.cuMemFree_v2, "cuMemFree_v2")?;
+    let create = need(d.cuStreamCreate, "cuStreamCreate")?;
+    let launch = need(d.cuLaunchKernel, "cuLaunchKernel")?;
+    let mut module: CUmodule = std::ptr::null_mut();
+    let mut func: CUfunction = std::ptr::null_mut();
+    let mut stream: CUstream = std::ptr::null_mut();
+    // SAFETY: a live context; valid out-pointers; the PTX text is NUL-terminated and names
+    // the kernel.
+    unsafe {
+        ck("cuCtxSetCurrent", set(ctx))?;
+        ck(
+            "cuModuleLoadData",
+            load(&mut module, SMID_PTX.as_ptr().cast()),
+        )?;
+        ck(
+            "cuModuleGetFunction",
+            get(&mut func, module, c"baton_smid".as_ptr()),
+        )?;
+        ck("cuStreamCreate", create(&mut stream, 1))?;
+    }
+    // SAFETY: `dev` is the device whose primary context was retained and made current above.
+    let part = std::sync::Arc::new(
+        unsafe { baton_cuda::SmPartition::new(d, dev, 8) }
+            .map_err(|e| format!("the partition: {e}"))?,
+    );
+    // Four blocks per SM of the device, each long enough that they spread over every SM
+    // they may use.
+    let grid = part.device_sms() * 4;
+    let mut buf: baton_cuda::sys::CUdeviceptr = 0;
+    // SAFETY: a valid out-pointer; the context is current.
+    ck("cuMemAlloc", unsafe { alloc(&mut buf, grid as usize * 4) })?;
+    let run = |s: CUstream, params: &mut [*mut c_void]| {
+        // SAFETY: `func` belongs to the current context and `s` is a stream of it (or of its
+        // partition); `params` points at the kernel's three arguments, live for the call.
+        unsafe {
+            launch(
+                func,
+                grid,
+                1,
+                1,
+                32,
+                1,
+                1,
+                0,
+                s,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+    };
+    let result = (|| {
+        let whole = sms_used(d, stream, buf, grid, |p| {
+            ck("cuLaunchKernel", run(stream, p))
+        })?;
+        // SAFETY: `ctx` is the partition's device's live primary context.
+        let confined = unsafe { part.confine(ctx, 0) }.map_err(|e| format!("confining: {e}"))?;
+        let inside = sms_used(d, stream, buf, grid, |p| {
+            // SAFETY: `stream` is the application stream of `ctx`, current on this thread.
+            unsafe { confined.launch(stream, |g| baton_cuda::check("cuLaunchKernel", run(g, p))) }
+                .map_err(|e| e.to_string())
+        })?;
+        Ok::<_, String>((whole, inside))
+    })();
+    // SAFETY: allocated above; the kernels using it have finished (or failed).
+    let _ = unsafe { free(buf) };
+    let (whole, inside) = result?;
+    let distinct = |v: &[Option<u32>]| {
+        let set: std::collections::BTreeSet<u32> = v.iter().flatten().copied().collect();
+        set.len()
+    };
+    let all_ran = whole.iter().chain(&inside).all(Option::is_some);
+    let (w, i) = (distinct(&whole), distinct(&inside));
+    Ok(json!({
+        "partition_sms": part.sms(),
+        "device_sms": part.device_sms(),
+        "blocks": grid,
+        "sms_used_whole": w,
+        "sms_used_confined": i,
+        "all_blocks_ran": all_ran,
+        "takes_effect": all_ran && i <= part.sms() as usize && w > part.sms() as usize,
+    }))
+}

@@ -62,12 +62,25 @@ pub(super) struct Shared<H: HwQueue> {
     pub(super) gated: std::sync::atomic::AtomicBool,
     /// Launch count for queues that depend on this one.
     pub(super) progress: Arc<LaunchProgress>,
+    /// How often, and for how long in all (ns), a submitting thread was held back: waiting
+    /// for room in the buffer, or for the buffer to drain before an in-place launch.
+    pub(super) held: [std::sync::atomic::AtomicU64; 2],
 }
 
 /// A buffered command and what must be launched elsewhere before it.
 pub(super) struct Buffered<C> {
     pub(super) cmd: C,
     pub(super) deps: Vec<Dependency>,
+}
+
+impl<H: HwQueue> Shared<H> {
+    /// Counts one hold of a submitting thread that began at `since`.
+    pub(super) fn record_hold(&self, since: crate::Nanos) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let held = self.clock.now().0.saturating_sub(since.0);
+        self.held[0].fetch_add(1, Relaxed);
+        self.held[1].fetch_add(held, Relaxed);
+    }
 }
 
 impl<C> Buffered<C> {

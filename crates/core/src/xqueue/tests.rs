@@ -428,10 +428,15 @@ fn a_full_buffer_blocks_the_submitter_until_the_queue_drains() {
     assert_eq!(returned.load(Ordering::SeqCst), 4);
     assert_eq!(q.status().submitted, 5);
     assert!(hw.script().launched.is_empty());
+    assert_eq!(q.submitter_held().0, 0, "not yet through a hold");
     q.resume(ResumeFlags::default()).unwrap();
     submitter.join().unwrap();
     q.wait_all().unwrap();
     assert_eq!(hw.script().launched, (0..6).collect::<Vec<_>>());
+    // One hold (the fifth command's submitter), of at least the 30 ms it was kept waiting.
+    let (holds, held) = q.submitter_held();
+    assert_eq!(holds, 1);
+    assert!(held >= Nanos::from_millis(30), "{held:?}");
 }
 
 fn submit_n_worker(q: &XQueue<ScriptedHwQueue>, n: u64) {
