@@ -10,9 +10,10 @@
 #
 # Variants: alone (HP only), alone-baton (HP only, under Baton), native (HP + training),
 # cpu (HP + a pure-Python busy thread, no GPU: the cost of sharing the interpreter lock),
-# baton (--local, level 1), baton-release (BATON_RELEASE_PYTHON_LOCK=on), baton-release-mb8
-# (and at most 8 buffered commands, so a held-back BE thread stops running Python), baton-l2
-# (--local --level 2, L2_TRIES times, with a stall report after 10 s).
+# baton (--local, level 1), baton-mb8 / baton-mb64 (at most 8 / 64 buffered commands, so a
+# held-back BE thread stops running Python sooner), baton-l2 (--local --level 2, L2_TRIES
+# times, with a stall report after 10 s). Repetitions: alone-N, alone-baton-N, native-N,
+# baton-N (N a number).
 set -uo pipefail
 cd "$(dirname "$0")"
 BATON_BIN=$(realpath "${BATON_BIN:-../../target/release/baton}")
@@ -20,7 +21,7 @@ OUT=${OUT:-$(mktemp -d /tmp/baton-one-process.XXXX)}
 HP_S=${HP_S:-12}
 L2_TRIES=${L2_TRIES:-2}
 LIMIT=$(python3 -c "print(int($HP_S * 3 + 60))")
-VARIANTS=${VARIANTS:-"alone alone-baton native cpu baton baton-release baton-release-mb8 baton-l2"}
+VARIANTS=${VARIANTS:-"alone alone-baton native cpu baton baton-mb8 baton-mb64 baton-l2"}
 mkdir -p "$OUT"
 W=$(mktemp -d)
 export PYTHONUNBUFFERED=1
@@ -60,9 +61,16 @@ for v in $VARIANTS; do
         native) one native both ;;
         cpu) one cpu cpu ;;
         baton) one baton both -- --local ;;
-        baton-release) one baton-release both BATON_RELEASE_PYTHON_LOCK=on -- --local ;;
-        baton-release-mb8)
-            one baton-release-mb8 both BATON_RELEASE_PYTHON_LOCK=on BATON_MAX_BUFFERED=8 -- --local ;;
+        baton-mb8) one baton-mb8 both BATON_MAX_BUFFERED=8 -- --local ;;
+        baton-mb64) one baton-mb64 both BATON_MAX_BUFFERED=64 -- --local ;;
+        alone-*|native-*|baton-[0-9]*)
+            # A repetition: alone-2, native-2, baton-2 ...
+            case $v in
+                alone-baton-*) one "$v" alone -- --local ;;
+                alone-*) one "$v" alone ;;
+                native-*) one "$v" both ;;
+                *) one "$v" both -- --local ;;
+            esac ;;
         baton-l2)
             for i in $(seq 1 "$L2_TRIES"); do
                 one "baton-l2-$i" both BATON_STALL_REPORT_S=10 -- --local --level 2

@@ -11,7 +11,6 @@
 //! | `BATON_YIELD_SLICE_US` | at level 3, the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), 1–2000000 | 100 |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
-//! | `BATON_RELEASE_PYTHON_LOCK` | `on`: when a queue is about to hold back a thread that holds Python's interpreter lock, release the lock for the wait (other Python threads run meanwhile; the code that called CUDA must tolerate that) | off |
 //! | `BATON_STALL_REPORT_S` | when no queue of the process has made progress for this many seconds while work is pending, print every queue's state to stderr (once per stall), 1–3600 | unset (off) |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
 //! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
@@ -68,8 +67,6 @@ pub struct AgentConfig {
     pub keep_window: bool,
     /// Commands a queue buffers before its submitter waits.
     pub max_buffered: usize,
-    /// Release Python's interpreter lock while a queue holds a thread back.
-    pub release_python_lock: bool,
     /// At level 3, the time slice of a context none of whose queues runs freely, in µs.
     pub yield_slice_us: u64,
     /// SMs the kernels of normal-priority streams are confined to, if set.
@@ -101,7 +98,6 @@ impl Default for AgentConfig {
             level: Level::L1,
             launch: LaunchConfig::default(),
             keep_window: false,
-            release_python_lock: false,
             max_buffered: baton_core::DEFAULT_MAX_BUFFERED,
             yield_slice_us: 100,
             sms: None,
@@ -134,9 +130,6 @@ impl AgentConfig {
         }
         if let Some((name, v)) = read(&["BATON_KEEP_WINDOW"]) {
             c.keep_window = c.switch(name, &v, false);
-        }
-        if let Some((name, v)) = read(&["BATON_RELEASE_PYTHON_LOCK"]) {
-            c.release_python_lock = c.switch(name, &v, false);
         }
         if let Some((name, v)) = read(&["BATON_PRIORITY", "XSCHED_AUTO_XQUEUE_PRIORITY"]) {
             match v
@@ -383,9 +376,7 @@ mod tests {
             ("BATON_YIELD_SLICE_US", "5"),
             ("BATON_SMS", "112"),
             ("BATON_STALL_REPORT_S", "5"),
-            ("BATON_RELEASE_PYTHON_LOCK", "on"),
         ]);
-        assert!(c.release_python_lock && !AgentConfig::default().release_python_lock);
         assert_eq!((c.sms, c.stall_report_s), (Some(112), Some(5)));
         assert_eq!(c.priority.get(), 10);
         assert_eq!((c.max_buffered, c.yield_slice_us), (64, 5));

@@ -529,13 +529,6 @@ impl<H: HwQueue> XQueue<H> {
             > 0
     }
 
-    /// Commands submitted and not yet launched (buffered), read lock-free.
-    pub fn buffered(&self) -> u64 {
-        self.shared
-            .pending
-            .load(std::sync::atomic::Ordering::Acquire)
-    }
-
     /// Blocks until command `seq` has been handed to the hardware (it may still be running).
     /// If the queue is suspended and the command is buffered, that means until it is resumed.
     pub fn wait_launched(&self, seq: CommandSeq) -> Result<(), XQueueError> {

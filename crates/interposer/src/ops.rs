@@ -148,12 +148,6 @@ impl Runtime {
             e.counts[2].fetch_add(1, Ordering::Relaxed);
         }
         let before = e.xq.submitter_held();
-        // A queue about to hold this thread back: let other Python threads run meanwhile, if
-        // asked to (the lock is taken back when the call returns).
-        let released = (self.cfg.release_python_lock
-            && e.xq.buffered() >= self.cfg.max_buffered as u64)
-            .then(crate::python::Released::if_held)
-            .flatten();
         let r = e.xq.submit_after(
             deps,
             |q| {
@@ -179,12 +173,11 @@ impl Runtime {
             let held = &self.stats.held;
             held[0].fetch_add(after.0 - before.0, Ordering::Relaxed);
             held[1].fetch_add(after.1.0.saturating_sub(before.1.0), Ordering::Relaxed);
-            if released.is_some() || crate::python::holds_gil() {
+            if crate::python::holds_gil() {
                 held[2].fetch_add(1, Ordering::Relaxed);
                 e.counts[3].fetch_add(1, Ordering::Relaxed);
             }
         }
-        drop(released);
         match r {
             Ok(seq) => (CUresult::SUCCESS, Some(seq)),
             Err(x) => (status(&x), None),

@@ -16,6 +16,14 @@ pub(super) const IDLE_POLL_MIN: std::time::Duration = std::time::Duration::from_
 /// Longest pause between two idle queries: how late, at worst, a queue notices it went idle
 /// when the application does not synchronize.
 pub(super) const IDLE_POLL_MAX: std::time::Duration = std::time::Duration::from_millis(1);
+/// How long a queue's launches must have paused before the worker asks whether its uncovered
+/// tail is done. A program that launches faster than the GPU runs its kernels rarely waits
+/// for it; one bound by its own launching (each kernel done before the next is launched)
+/// would otherwise be found idle between every two launches, and each such return to Idle
+/// costs a decision of the scheduler, a resumption of the queues it holds back (whose work
+/// then lands between this queue's kernels) and a wake-up of the worker by the next launch.
+/// The application's own synchronization still finds the queue idle at once.
+pub(super) const IDLE_LINGER: std::time::Duration = std::time::Duration::from_micros(300);
 /// How long the worker waits for a dependency before looking at its own queue again.
 const DEPENDENCY_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
 
@@ -401,6 +409,8 @@ impl<H: HwQueue> Shared<H> {
             st.record_error(e);
         }
         let mut poll = IDLE_POLL_MIN;
+        // The launch count when the worker last found launches pausing (see IDLE_LINGER).
+        let mut quiet_since = st.launched;
         loop {
             st = self.sync_gate(st);
             if self.can_launch(&st) {
@@ -449,6 +459,22 @@ impl<H: HwQueue> Shared<H> {
                     }
                 }
                 self.reap(&mut st, &mut ev);
+                if st.launched != quiet_since && st.inflight() > 0 && !st.shutdown {
+                    // Launched since the last look: busy. Look again once the launches have
+                    // paused for IDLE_LINGER (or when woken).
+                    quiet_since = st.launched;
+                    poll = IDLE_POLL_MIN;
+                    if !ev.is_empty() {
+                        drop(st);
+                        ev.emit(&*self.sink);
+                        ev = Pending::new();
+                        st = sync::lock(&self.state);
+                    }
+                    st.worker_sleeping = true;
+                    st = sync::wait_timeout(&self.worker_cv, st, IDLE_LINGER);
+                    st.worker_sleeping = false;
+                    continue;
+                }
                 self.reap_idle(&mut st, &mut ev);
                 if st.inflight() == 0 {
                     poll = IDLE_POLL_MIN;
