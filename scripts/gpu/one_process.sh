@@ -12,7 +12,9 @@
 # cpu (HP + a pure-Python busy thread, no GPU: the cost of sharing the interpreter lock),
 # baton (--local, level 1), baton-mb8 / baton-mb64 (at most 8 / 64 buffered commands, so a
 # held-back BE thread stops running Python sooner), baton-l2 (--local --level 2, L2_TRIES
-# times, with a stall report after 10 s). Repetitions: alone-N, alone-baton-N, native-N,
+# times, with a stall report after 10 s), alone-profile / baton-profile (BATON_PROFILE=on: time
+# per intercepted call), alone-passthrough-profile (the same with BATON_ENABLE=off: the
+# driver's own time per call, through the hooks). Repetitions: alone-N, alone-baton-N, native-N,
 # baton-N (N a number).
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -62,6 +64,10 @@ for v in $VARIANTS; do
         cpu) one cpu cpu ;;
         baton) one baton both -- --local ;;
         baton-mb8) one baton-mb8 both BATON_MAX_BUFFERED=8 -- --local ;;
+        alone-passthrough-profile)
+            one "$v" alone BATON_ENABLE=off BATON_PROFILE=on -- --local ;;
+        alone-profile) one "$v" alone BATON_PROFILE=on -- --local ;;
+        baton-profile) one "$v" both BATON_PROFILE=on -- --local ;;
         baton-mb64) one baton-mb64 both BATON_MAX_BUFFERED=64 -- --local ;;
         alone-*|native-*|baton-[0-9]*)
             # A repetition: alone-2, native-2, baton-2 ...
@@ -94,7 +100,8 @@ for rc in sorted(glob.glob(f"{w}/*.rc")):
         rep = json.loads(open(f"{w}/{name}.report").read().splitlines()[-1])
         r["report"] = {k: rep.get(k) for k in ("kernels", "commands", "deferred", "level",
                        "liveness_releases", "submitter_held", "submitter_held_ms",
-                       "held_with_python_lock")}
+                       "held_with_python_lock", "sync_points", "streams")}
+        r["report"]["hooks"] = rep.get("hooks", [])[:15]
         r["report"]["queues"] = rep.get("queues", [])[:3]
     except (OSError, ValueError, IndexError):
         pass

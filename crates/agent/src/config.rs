@@ -12,6 +12,7 @@
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
 //! | `BATON_STALL_REPORT_S` | when no queue of the process has made progress for this many seconds while work is pending, print every queue's state to stderr (once per stall), 1–3600 | unset (off) |
+//! | `BATON_PROFILE` | `on`: count each intercepted driver call and the time spent in it (Baton's work and the driver's), per function, in the `BATON_REPORT` file | off |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
 //! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
 //! | `BATON_UTILIZATION` | share of the device's time to reserve for this process, 1–100 % (a hint for utilization policies) | unset |
@@ -73,6 +74,8 @@ pub struct AgentConfig {
     pub sms: Option<u32>,
     /// Seconds without progress after which the queues' states are printed, if set.
     pub stall_report_s: Option<u64>,
+    /// Count intercepted calls and their time, per function, for the report.
+    pub profile: bool,
     /// Who schedules.
     pub scheduler: SchedulerMode,
     /// The local policy's name (validated against the registry).
@@ -102,6 +105,7 @@ impl Default for AgentConfig {
             yield_slice_us: 100,
             sms: None,
             stall_report_s: None,
+            profile: false,
             scheduler: SchedulerMode::Local,
             policy: "hpf".into(),
             utilization: None,
@@ -205,6 +209,9 @@ impl AgentConfig {
                 "off",
             )
             .or(c.stall_report_s);
+        if let Some((name, v)) = read(&["BATON_PROFILE"]) {
+            c.profile = c.switch(name, &v, false);
+        }
         if let Some((name, v)) = read(&["BATON_SCHEDULER", "XSCHED_SCHEDULER"]) {
             match v.trim().to_ascii_lowercase().as_str() {
                 "app" => c.scheduler = SchedulerMode::App,
@@ -376,7 +383,9 @@ mod tests {
             ("BATON_YIELD_SLICE_US", "5"),
             ("BATON_SMS", "112"),
             ("BATON_STALL_REPORT_S", "5"),
+            ("BATON_PROFILE", "on"),
         ]);
+        assert!(c.profile && !AgentConfig::default().profile);
         assert_eq!((c.sms, c.stall_report_s), (Some(112), Some(5)));
         assert_eq!(c.priority.get(), 10);
         assert_eq!((c.max_buffered, c.yield_slice_us), (64, 5));

@@ -321,6 +321,34 @@ fn a_full_buffer_loses_nothing() {
 }
 
 #[test]
+fn a_profile_counts_every_intercepted_call() {
+    let b = under_baton(RUNTIME_LIKE, &["order"], &[("BATON_PROFILE", "on")]);
+    let hooks = b.report["hooks"].as_array().expect("a hook table");
+    let launches: u64 = hooks
+        .iter()
+        .filter(|h| {
+            let call = h["call"].as_str().unwrap_or("");
+            call.starts_with("cuLaunchKernel") || call.starts_with("cuLaunchCooperative")
+        })
+        .map(|h| h["calls"].as_u64().expect("a count"))
+        .sum();
+    assert_eq!(launches, launch_calls(&b.run.log) as u64, "{}", b.report);
+    assert!(
+        hooks.iter().all(|h| h["us"].as_f64() > Some(0.0)),
+        "{}",
+        b.report
+    );
+    // Off by default: nothing is counted.
+    let quiet = under_baton(RUNTIME_LIKE, &["order"], &[]);
+    assert_eq!(
+        quiet.report["hooks"],
+        serde_json::json!([]),
+        "{}",
+        quiet.report
+    );
+}
+
+#[test]
 fn dlsym_and_linked_applications_are_scheduled_too() {
     let native = run(env!("CARGO_BIN_EXE_dlsym-direct"), &[], &[]);
     let b = under_baton(

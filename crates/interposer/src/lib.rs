@@ -34,6 +34,7 @@ mod dlsym;
 mod ffi;
 mod hooks;
 mod ops;
+mod profile;
 mod python;
 mod registry;
 mod runtime;

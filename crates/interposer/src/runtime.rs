@@ -463,6 +463,10 @@ impl Runtime {
             "bypassed": s.bypassed.load(Ordering::Relaxed),
             "streams": s.streams.load(Ordering::Relaxed),
             "liveness_releases": s.liveness_releases.load(Ordering::Relaxed),
+            "hooks": crate::profile::table()
+                .into_iter()
+                .map(|(name, calls, us)| serde_json::json!({"call": name, "calls": calls, "us": us}))
+                .collect::<Vec<_>>(),
             "submitter_held": s.held[0].load(Ordering::Relaxed),
             "submitter_held_ms": s.held[1].load(Ordering::Relaxed) as f64 / 1e6,
             "held_with_python_lock": s.held[2].load(Ordering::Relaxed),

@@ -20,12 +20,19 @@ macro_rules! hook {
             let Some($real) = $rt.driver.$name else {
                 return CUresult::NOT_FOUND;
             };
-            crate::ffi::guard(
+            let since = $rt.cfg.profile.then(std::time::Instant::now);
+            let r = crate::ffi::guard(
                 stringify!($name),
                 || $body,
                 // SAFETY: the application's arguments, unchanged, to the function it called.
                 || unsafe { $real($($a),*) },
-            )
+            );
+            if let Some(since) = since {
+                static STAT: crate::profile::HookStat =
+                    crate::profile::HookStat::new(stringify!($name));
+                STAT.record(since);
+            }
+            r
         }
     };
 }
