@@ -31,23 +31,29 @@ impl Policy for Hpf {
             .any(|q| q.hints.priority < queue.hints.priority)
     }
 
-    /// HPF only suspends a queue that another queue on its device outranks.
+    /// HPF only suspends a queue that another queue on its device outranks — one that has
+    /// had work: programs create streams they never use (PyTorch makes pools of every
+    /// priority), and a queue that may be suspended keeps its launch window, which a
+    /// launch-bound program pays for on every launch. An unused queue that becomes ready is
+    /// seen at once, and the outranked queue is bounded from its next launch.
     fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         snap.on_device(queue.device)
-            .any(|q| q.hints.priority > queue.hints.priority)
+            .any(|q| q.hints.priority > queue.hints.priority && has_had_work(q))
     }
 
-    /// Both answers from each device's lowest and highest priority, found in one pass.
+    /// Both answers from each device's lowest priority and highest priority among queues that
+    /// have had work, found in one pass.
     fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
-        let mut range: Vec<(DeviceId, Priority, Priority)> = Vec::new();
+        let mut range: Vec<(DeviceId, Priority, Option<Priority>)> = Vec::new();
         for q in snap.queues {
             let p = q.hints.priority;
+            let used = has_had_work(q).then_some(p);
             match range.iter_mut().find(|(d, _, _)| *d == q.device) {
                 Some((_, lo, hi)) => {
                     *lo = (*lo).min(p);
-                    *hi = (*hi).max(p);
+                    *hi = (*hi).max(used);
                 }
-                None => range.push((q.device, p, p)),
+                None => range.push((q.device, p, used)),
             }
         }
         snap.queues
@@ -57,10 +63,17 @@ impl Policy for Hpf {
                 range
                     .iter()
                     .find(|(d, _, _)| *d == q.device)
-                    .map_or((false, false), |(_, lo, hi)| (*lo < p, *hi > p))
+                    .map_or((false, false), |(_, lo, hi)| {
+                        (*lo < p, hi.is_some_and(|h| h > p))
+                    })
             })
             .collect()
     }
+}
+
+/// Whether a queue has work now or had some before.
+fn has_had_work(q: &QueueView) -> bool {
+    q.ready || q.jobs > 0
 }
 
 /// Where a rank order applies.
@@ -118,6 +131,26 @@ mod tests {
         let mut v = QueueView::new(id, 1, dev, ready);
         v.hints.priority = Priority::new(prio).unwrap();
         v
+    }
+
+    #[test]
+    fn an_unused_higher_queue_leaves_lower_queues_unbounded() {
+        // PyTorch creates pools of high-priority streams it never uses: they must not make the
+        // stream in use pay for a launch window. Once a higher queue has had work, it does.
+        let unused = [q(1, 0, 5, false), q(2, 0, 1, true)];
+        let snap = Snapshot::new(Nanos::ZERO, &unused);
+        assert_eq!(Hpf.attention(&snap), vec![(true, false), (false, false)]);
+        assert!(!Hpf.may_suspend(&snap, &unused[1]));
+        let mut used = unused;
+        used[0].jobs = 1;
+        let snap = Snapshot::new(Nanos::ZERO, &used);
+        assert_eq!(Hpf.attention(&snap), vec![(true, false), (false, true)]);
+        assert!(Hpf.may_suspend(&snap, &used[1]));
+        // Ready now counts as well.
+        let mut ready = unused;
+        ready[0].ready = true;
+        let snap = Snapshot::new(Nanos::ZERO, &ready);
+        assert_eq!(Hpf.attention(&snap), vec![(true, false), (false, true)]);
     }
 
     fn decide(queues: &[QueueView]) -> Vec<u64> {

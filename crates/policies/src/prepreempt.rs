@@ -165,6 +165,7 @@ mod tests {
         assert!(!p.wants_events(&snap, &lone[0]));
         let mut hp = QueueView::new(1, 1, 0, false);
         hp.hints.priority = Priority::new(10).unwrap();
+        hp.jobs = 1;
         let be = QueueView::new(2, 2, 0, true);
         let qs = [hp, be];
         let snap = Snapshot::new(Nanos::ZERO, &qs);
