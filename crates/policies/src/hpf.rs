@@ -32,48 +32,100 @@ impl Policy for Hpf {
     }
 
     /// HPF only suspends a queue that another queue on its device outranks — one that has
-    /// had work: programs create streams they never use (PyTorch makes pools of every
-    /// priority), and a queue that may be suspended keeps its launch window, which a
-    /// launch-bound program pays for on every launch. An unused queue that becomes ready is
-    /// seen at once, and the outranked queue is bounded from its next launch.
+    /// had work, or that belongs to another process. Programs create streams they never use
+    /// (PyTorch makes pools at every priority), and a queue that may be suspended keeps its
+    /// launch window, which a launch-bound program pays for on every launch; another
+    /// process's queues, though, stand for a client that registered to be served, and
+    /// whatever runs unbounded before its first request is what that request waits behind.
+    /// An unused queue that becomes ready is seen at once, and the outranked queue is bounded
+    /// from its next launch.
     fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         snap.on_device(queue.device)
-            .any(|q| q.hints.priority > queue.hints.priority && has_had_work(q))
+            .any(|q| q.hints.priority > queue.hints.priority && counts_against(q, queue))
     }
 
-    /// Both answers from each device's lowest priority and highest priority among queues that
-    /// have had work, found in one pass.
+    /// Both answers from one pass over the queues (per device: the lowest priority, the
+    /// highest among queues that have had work, and the highest unused ones of two
+    /// processes).
     fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
-        let mut range: Vec<(DeviceId, Priority, Option<Priority>)> = Vec::new();
+        let mut ranges: Vec<Range> = Vec::new();
         for q in snap.queues {
-            let p = q.hints.priority;
-            let used = has_had_work(q).then_some(p);
-            match range.iter_mut().find(|(d, _, _)| *d == q.device) {
-                Some((_, lo, hi)) => {
-                    *lo = (*lo).min(p);
-                    *hi = (*hi).max(used);
+            let i = match ranges.iter().position(|r| r.device == q.device) {
+                Some(i) => i,
+                None => {
+                    ranges.push(Range::new(q));
+                    ranges.len() - 1
                 }
-                None => range.push((q.device, p, used)),
-            }
+            };
+            ranges[i].add(q);
         }
         snap.queues
             .iter()
             .map(|q| {
-                let p = q.hints.priority;
-                range
+                ranges
                     .iter()
-                    .find(|(d, _, _)| *d == q.device)
-                    .map_or((false, false), |(_, lo, hi)| {
-                        (*lo < p, hi.is_some_and(|h| h > p))
-                    })
+                    .find(|r| r.device == q.device)
+                    .map_or((false, false), |r| r.answer(q))
             })
             .collect()
     }
 }
 
-/// Whether a queue has work now or had some before.
-fn has_had_work(q: &QueueView) -> bool {
-    q.ready || q.jobs > 0
+/// Whether `q`, ranked above `queue`, can make HPF suspend it (see [`Hpf::may_suspend`]).
+fn counts_against(q: &QueueView, queue: &QueueView) -> bool {
+    q.ready || q.jobs > 0 || q.pid != queue.pid
+}
+
+/// One device's priorities, for [`Hpf::attention`].
+struct Range {
+    device: DeviceId,
+    lo: Priority,
+    /// The highest priority among queues that have had work.
+    used: Option<Priority>,
+    /// The highest priority among unused queues, and its process.
+    unused: Option<(Priority, u32)>,
+    /// The highest priority among unused queues of any other process than `unused`'s.
+    unused_other: Option<Priority>,
+}
+
+impl Range {
+    fn new(q: &QueueView) -> Range {
+        Range {
+            device: q.device,
+            lo: q.hints.priority,
+            used: None,
+            unused: None,
+            unused_other: None,
+        }
+    }
+
+    fn add(&mut self, q: &QueueView) {
+        let p = q.hints.priority;
+        self.lo = self.lo.min(p);
+        if q.ready || q.jobs > 0 {
+            self.used = self.used.max(Some(p));
+            return;
+        }
+        match self.unused {
+            None => self.unused = Some((p, q.pid)),
+            Some((top, pid)) if pid == q.pid => self.unused = Some((top.max(p), pid)),
+            Some((top, _)) if p > top => {
+                self.unused_other = self.unused_other.max(Some(top));
+                self.unused = Some((p, q.pid));
+            }
+            Some(_) => self.unused_other = self.unused_other.max(Some(p)),
+        }
+    }
+
+    fn answer(&self, q: &QueueView) -> (bool, bool) {
+        let p = q.hints.priority;
+        let unused = match self.unused {
+            Some((top, pid)) if pid != q.pid => Some(top),
+            _ => self.unused_other,
+        };
+        let hi = self.used.max(unused);
+        (self.lo < p, hi.is_some_and(|h| h > p))
+    }
 }
 
 /// Where a rank order applies.
@@ -136,7 +188,8 @@ mod tests {
     #[test]
     fn an_unused_higher_queue_leaves_lower_queues_unbounded() {
         // PyTorch creates pools of high-priority streams it never uses: they must not make the
-        // stream in use pay for a launch window. Once a higher queue has had work, it does.
+        // stream in use (same process) pay for a launch window. Once a higher queue has had
+        // work, it does; another process's queue does from the start.
         let unused = [q(1, 0, 5, false), q(2, 0, 1, true)];
         let snap = Snapshot::new(Nanos::ZERO, &unused);
         assert_eq!(Hpf.attention(&snap), vec![(true, false), (false, false)]);
@@ -151,6 +204,11 @@ mod tests {
         ready[0].ready = true;
         let snap = Snapshot::new(Nanos::ZERO, &ready);
         assert_eq!(Hpf.attention(&snap), vec![(true, false), (false, true)]);
+        let mut other = unused;
+        other[0].pid = 2;
+        let snap = Snapshot::new(Nanos::ZERO, &other);
+        assert_eq!(Hpf.attention(&snap), vec![(true, false), (false, true)]);
+        assert!(Hpf.may_suspend(&snap, &other[1]));
     }
 
     fn decide(queues: &[QueueView]) -> Vec<u64> {

@@ -65,6 +65,8 @@ fn view(i: usize, q: &Q) -> QueueView {
     v.suspended = q.suspended;
     v.since = Nanos::from_micros(q.since_us);
     v.served = Nanos::from_micros(q.served_us);
+    // Some queues have had work before, some never (HPF tells them apart).
+    v.jobs = q.served_us % 3;
     v.hints.priority = Priority::new(q.priority).unwrap();
     v.hints.utilization = q
         .share
