@@ -184,3 +184,44 @@ fn the_demo_runs_on_a_cuda_device_when_there_is_one() {
         assert!(v[k].as_f64().is_some_and(|x| x > 0.0), "{k} in {v}");
     }
 }
+
+#[test]
+fn the_report_says_when_a_held_thread_held_pythons_lock() {
+    // A low-priority launch held back (its buffer full while a high-priority kernel runs) from
+    // Python: through ctypes.PyDLL the thread keeps the interpreter lock, through ctypes.CDLL
+    // it does not. The report counts the holds, and which of them held the lock.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_lock.py");
+    for (how, with_lock) in [("pydll", true), ("cdll", false)] {
+        let report = support::temp_dir("python-lock").join("report.json");
+        let out = std::process::Command::new("python3")
+            .arg(&script)
+            .arg(how)
+            .env("LD_LIBRARY_PATH", support::driver_dir())
+            .env("LD_PRELOAD", support::interposer_library())
+            .env("BATON_REPORT", &report)
+            .env("BATON_MAX_BUFFERED", "2")
+            .env_remove("BATON_SOCKET")
+            .output()
+            .expect("python3 runs (CI installs it)");
+        assert!(
+            out.status.success(),
+            "{how}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "python-lock ok"
+        );
+        let text = std::fs::read_to_string(&report).expect("a report");
+        let v: serde_json::Value =
+            serde_json::from_str(text.lines().last().expect("a line")).expect("JSON");
+        let held = v["submitter_held"].as_u64().expect("a count");
+        let locked = v["held_with_python_lock"].as_u64().expect("a count");
+        assert!(held >= 1, "{how}: {v}");
+        if with_lock {
+            assert_eq!(locked, held, "{how}: {v}");
+        } else {
+            assert_eq!(locked, 0, "{how}: {v}");
+        }
+    }
+}
