@@ -99,38 +99,44 @@ pub(super) struct Ctx {
 }
 
 pub(super) fn prepare(d: &Driver, ctx: CUcontext) -> Result<Ctx, String> {
-    let set = need(d.cuCtxSetCurrent, "cuCtxSetCurrent")?;
-    let load = need(d.cuModuleLoadData, "cuModuleLoadData")?;
-    let get = need(d.cuModuleGetFunction, "cuModuleGetFunction")?;
-    let create = need(d.cuStreamCreate, "cuStreamCreate")?;
-    let mut module: CUmodule = std::ptr::null_mut();
-    let mut func: CUfunction = std::ptr::null_mut();
-    let mut work: CUfunction = std::ptr::null_mut();
-    let mut stream: CUstream = std::ptr::null_mut();
-    // SAFETY: a live context; valid out-pointers; the PTX text is NUL-terminated and the
-    // kernel name matches it.
-    unsafe {
-        ck("cuCtxSetCurrent", set(ctx))?;
-        ck(
-            "cuModuleLoadData",
-            load(&mut module, SPIN_PTX.as_ptr().cast()),
-        )?;
-        ck(
-            "cuModuleGetFunction",
-            get(&mut func, module, c"baton_spin".as_ptr()),
-        )?;
-        ck(
-            "cuModuleGetFunction",
-            get(&mut work, module, c"baton_work".as_ptr()),
-        )?;
-        ck("cuStreamCreate", create(&mut stream, 1))?;
-    }
+    let ([func, work], stream) = load(d, ctx, SPIN_PTX, [c"baton_spin", c"baton_work"])?;
     Ok(Ctx {
         ctx,
         func,
         work,
         stream,
     })
+}
+
+/// Makes `ctx` current, loads `ptx` (NUL-terminated) and finds its kernels `names`; also
+/// creates a non-blocking stream.
+fn load<const N: usize>(
+    d: &Driver,
+    ctx: CUcontext,
+    ptx: &str,
+    names: [&std::ffi::CStr; N],
+) -> Result<([CUfunction; N], CUstream), String> {
+    let set = need(d.cuCtxSetCurrent, "cuCtxSetCurrent")?;
+    let load = need(d.cuModuleLoadData, "cuModuleLoadData")?;
+    let get = need(d.cuModuleGetFunction, "cuModuleGetFunction")?;
+    let create = need(d.cuStreamCreate, "cuStreamCreate")?;
+    if !ptx.ends_with('\0') {
+        return Err("the PTX text is not NUL-terminated".into());
+    }
+    let mut module: CUmodule = std::ptr::null_mut();
+    let mut funcs: [CUfunction; N] = [std::ptr::null_mut(); N];
+    let mut stream: CUstream = std::ptr::null_mut();
+    // SAFETY: a live context; valid out-pointers; the PTX text is NUL-terminated (checked
+    // above) and the names are C strings.
+    unsafe {
+        ck("cuCtxSetCurrent", set(ctx))?;
+        ck("cuModuleLoadData", load(&mut module, ptx.as_ptr().cast()))?;
+        for (f, name) in funcs.iter_mut().zip(names) {
+            ck("cuModuleGetFunction", get(f, module, name.as_ptr()))?;
+        }
+        ck("cuStreamCreate", create(&mut stream, 1))?;
+    }
+    Ok((funcs, stream))
 }
 
 /// Launches the spin kernel for `ns` on `grid` blocks of `block` threads.
@@ -425,30 +431,10 @@ fn sms_used(
 /// used more.
 pub fn spatial(d: &'static Driver, ordinal: i32) -> Result<Value, String> {
     let (dev, ctx) = primary(d, ordinal)?;
-    let set = need(d.cuCtxSetCurrent, "cuCtxSetCurrent")?;
-    let load = need(d.cuModuleLoadData, "cuModuleLoadData")?;
-    let get = need(d.cuModuleGetFunction, "cuModuleGetFunction")?;
     let alloc = need(d.cuMemAlloc_v2, "cuMemAlloc_v2")?;
     let free = need(d.cuMemFree_v2, "cuMemFree_v2")?;
-    let create = need(d.cuStreamCreate, "cuStreamCreate")?;
     let launch = need(d.cuLaunchKernel, "cuLaunchKernel")?;
-    let mut module: CUmodule = std::ptr::null_mut();
-    let mut func: CUfunction = std::ptr::null_mut();
-    let mut stream: CUstream = std::ptr::null_mut();
-    // SAFETY: a live context; valid out-pointers; the PTX text is NUL-terminated and names
-    // the kernel.
-    unsafe {
-        ck("cuCtxSetCurrent", set(ctx))?;
-        ck(
-            "cuModuleLoadData",
-            load(&mut module, SMID_PTX.as_ptr().cast()),
-        )?;
-        ck(
-            "cuModuleGetFunction",
-            get(&mut func, module, c"baton_smid".as_ptr()),
-        )?;
-        ck("cuStreamCreate", create(&mut stream, 1))?;
-    }
+    let ([func], stream) = load(d, ctx, SMID_PTX, [c"baton_smid"])?;
     // SAFETY: `dev` is the device whose primary context was retained and made current above.
     let part = std::sync::Arc::new(
         unsafe { baton_cuda::SmPartition::new(d, dev, 8) }
