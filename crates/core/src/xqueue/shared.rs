@@ -465,10 +465,7 @@ impl<H: HwQueue> Shared<H> {
                     quiet_since = st.launched;
                     poll = IDLE_POLL_MIN;
                     if !ev.is_empty() {
-                        drop(st);
-                        ev.emit(&*self.sink);
-                        ev = Pending::new();
-                        st = sync::lock(&self.state);
+                        st = self.emit_unlocked(st, &mut ev);
                     }
                     st.worker_sleeping = true;
                     st = sync::wait_timeout(&self.worker_cv, st, IDLE_LINGER);
@@ -481,10 +478,7 @@ impl<H: HwQueue> Shared<H> {
                     continue;
                 }
                 if !ev.is_empty() {
-                    drop(st);
-                    ev.emit(&*self.sink);
-                    ev = Pending::new();
-                    st = sync::lock(&self.state);
+                    st = self.emit_unlocked(st, &mut ev);
                     continue;
                 }
                 st.worker_sleeping = true;
@@ -504,10 +498,7 @@ impl<H: HwQueue> Shared<H> {
                 break;
             }
             if !ev.is_empty() {
-                drop(st);
-                ev.emit(&*self.sink);
-                ev = Pending::new();
-                st = sync::lock(&self.state);
+                st = self.emit_unlocked(st, &mut ev);
                 continue;
             }
             st.worker_sleeping = true;
@@ -516,6 +507,17 @@ impl<H: HwQueue> Shared<H> {
         }
         drop(st);
         ev.emit(&*self.sink);
+    }
+
+    /// Emits `ev` with the state unlocked, and locks it again.
+    fn emit_unlocked<'a>(
+        &'a self,
+        st: MutexGuard<'a, State<H>>,
+        ev: &mut Pending,
+    ) -> MutexGuard<'a, State<H>> {
+        drop(st);
+        std::mem::replace(ev, Pending::new()).emit(&*self.sink);
+        sync::lock(&self.state)
     }
 
     pub(super) fn unlock_and_emit(&self, st: MutexGuard<'_, State<H>>, ev: Pending) {

@@ -82,8 +82,8 @@ pub fn gated_wait(s: &Session) -> Result<String, AppError> {
 }
 
 /// A low-priority (CUDA priority 0) and a high-priority (−5) stream, each with its own log of
-/// `append_tag` kernels (low: `LOW` kernels, tags 100…; high: `HIGH`, tags 0…): their kernels
-/// may run at the same time, and the kernel's counter is not atomic.
+/// `append_tag` kernels (low: `LOW` kernels, tags 100…; high: `HIGH`, tags 0…), so each
+/// stream's own order reads from its log while the two streams' kernels overlap.
 struct Pair {
     low: CUstream,
     high: CUstream,
@@ -180,8 +180,8 @@ pub fn gil(s: &Session) -> Result<String, AppError> {
     let (high, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, -5)?;
     let n_low = (GIL_STEPS * GIL_STEP_KERNELS) as usize;
     let n_high = (GIL_REQUESTS * GIL_REQUEST_KERNELS) as usize;
-    // One log per stream: kernels of the two streams may run at the same time, and the
-    // append kernel's counter is not atomic.
+    // One log per stream: each stream's own order reads from its log while the two streams'
+    // kernels overlap.
     let (log_low, counter_low) = (g.alloc(n_low)?, g.alloc(1)?);
     let (log_high, counter_high) = (g.alloc(n_high)?, g.alloc(1)?);
     g.memset32(counter_low, 0, 1)?;
