@@ -259,7 +259,8 @@ fn small_windows_defer_launches_to_the_worker_with_copied_arguments() {
             ("BATON_THRESHOLD", "2"),
             ("BATON_BATCH", "1"),
             ("BATON_KEEP_WINDOW", "on"),
-            ("FAKE_CUDA_KERNEL_US", "200"),
+            // Kernels far longer than the app takes to submit a few, even on a loaded machine.
+            ("FAKE_CUDA_KERNEL_US", "2000"),
         ],
     );
     assert_eq!(
@@ -305,7 +306,9 @@ fn a_full_buffer_loses_nothing() {
             ("BATON_BATCH", "1"),
             ("BATON_KEEP_WINDOW", "on"),
             ("BATON_MAX_BUFFERED", "3"),
-            ("FAKE_CUDA_KERNEL_US", "100"),
+            // Kernels far longer than the app takes to submit four commands, even on a loaded
+            // machine: the buffer must fill for the hold to be counted.
+            ("FAKE_CUDA_KERNEL_US", "3000"),
         ],
     );
     assert_eq!(b.run.line(), native.line(), "stderr {}", b.run.stderr);
