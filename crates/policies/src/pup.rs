@@ -1,6 +1,6 @@
 //! Utilization partition per process, with credit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use baton_core::Nanos;
 
@@ -19,7 +19,10 @@ pub const PUP_DEFAULT_QUANTUM: Nanos = Nanos::from_millis(5);
 /// of time and spends it by the device time its queues are served, so the credit of a process
 /// that got less than its share grows and is paid back later. Per device, the ready process
 /// with the most credit holds the device for a quantum `Q` (all its queues run; every other
-/// queue on the device is suspended), then the choice is made again. Credit earned while a
+/// queue on the device is suspended), then the choice is made again; a process that has just
+/// become ready with more credit than the holder takes over at once, so that a service using
+/// less than its share is served on arrival rather than after the holder's quantum. Credit
+/// earned while a
 /// process has nothing to run decays with a half-life of `4 Q`: a short pause is made up for,
 /// a long absence does not buy a monopoly on return.
 ///
@@ -36,6 +39,8 @@ struct Ledger {
     /// Per pid: credit in ns, and the served time of its queues at the last decision.
     credit: BTreeMap<u32, (f64, Nanos)>,
     holder: Option<(u32, Nanos)>,
+    /// The processes that were ready at the last decision.
+    ready: BTreeSet<u32>,
 }
 
 impl Policy for Pup {
@@ -83,20 +88,28 @@ impl Policy for Pup {
                     *credit *= (-dt / half_life).exp2();
                 }
             }
+            let credit = |led: &Ledger, pid: u32| led.credit.get(&pid).map_or(0.0, |c| c.0);
+            let arrived = |led: &Ledger, pid: u32| ready(pid) && !led.ready.contains(&pid);
             let keep = led
                 .holder
                 .filter(|(p, until)| now < *until && ready(*p))
-                .map(|(p, _)| p);
+                .map(|(p, _)| p)
+                .filter(|&h| {
+                    !pids
+                        .iter()
+                        .any(|&p| p != h && arrived(led, p) && credit(led, p) > credit(led, h))
+                });
             let chosen = keep.or_else(|| {
                 let mut best: Option<(f64, u32)> = None;
                 for pid in pids.iter().copied().filter(|p| ready(*p)) {
-                    let c = led.credit.get(&pid).map_or(0.0, |c| c.0);
+                    let c = credit(led, pid);
                     if best.is_none_or(|(b, _)| c > b) {
                         best = Some((c, pid));
                     }
                 }
                 best.map(|(_, p)| p)
             });
+            led.ready = pids.iter().copied().filter(|p| ready(*p)).collect();
             match chosen {
                 Some(pid) => {
                     if keep.is_none() {
@@ -182,5 +195,37 @@ mod tests {
         p.decide(&s);
         let c = p.devices[&DeviceId(0)].credit[&2].0;
         assert!(c < 1e6, "{c}");
+    }
+
+    #[test]
+    fn an_arrival_owed_more_takes_over_before_the_quantum_ends() {
+        let procs = procs();
+        let mut p = Pup::default();
+        let a = QueueView::new(1, 1, 0, true);
+        let b = QueueView::new(2, 2, 0, true);
+        let at = |t: u64, qs: &[QueueView], p: &mut Pup| {
+            let s = Snapshot {
+                processes: &procs,
+                ..Snapshot::new(Nanos::from_millis(t), qs)
+            };
+            p.decide(&s).suspend
+        };
+        // Process 2 holds the device alone, for a quantum ending at 5 ms.
+        assert_eq!(
+            at(0, &[QueueView { ready: false, ..a }, b], &mut p),
+            [XQueueId(1)]
+        );
+        // At 2 ms process 1 arrives owed 1.5 ms, process 2 owing 1.5 ms: 1 runs at once.
+        let b2 = QueueView {
+            served: Nanos::from_millis(2),
+            ..b
+        };
+        assert_eq!(at(2, &[a, b2], &mut p), [XQueueId(2)]);
+        // Both stay ready: process 1 keeps its quantum.
+        let a3 = QueueView {
+            served: Nanos::from_millis(1),
+            ..a
+        };
+        assert_eq!(at(3, &[a3, b2], &mut p), [XQueueId(2)]);
     }
 }

@@ -1,6 +1,6 @@
 //! Utilization partition per queue.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use baton_core::{Nanos, XQueueId};
 
@@ -19,9 +19,13 @@ const SLACK_NS: f64 = 1_000.0;
 /// what the hinted ones leave, at least 1 % each; shares summing past 100 % are scaled down)
 /// gives it a budget of `s × P` device time per period. One queue runs at a time: the current
 /// holder keeps the device while it is ready and under budget; then the ready queue furthest
-/// under its budget (smallest used/budget) takes over. A queue that goes idle loses the rest
-/// of its budget for the period. When every ready queue has spent its budget, the one least
-/// over it runs (work conservation). Device time is the scheduler's served-time accounting.
+/// under its budget (smallest used/budget) takes over. A queue that has just become ready and
+/// is at least as far under its budget as the holder takes over at once: a latency-critical
+/// service that uses less than its share is served on arrival, not after the holder's turn,
+/// while two queues that stay ready still take turns of a whole budget. A queue that goes idle
+/// loses the rest of its budget for the period. When every ready queue has spent its budget,
+/// the one least over it runs (work conservation). Device time is the scheduler's served-time
+/// accounting.
 ///
 /// Reads: `Utilization` (0.1..=100 %), [`GlobalHint::Timeslice`](crate::GlobalHint::Timeslice)
 /// as `P` (100 µs..=1 s, default 20 ms). Work-conserving per device; no ready queue starves.
@@ -35,6 +39,9 @@ struct Period {
     end: Nanos,
     start_served: BTreeMap<XQueueId, Nanos>,
     holder: Option<XQueueId>,
+    /// The queues that were ready at the last decision (a ready queue not among them has just
+    /// arrived).
+    ready: BTreeSet<XQueueId>,
 }
 
 /// Each item's share of the device, normalized to sum to 1: hinted shares as given (scaled
@@ -78,32 +85,37 @@ impl Policy for Up {
                     .collect::<Vec<_>>(),
             );
             let budget = |i: usize| period.0 as f64 * shares[i];
-            let used = |st: &mut Period, q: &QueueView| {
-                let start = *st.start_served.entry(q.id).or_insert(q.served);
-                (q.served - start).0 as f64
-            };
+            let used: Vec<f64> = qs
+                .iter()
+                .map(|q| {
+                    let start = *st.start_served.entry(q.id).or_insert(q.served);
+                    (q.served - start).0 as f64
+                })
+                .collect();
+            let ratio = |i: usize| used[i] / budget(i).max(1.0);
+            let arrived = |q: &QueueView| q.ready && !st.ready.contains(&q.id);
             let holder_ok = st
                 .holder
                 .and_then(|h| qs.iter().position(|q| q.id == h && q.ready));
             // A holder within a microsecond of its budget has spent it (rounding must not
             // leave it holding the device with no wake-up left to end its turn).
-            let chosen = match holder_ok {
-                Some(i) if used(st, qs[i]) + SLACK_NS < budget(i) => Some(i),
-                _ => {
-                    let mut best: Option<(f64, usize)> = None;
-                    for (i, q) in qs.iter().enumerate().filter(|(_, q)| q.ready) {
-                        let r = used(st, q) / budget(i).max(1.0);
-                        if best.is_none_or(|(b, _)| r < b) {
-                            best = Some((r, i));
-                        }
-                    }
-                    best.map(|(_, i)| i)
-                }
-            };
+            let keep = holder_ok.filter(|&h| {
+                used[h] + SLACK_NS < budget(h)
+                    && !(0..qs.len()).any(|j| j != h && arrived(qs[j]) && ratio(j) <= ratio(h))
+            });
+            // Furthest under budget first; on a tie, a queue that has just arrived.
+            let chosen = keep.or_else(|| {
+                (0..qs.len()).filter(|&i| qs[i].ready).min_by(|&a, &b| {
+                    ratio(a)
+                        .total_cmp(&ratio(b))
+                        .then(arrived(qs[b]).cmp(&arrived(qs[a])))
+                })
+            });
+            st.ready = qs.iter().filter(|q| q.ready).map(|q| q.id).collect();
             st.holder = chosen.map(|i| qs[i].id);
             d.wake(st.end);
             if let Some(i) = chosen {
-                let left = budget(i) - used(st, qs[i]);
+                let left = budget(i) - used[i];
                 if left >= SLACK_NS {
                     d.wake(now + crate::nanos_f64(left));
                 }
@@ -168,5 +180,37 @@ mod tests {
         let t = Nanos(15_000_000 - 1);
         let d = p.decide(&Snapshot::new(t, &[a, q(2, 25.0, 0)]));
         assert_eq!(d.suspend, vec![XQueueId(1)]);
+    }
+
+    #[test]
+    fn an_arrival_further_under_budget_takes_over_at_once() {
+        let mut p = Up::default();
+        let mut hp = q(1, 75.0, 0);
+        hp.ready = false;
+        // The best-effort queue holds the device alone.
+        let d = p.decide(&Snapshot::new(Nanos::ZERO, &[hp, q(2, 25.0, 0)]));
+        assert_eq!(d.suspend, vec![XQueueId(1)]);
+        // 2 ms later the service arrives, 0 % into its budget against 40 %: it runs at once.
+        let t = Nanos::from_millis(2);
+        let d = p.decide(&Snapshot::new(t, &[q(1, 75.0, 0), q(2, 25.0, 2)]));
+        assert_eq!(d.suspend, vec![XQueueId(2)]);
+        // Both stay ready: the service keeps its turn although the other is as far under.
+        let t = Nanos::from_millis(3);
+        let d = p.decide(&Snapshot::new(t, &[q(1, 75.0, 1), q(2, 25.0, 2)]));
+        assert_eq!(d.suspend, vec![XQueueId(2)]);
+    }
+
+    #[test]
+    fn an_arrival_further_over_budget_waits_for_the_holders_turn() {
+        let mut p = Up::default();
+        let mut a = q(1, 75.0, 0);
+        a.ready = false;
+        p.decide(&Snapshot::new(Nanos::ZERO, &[q(1, 75.0, 0), q(2, 25.0, 0)]));
+        p.decide(&Snapshot::new(Nanos::from_millis(12), &[a, q(2, 25.0, 0)]));
+        // Queue 1 used 12 of 15 ms (80 %) and comes back while queue 2 is 20 % into its 5 ms.
+        let t = Nanos::from_millis(13);
+        let d = p.decide(&Snapshot::new(t, &[q(1, 75.0, 12), q(2, 25.0, 1)]));
+        assert_eq!(d.suspend, vec![XQueueId(1)]);
+        assert_eq!(d.wake_at, Some(Nanos::from_millis(17)));
     }
 }
