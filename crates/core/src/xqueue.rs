@@ -334,10 +334,12 @@ impl<H: HwQueue> XQueue<H> {
     {
         // A dependency already launched may still be waiting on its queue's device: its queue
         // learns that it must complete (Level 2 keeps such commands behind an open gate).
-        for d in deps.iter().filter(|d| d.is_satisfied()) {
-            d.demand();
+        if !deps.is_empty() {
+            for d in deps.iter().filter(|d| d.is_satisfied()) {
+                d.demand();
+            }
+            deps.retain(|d| !d.is_satisfied());
         }
-        deps.retain(|d| !d.is_satisfied());
         let sh = &*self.shared;
         let mut ev = Pending::new();
         let mut st = sync::lock(&sh.state);

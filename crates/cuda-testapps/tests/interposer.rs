@@ -324,6 +324,21 @@ fn a_full_buffer_loses_nothing() {
 }
 
 #[test]
+fn the_launch_cost_loop_runs_every_launch_directly() {
+    // scripts/launch_cost.sh counts the instructions of this loop; it must stay on the fast path
+    // (launched from the app's thread, nothing deferred) and finish with the right sum.
+    let b = under_baton(RUNTIME_LIKE, &["launch-rate"], &[]);
+    assert!(
+        b.run.line().starts_with("launch-rate ok n=30000 "),
+        "{} / {}",
+        b.run.line(),
+        b.run.stderr
+    );
+    assert_eq!(b.report["kernels"], 32_000, "{}", b.report);
+    assert_eq!(b.report["deferred"], 0, "{}", b.report);
+}
+
+#[test]
 fn a_profile_counts_every_intercepted_call() {
     let b = under_baton(RUNTIME_LIKE, &["order"], &[("BATON_PROFILE", "on")]);
     let hooks = b.report["hooks"].as_array().expect("a hook table");

@@ -141,7 +141,12 @@ impl Runtime {
             self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
             return (direct(handle), None);
         }
-        deps.extend(self.implicit_deps(e));
+        let implicit = self.implicit_deps(e);
+        if deps.is_empty() {
+            deps = implicit;
+        } else {
+            deps.extend(implicit);
+        }
         self.stats.commands.fetch_add(1, Ordering::Relaxed);
         e.counts[0].fetch_add(1, Ordering::Relaxed);
         if !deps.is_empty() {

@@ -182,7 +182,12 @@ impl Pending {
         self.inline[0].is_none()
     }
 
+    #[inline]
     pub(super) fn emit(self, sink: &dyn EventSink) {
+        // Almost every launch emits nothing: skip the iterator chain and the vector's drop.
+        if self.is_empty() {
+            return;
+        }
         for e in self.inline.into_iter().flatten().chain(self.more) {
             sink.on_queue_event(e);
         }
@@ -520,6 +525,7 @@ impl<H: HwQueue> Shared<H> {
         sync::lock(&self.state)
     }
 
+    #[inline]
     pub(super) fn unlock_and_emit(&self, st: MutexGuard<'_, State<H>>, ev: Pending) {
         drop(st);
         ev.emit(&*self.sink);

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use baton_cuda_sys::{
     CU_LAUNCH_ATTRIBUTE_COOPERATIVE, CU_LAUNCH_ATTRIBUTE_PRIORITY, CU_STREAM_DEFAULT,
-    CU_STREAM_WAIT_VALUE_GEQ, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue,
-    CUresult, CUstream,
+    CU_STREAM_NON_BLOCKING, CU_STREAM_WAIT_VALUE_GEQ, CUlaunchAttribute, CUlaunchAttributeID,
+    CUlaunchAttributeValue, CUresult, CUstream,
 };
 
 use super::{Session, join};
@@ -180,4 +180,48 @@ pub fn host_func(s: &Session) -> Result<String, AppError> {
         .map(|(tag, value)| format!("{tag}:{value}"))
         .collect();
     Ok(format!("host-func ok calls={}", shown.join(",")))
+}
+
+/// A launch-bound loop, as a framework's inference is: 32 unused streams at two priorities (a
+/// framework's pools), then rounds of 1000 small launches on one non-blocking stream, each
+/// round synchronized. Prints the CPU time per launch (median and best round): a measurement,
+/// compared between a native run and one under Baton, not a fixed result.
+pub fn launch_rate(s: &Session) -> Result<String, AppError> {
+    const ROUNDS: usize = 30;
+    const PER_ROUND: usize = 1000;
+    let (g, k) = (&s.gpu, &s.k);
+    let mut pool = Vec::new();
+    for i in 0..32 {
+        pool.push(g.stream_with_priority(CU_STREAM_NON_BLOCKING, -(i % 2))?.0);
+    }
+    let stream = pool[0];
+    let data = g.alloc(1)?;
+    g.memset32(data, 0, 1)?;
+    let mut args = [Ptr(data), I32(1), I32(1)];
+    let mut per_launch = Vec::new();
+    for round in 0..ROUNDS + 2 {
+        let start = std::time::Instant::now();
+        for _ in 0..PER_ROUND {
+            g.launch_with(k.add, stream, &mut args)?;
+        }
+        let took = start.elapsed();
+        g.sync(stream)?;
+        // The first two rounds warm up.
+        if round >= 2 {
+            per_launch.push(took.as_nanos() / PER_ROUND as u128);
+        }
+    }
+    let out = g.download(data, 1)?;
+    let expected = ((ROUNDS + 2) * PER_ROUND) as i32;
+    ensure(out == [expected], || format!("launch-rate sum {out:?}"))?;
+    for s in pool {
+        g.destroy_stream(s)?;
+    }
+    per_launch.sort_unstable();
+    Ok(format!(
+        "launch-rate ok n={} ns_per_launch_p50={} ns_per_launch_min={}",
+        ROUNDS * PER_ROUND,
+        per_launch[ROUNDS / 2],
+        per_launch[0]
+    ))
 }

@@ -55,6 +55,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("hidden-wait", priority::hidden_wait),
     ("flood", cross::flood),
     ("burst", cross::burst),
+    ("launch-rate", launches::launch_rate),
 ];
 
 /// The names of all scenarios.
