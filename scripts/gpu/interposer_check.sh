@@ -18,6 +18,8 @@
 # ab: Baton's added cost per launch measured inside one process (launch_ab.cu): batches
 # alternate between the real cuLaunchKernel and the one resolved by name (Baton's hook under
 # `baton run`; natively the same function, the control). The steadiest overhead measure here.
+# AB_EVICT_KB="0 4096" also runs it with that much memory written before each launch (cold
+# caches, as between a framework's launches); AB_REPS sets the repetitions (default 3).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/out}
@@ -129,13 +131,18 @@ say "in-process A/B: the real cuLaunchKernel vs the one resolved by name, batche
 rm -f "$OUT/ab.jsonl"
 export BATON_SOCKET="$W/baton.sock"
 for r in $(seq ${AB_REPS:-3}); do
-  for mode in native baton local; do
-    for stream in legacy created; do
-      case $mode in
-        native) taskset -c 4,5 "$W/launch_ab" 400 $stream ;;
-        baton) "$BATON" run -- taskset -c 4,5 "$W/launch_ab" 400 $stream ;;
-        local) "$BATON" run --local -- taskset -c 4,5 "$W/launch_ab" 400 $stream ;;
-      esac | grep '^{' | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.update(mode='$mode', rep=$r); print(json.dumps(d))" >> "$OUT/ab.jsonl"
+  for kb in ${AB_EVICT_KB:-0}; do
+    # Cold launches are timed one by one: fewer, smaller batches keep the run short.
+    if [ "$kb" = 0 ]; then args="400"; else args="100"; fi
+    for mode in native baton local; do
+      for stream in legacy created; do
+        if [ "$kb" = 0 ]; then a="$args $stream"; else a="$args $stream 64 $kb"; fi
+        case $mode in
+          native) taskset -c 4,5 "$W/launch_ab" $a ;;
+          baton) "$BATON" run -- taskset -c 4,5 "$W/launch_ab" $a ;;
+          local) "$BATON" run --local -- taskset -c 4,5 "$W/launch_ab" $a ;;
+        esac | grep '^{' | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.update(mode='$mode', rep=$r); print(json.dumps(d))" >> "$OUT/ab.jsonl"
+      done
     done
   done
 done

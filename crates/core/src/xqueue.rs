@@ -240,6 +240,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 unbounded: false,
                 preemptible: true,
                 gate_open: false,
+                observed: false,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),
@@ -356,7 +357,9 @@ impl<H: HwQueue> XQueue<H> {
             direct(&sh.hw)?;
             st.submitted += 1;
             sh.after_launch(&mut st);
-            sh.progress.advance(st.launched);
+            if st.observed {
+                sh.progress.advance(st.launched);
+            }
             if was_idle {
                 sh.transition(&mut st, QueueState::Ready, &mut ev);
                 if st.watch_idle {
@@ -366,6 +369,28 @@ impl<H: HwQueue> XQueue<H> {
             sh.unlock_and_emit(st, ev);
             return Ok(seq);
         }
+        self.submit_deferred(st, ev, deps, direct, defer, was_idle)
+    }
+
+    /// The rest of [`XQueue::submit_after`] once its command has to wait: buffered as an owned
+    /// copy, or launched in place when no copy can be made. Out of line, so that the fast
+    /// path's stack frame does not hold a command.
+    #[inline(never)]
+    fn submit_deferred<D, F>(
+        &self,
+        mut st: MutexGuard<'_, State<H>>,
+        mut ev: Pending,
+        deps: Vec<Dependency>,
+        direct: D,
+        defer: F,
+        was_idle: bool,
+    ) -> Result<CommandSeq, XQueueError>
+    where
+        D: FnOnce(&H) -> Result<(), HwError>,
+        F: FnOnce() -> Option<H::Command>,
+    {
+        let sh = &*self.shared;
+        let seq = CommandSeq(st.submitted);
         let Some(cmd) = defer() else {
             // No faithful copy: wait for the dependencies and for everything before it to be
             // launched, then launch directly, in place.
@@ -492,28 +517,38 @@ impl<H: HwQueue> XQueue<H> {
     /// behind the queue's closed gate: until it is known complete the dependency is returned
     /// anyway (already satisfied), so that demanding it opens the gate.
     pub fn dependency_on(&self, seq: CommandSeq) -> Option<Dependency> {
-        let st = sync::lock(&self.shared.state);
+        let mut st = sync::lock(&self.shared.state);
         let pending = seq.0 >= st.launched || (st.level == Level::L2 && seq.0 >= st.completed);
-        (pending && seq.0 < st.submitted)
-            .then(|| Dependency::new(self.shared.progress.clone(), seq.0 + 1))
+        (pending && seq.0 < st.submitted).then(|| self.observed_until(&mut st, seq.0 + 1))
+    }
+
+    /// A dependency on the first `target` commands, made under the state lock: from now on
+    /// every launch publishes its count (see `State::observed`).
+    fn observed_until(&self, st: &mut State<H>, target: u64) -> Dependency {
+        if !st.observed {
+            st.observed = true;
+            self.shared.progress.advance(st.launched);
+        }
+        Dependency::new(self.shared.progress.clone(), target)
     }
 
     /// A dependency on every command submitted so far reaching the hardware, or `None` if they
     /// all have.
     pub fn dependency_on_all(&self) -> Option<Dependency> {
-        let st = sync::lock(&self.shared.state);
+        let mut st = sync::lock(&self.shared.state);
         let pending =
             st.launched < st.submitted || (st.level == Level::L2 && st.completed < st.submitted);
-        pending.then(|| Dependency::new(self.shared.progress.clone(), st.submitted))
+        let target = st.submitted;
+        pending.then(|| self.observed_until(&mut st, target))
     }
 
     /// A dependency on the commands launched so far, if some are not known complete: what a
     /// caller about to wait for the whole device demands, so that a queue suspended at Level 2
     /// lets its launched commands through its gate (buffered ones stay buffered).
     pub fn dependency_on_launched(&self) -> Option<Dependency> {
-        let st = sync::lock(&self.shared.state);
-        (st.completed < st.launched)
-            .then(|| Dependency::new(self.shared.progress.clone(), st.launched))
+        let mut st = sync::lock(&self.shared.state);
+        let target = st.launched;
+        (st.completed < target).then(|| self.observed_until(&mut st, target))
     }
 
     /// Whether the queue is suspended at Level 2: commands it launched may be held on the

@@ -4,22 +4,25 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use baton_cuda::sys::CUresult;
 
-/// Runs `body`; if it panics, logs and runs `fallback` instead (normally the real driver call).
-pub(crate) fn guard(
-    name: &'static str,
-    body: impl FnOnce() -> CUresult,
-    fallback: impl FnOnce() -> CUresult,
-) -> CUresult {
+/// Runs `body`; if it panics, logs and returns `None`: the caller then makes the real driver
+/// call itself (with its arguments still at hand, so no second closure has to carry them).
+#[inline]
+pub(crate) fn guard(name: &'static str, body: impl FnOnce() -> CUresult) -> Option<CUresult> {
     match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(r) => r,
+        Ok(r) => Some(r),
         Err(_) => {
             tracing::error!(
                 call = name,
                 "internal error in Baton; passing the call through"
             );
-            catch_unwind(AssertUnwindSafe(fallback)).unwrap_or(CUresult::UNKNOWN)
+            None
         }
     }
+}
+
+/// The fallback after a panic in a hook: the real call, itself guarded.
+pub(crate) fn fallback(real: impl FnOnce() -> CUresult) -> CUresult {
+    catch_unwind(AssertUnwindSafe(real)).unwrap_or(CUresult::UNKNOWN)
 }
 
 /// A core error as the CUDA status an application expects.

@@ -152,7 +152,9 @@ impl Runtime {
         if !deps.is_empty() {
             e.counts[2].fetch_add(1, Ordering::Relaxed);
         }
-        let before = e.xq.submitter_held();
+        // A submitter can only be held once its command had to wait (then `defer` ran first):
+        // the fast path reads no hold counters.
+        let mut before = None;
         let r = e.xq.submit_after(
             deps,
             |q| {
@@ -162,6 +164,7 @@ impl Runtime {
                 unsafe { q.launch_direct(handle, kernel, direct) }
             },
             || {
+                before = Some(e.xq.submitter_held());
                 let c = defer();
                 let counter = if c.is_some() {
                     e.counts[1].fetch_add(1, Ordering::Relaxed);
@@ -173,8 +176,10 @@ impl Runtime {
                 c
             },
         );
-        let after = e.xq.submitter_held();
-        if after.0 != before.0 {
+        if let Some(before) = before
+            && let after = e.xq.submitter_held()
+            && after.0 != before.0
+        {
             let held = &self.stats.held;
             held[0].fetch_add(after.0 - before.0, Ordering::Relaxed);
             held[1].fetch_add(after.1.0.saturating_sub(before.1.0), Ordering::Relaxed);

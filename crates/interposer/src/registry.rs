@@ -98,8 +98,18 @@ struct Cache {
     ctx: Option<(usize, Arc<StreamEntry>, Option<Arc<StreamEntry>>)>,
 }
 
+impl Cache {
+    const EMPTY: Cache = Cache {
+        owner: 0,
+        generation: 0,
+        stream: None,
+        ctx: None,
+    };
+}
+
 thread_local! {
-    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+    // Initialized in place (no lazy-initialization check on each launch).
+    static CACHE: RefCell<Cache> = const { RefCell::new(Cache::EMPTY) };
     static THREAD_NO: u64 = next_thread_no();
 }
 

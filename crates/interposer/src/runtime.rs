@@ -64,6 +64,7 @@ static INIT_LOCK: AtomicBool = AtomicBool::new(false);
 static BROKEN: AtomicBool = AtomicBool::new(false);
 
 /// The runtime, initialized on first use; `None` if the driver cannot be opened.
+#[inline]
 pub(crate) fn get() -> Option<&'static Runtime> {
     let p = STATE.load(Ordering::Acquire);
     if !p.is_null() {
@@ -73,6 +74,10 @@ pub(crate) fn get() -> Option<&'static Runtime> {
     init()
 }
 
+// Out of line: building the runtime needs a large stack frame, which every hook would
+// otherwise reserve (and probe) on each call.
+#[cold]
+#[inline(never)]
 fn init() -> Option<&'static Runtime> {
     if BROKEN.load(Ordering::Acquire) {
         return None;

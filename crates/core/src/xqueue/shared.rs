@@ -130,6 +130,10 @@ pub(super) struct State<H: HwQueue> {
     /// Suspended at Level 2 but reactivated because another queue waits for one of its
     /// commands to complete (see [`Shared::sync_gate`]).
     pub(super) gate_open: bool,
+    /// A [`Dependency`] on this queue has been made: `progress` must follow every launch. Until
+    /// then nobody reads it, and the launch fast path skips publishing its count (the first
+    /// dependency, made under this lock, publishes it).
+    pub(super) observed: bool,
 }
 
 impl<H: HwQueue> State<H> {

@@ -80,6 +80,7 @@ pub const NAMES: &[&str] = &[
     "hidden-wait",
     "flood",
     "burst",
+    "launch-rate",
 ];
 
 fn find(name: &str) -> Result<Scenario, AppError> {

@@ -21,12 +21,11 @@ macro_rules! hook {
                 return CUresult::NOT_FOUND;
             };
             let since = $rt.cfg.profile.then(std::time::Instant::now);
-            let r = crate::ffi::guard(
-                stringify!($name),
-                || $body,
+            let r = match crate::ffi::guard(stringify!($name), || $body) {
+                Some(r) => r,
                 // SAFETY: the application's arguments, unchanged, to the function it called.
-                || unsafe { $real($($a),*) },
-            );
+                None => crate::ffi::fallback(|| unsafe { $real($($a),*) }),
+            };
             if let Some(since) = since {
                 static STAT: crate::profile::HookStat =
                     crate::profile::HookStat::new(stringify!($name));
