@@ -122,6 +122,14 @@ for name, r in runs.items():
         row["held"] = [r["report"].get(k) for k in ("submitter_held", "submitter_held_ms",
                                                     "held_with_python_lock")]
         row["liveness_releases"] = r["report"].get("liveness_releases")
+        # Profiled launches: Baton's own µs per launch that reached the driver from the
+        # application's thread (hook time minus the real call's), per launch function; exact
+        # when no launch was deferred (then every call's driver time is measured).
+        for h in r["report"].get("hooks", []):
+            if h.get("driver_calls"):
+                n = h["driver_calls"]
+                row.setdefault("own_us_per_launch", {})[h["call"]] = round(
+                    (h["us"] * n / h["calls"] - h["driver_us"]) / n, 3)
     summary[name] = row
 json.dump({"hp_s": float(hp_s), "summary": summary, "runs": runs},
           open(out, "w"), indent=2)

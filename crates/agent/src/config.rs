@@ -12,7 +12,7 @@
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
 //! | `BATON_STALL_REPORT_S` | when no queue of the process has made progress for this many seconds while work is pending, print every queue's state to stderr (once per stall), 1–3600 | unset (off) |
-//! | `BATON_PROFILE` | `on`: count each intercepted driver call and the time spent in it (Baton's work and the driver's), per function, in the `BATON_REPORT` file | off |
+//! | `BATON_PROFILE` | `on`: count each intercepted driver call and the time spent in it (Baton's work and the driver's), per function, in the `BATON_REPORT` file; for kernel launches made from the application's thread, also the real call's share | off |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
 //! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
 //! | `BATON_UTILIZATION` | share of the device's time to reserve for this process, 1–100 % (a hint for utilization policies) | unset |

@@ -356,6 +356,33 @@ fn a_profile_counts_every_intercepted_call() {
         "{}",
         b.report
     );
+    // Launches made from the app's thread also say how much of their time the real driver
+    // took: part of the hook's time, never more.
+    let launch = hooks
+        .iter()
+        .find(|h| h["call"] == "cuLaunchKernel")
+        .expect("cuLaunchKernel profiled");
+    let measured = launch["driver_calls"].as_u64().unwrap_or(0);
+    assert!(
+        measured > 0 && measured <= launch["calls"].as_u64().unwrap_or(0),
+        "{launch}"
+    );
+    assert!(
+        launch["driver_us"].as_f64().unwrap_or(0.0) < launch["us"].as_f64().unwrap_or(0.0),
+        "{launch}"
+    );
+    // Passed straight through, every call's driver time is measured.
+    let off = under_baton(
+        RUNTIME_LIKE,
+        &["order"],
+        &[("BATON_PROFILE", "on"), ("BATON_ENABLE", "off")],
+    );
+    let launch = off.report["hooks"]
+        .as_array()
+        .and_then(|hooks| hooks.iter().find(|h| h["call"] == "cuLaunchKernel"))
+        .expect("cuLaunchKernel profiled")
+        .clone();
+    assert_eq!(launch["driver_calls"], launch["calls"], "{launch}");
     // Off by default: nothing is counted.
     let quiet = under_baton(RUNTIME_LIKE, &["order"], &[]);
     assert_eq!(

@@ -470,7 +470,14 @@ impl Runtime {
             "liveness_releases": s.liveness_releases.load(Ordering::Relaxed),
             "hooks": crate::profile::table()
                 .into_iter()
-                .map(|(name, calls, us)| serde_json::json!({"call": name, "calls": calls, "us": us}))
+                .map(|h| {
+                    let mut v = serde_json::json!({"call": h.name, "calls": h.calls, "us": h.us});
+                    if h.driver_calls > 0 {
+                        v["driver_calls"] = h.driver_calls.into();
+                        v["driver_us"] = h.driver_us.into();
+                    }
+                    v
+                })
                 .collect::<Vec<_>>(),
             "submitter_held": s.held[0].load(Ordering::Relaxed),
             "submitter_held_ms": s.held[1].load(Ordering::Relaxed) as f64 / 1e6,

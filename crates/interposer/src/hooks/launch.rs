@@ -61,7 +61,13 @@ unsafe fn kernel(
         })
     };
     rt.before_kernel(f);
-    rt.scheduled(stream, api, Count::Kernel { cooperative }, direct, defer)
+    let count = Count::Kernel { cooperative };
+    // Profiled, the real call is timed (a second copy of the path; the first pays nothing).
+    if rt.cfg.profile {
+        let timed = |h| crate::profile::in_driver(|| direct(h));
+        return rt.scheduled(stream, api, count, timed, defer);
+    }
+    rt.scheduled(stream, api, count, direct, defer)
 }
 
 macro_rules! launch_kernel {
@@ -138,7 +144,12 @@ macro_rules! launch_ex {
                     std::slice::from_raw_parts(cfg.attrs, cfg.numAttrs as usize)
                 });
             rt.before_kernel(f);
-            rt.scheduled(cfg.hStream, $api, Count::Kernel { cooperative }, direct, defer)
+            let count = Count::Kernel { cooperative };
+            if rt.cfg.profile {
+                let timed = |h| crate::profile::in_driver(|| direct(h));
+                return rt.scheduled(cfg.hStream, $api, count, timed, defer);
+            }
+            rt.scheduled(cfg.hStream, $api, count, direct, defer)
         });
     };
 }

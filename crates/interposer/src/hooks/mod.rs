@@ -20,7 +20,10 @@ macro_rules! hook {
             let Some($real) = $rt.driver.$name else {
                 return CUresult::NOT_FOUND;
             };
-            let since = $rt.cfg.profile.then(std::time::Instant::now);
+            let since = $rt.cfg.profile.then(|| {
+                crate::profile::take_driver_ns();
+                std::time::Instant::now()
+            });
             let r = match crate::ffi::guard(stringify!($name), || $body) {
                 Some(r) => r,
                 // SAFETY: the application's arguments, unchanged, to the function it called.
@@ -29,7 +32,7 @@ macro_rules! hook {
             if let Some(since) = since {
                 static STAT: crate::profile::HookStat =
                     crate::profile::HookStat::new(stringify!($name));
-                STAT.record(since);
+                STAT.record(since, crate::profile::take_driver_ns());
             }
             r
         }
