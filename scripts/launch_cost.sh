@@ -14,6 +14,8 @@
 # scripts/gpu/interposer_check.sh.
 #
 #   scripts/launch_cost.sh            prints one JSON line
+#   scripts/launch_cost.sh legacy     the same on the legacy default stream, beside 16 idle
+#                                     blocking streams (which CUDA orders it with)
 #
 # Needs valgrind (apt install valgrind).
 set -euo pipefail
@@ -26,9 +28,13 @@ trap 'rm -rf "$W"' EXIT
 ln -s "$PWD/$T/libfake_cuda.so" "$W/libcuda.so.1"
 ln -s "$PWD/$T/libfake_cuda.so" "$W/libcuda.so"
 
+STREAM=created
+EXTRA=()
+if [ "${1:-}" = legacy ]; then STREAM=legacy; EXTRA=(LAUNCH_RATE_LEGACY=16); fi
+
 run() {
   local name=$1; shift
-  env LD_LIBRARY_PATH="$W" LD_PRELOAD="$PWD/$T/libbaton_interposer.so" BATON_SCHEDULER=local \
+  env LD_LIBRARY_PATH="$W" "${EXTRA[@]}" LD_PRELOAD="$PWD/$T/libbaton_interposer.so" BATON_SCHEDULER=local \
     "$@" "$T/runtime-like" launch-rate >"$W/$name.out" 2>"$W/$name.err" ||
     { echo "launch_cost.sh: the $name run failed:" >&2; cat "$W/$name.err" >&2; exit 1; }
   grep -q '^launch-rate ok' "$W/$name.out"
@@ -43,9 +49,9 @@ run cold LAUNCH_RATE_EVICT_KB=1024 LAUNCH_RATE_ROUNDS=5 valgrind --tool=callgrin
   --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=524288,8,64 \
   --callgrind-out-file="$W/cold.cg"
 
-python3 - "$W" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" <<'PY'
+python3 - "$W" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$STREAM" <<'PY'
 import json, re, sys
-w, commit = sys.argv[1], sys.argv[2]
+w, commit, stream = sys.argv[1], sys.argv[2], sys.argv[3]
 
 def launch_totals(path):
     """Inclusive counts of cuLaunchKernel as exported by the interposer and by the driver."""
@@ -72,6 +78,7 @@ added_rd = (cold["hook"][0] - cold["driver"][0]) / n_cold
 added_wr = (cold["hook"][1] - cold["driver"][1]) / n_cold
 print(json.dumps({
     "commit": commit,
+    "stream": stream,
     "driver_instructions_per_launch": round(warm["driver"][0] / n_warm),
     "added_instructions_per_launch": round(added_ir),
     "cold_driver_l1_misses_per_launch": round(sum(cold["driver"]) / n_cold, 1),

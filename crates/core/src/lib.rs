@@ -22,6 +22,7 @@ mod config;
 mod dependency;
 mod error;
 mod event;
+mod held_back;
 mod hwqueue;
 mod level;
 mod sync;
@@ -36,6 +37,7 @@ pub use config::{LaunchConfig, Priority};
 pub use dependency::{Dependency, LaunchProgress};
 pub use error::{ConfigError, XQueueError};
 pub use event::{EventSink, NullSink, QueueEvent, QueueState, XQueueId};
+pub use held_back::HeldBackCount;
 pub use hwqueue::{HwError, HwQueue, InflightRange};
 pub use level::Level;
 pub use xqueue::{

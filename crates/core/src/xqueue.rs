@@ -55,8 +55,8 @@ use shared::{Buffered, Pending, Shared, State, spawn_worker};
 use crate::dependency::{DemandWaker, Dependency, LaunchProgress};
 use crate::sync::{self, Condvar, Mutex, MutexGuard, thread};
 use crate::{
-    Clock, CommandSeq, CommandState, EventSink, HwError, HwQueue, InflightRange, LaunchConfig,
-    Level, MonotonicClock, NullSink, QueueState, XQueueError, XQueueId,
+    Clock, CommandSeq, CommandState, EventSink, HeldBackCount, HwError, HwQueue, InflightRange,
+    LaunchConfig, Level, MonotonicClock, NullSink, QueueState, XQueueError, XQueueId,
 };
 
 /// How an XQueue learns that its hardware made progress.
@@ -145,6 +145,7 @@ pub struct XQueueBuilder<H: HwQueue> {
     sink: StdArc<dyn EventSink>,
     keep_window: bool,
     max_buffered: usize,
+    held_back: Option<StdArc<HeldBackCount>>,
 }
 
 /// Commands a queue buffers before `submit` waits (see [`XQueueBuilder::max_buffered`]).
@@ -201,6 +202,13 @@ impl<H: HwQueue> XQueueBuilder<H> {
         self
     }
 
+    /// Counts the queue in `count` while it holds commands back from the hardware (see
+    /// [`HeldBackCount`]; default: counted nowhere).
+    pub fn held_back_count(mut self, count: StdArc<HeldBackCount>) -> Self {
+        self.held_back = Some(count);
+        self
+    }
+
     /// Creates the queue, starting its launch worker if it has one.
     ///
     /// Fails if the requested level is above what the hardware supports.
@@ -241,6 +249,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 preemptible: true,
                 gate_open: false,
                 observed: false,
+                counted_held_back: false,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),
@@ -249,6 +258,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             gated: std::sync::atomic::AtomicBool::new(false),
             progress: Arc::new(LaunchProgress::new()),
             held: Default::default(),
+            held_back: self.held_back,
         });
         let waker: Weak<dyn DemandWaker> = Arc::downgrade(&shared) as Weak<dyn DemandWaker>;
         shared.progress.set_owner(waker);
@@ -278,6 +288,7 @@ impl<H: HwQueue> XQueue<H> {
             sink: StdArc::new(NullSink),
             keep_window: false,
             max_buffered: DEFAULT_MAX_BUFFERED,
+            held_back: None,
         }
     }
 
@@ -404,7 +415,7 @@ impl<H: HwQueue> XQueue<H> {
         let demand = deps.clone();
         st.buffer.push_back(Buffered { cmd, deps });
         st.submitted += 1;
-        sh.publish_pending(&st);
+        sh.publish_pending(&mut st);
         if was_idle {
             sh.transition(&mut st, QueueState::Ready, &mut ev);
         }
@@ -486,7 +497,7 @@ impl<H: HwQueue> XQueue<H> {
             st.submitted += 1;
             st.launched += 1;
             st.since_sync = 0;
-            sh.publish_pending(&st);
+            sh.publish_pending(&mut st);
             let done = st.launched;
             if was_idle {
                 // Idle before and after: no transition to report.
@@ -501,7 +512,7 @@ impl<H: HwQueue> XQueue<H> {
         direct(&sh.hw)?;
         st.submitted += 1;
         sh.after_launch(&mut st);
-        sh.publish_pending(&st);
+        sh.publish_pending(&mut st);
         if was_idle {
             sh.transition(&mut st, QueueState::Ready, &mut ev);
             if st.watch_idle {
@@ -840,6 +851,7 @@ impl<H: HwQueue> XQueue<H> {
                 // Commands another queue already waits for may be behind the gate now: the
                 // worker reopens it until they complete.
                 let mut st = sync::lock(&sh.state);
+                sh.count_held_back(&mut st);
                 st.gate_open = false;
                 if sh.progress.demanded() > st.completed {
                     sh.wake_worker(&st);
@@ -887,6 +899,7 @@ impl<H: HwQueue> XQueue<H> {
         st.suspended = false;
         st.gate_open = false;
         sh.gated.store(false, std::sync::atomic::Ordering::Release);
+        sh.count_held_back(&mut st);
         match sh.drive {
             Drive::Worker => sh.wake_worker(&st),
             Drive::External => sh.poll_locked(&mut st, &mut ev),
@@ -1081,6 +1094,14 @@ impl<H: HwQueue> XQueue<H> {
 impl<H: HwQueue> Drop for XQueue<H> {
     fn drop(&mut self) {
         self.shutdown();
+        // Whatever it still held back is gone with it: its group count must not keep it.
+        let mut st = sync::lock(&self.shared.state);
+        if st.counted_held_back {
+            st.counted_held_back = false;
+            if let Some(count) = &self.shared.held_back {
+                count.remove();
+            }
+        }
     }
 }
 

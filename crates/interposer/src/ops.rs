@@ -78,6 +78,11 @@ impl Runtime {
     fn implicit_deps(&self, e: &StreamEntry) -> Vec<Dependency> {
         match e.kind {
             StreamKind::Legacy => {
+                // All of the blocking streams' commands already reached the driver: nothing
+                // to order here (one load instead of a look at every blocking queue).
+                if e.ctx.blocking_held_back.is_zero() {
+                    return Vec::new();
+                }
                 let b = e.ctx.blocking.read().unwrap_or_else(|p| p.into_inner());
                 if !b.iter().any(|s| s.xq.has_pending() || s.xq.is_gated()) {
                     return Vec::new();

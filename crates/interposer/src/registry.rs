@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use baton_agent::{QueueMeta, Registration};
-use baton_core::{Priority, XQueue};
+use baton_core::{HeldBackCount, Priority, XQueue};
 use baton_cuda::rm::{ContextSlice, Ioctl};
 use baton_cuda::sys::{
     CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
@@ -68,6 +68,9 @@ pub(crate) struct CtxState {
     pub(crate) legacy: OnceLock<Arc<StreamEntry>>,
     /// Blocking streams (regular and per-thread), which the legacy stream synchronizes with.
     pub(crate) blocking: RwLock<Vec<Arc<StreamEntry>>>,
+    /// How many of the blocking streams' queues hold commands back from the driver: while
+    /// none does, a legacy-stream command needs no look at them (the driver orders it).
+    pub(crate) blocking_held_back: Arc<HeldBackCount>,
     /// The context's time slice, when its queues run at Level 3.
     pub(crate) slice: Option<Arc<ContextSlice>>,
     /// The SMs normal-priority kernels are confined to (`BATON_SMS`), made on first use;
@@ -315,6 +318,7 @@ impl Runtime {
             pool: EventPool::new(self.driver, ctx),
             legacy: OnceLock::new(),
             blocking: RwLock::new(Vec::new()),
+            blocking_held_back: Arc::new(HeldBackCount::new()),
             slice,
             partition: OnceLock::new(),
         });
@@ -592,6 +596,12 @@ impl Runtime {
             .clock(self.clock.clone());
         if let Some(s) = &self.sched {
             b = b.sink(s.sink());
+        }
+        if matches!(
+            kind,
+            StreamKind::PerThread | StreamKind::Regular { blocking: true }
+        ) {
+            b = b.held_back_count(state.blocking_held_back.clone());
         }
         let xq = Arc::new(b.build().ok()?);
         // CUDA stream priorities count down from 0 (least urgent); Baton's count up.

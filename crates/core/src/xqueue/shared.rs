@@ -73,6 +73,8 @@ pub(super) struct Shared<H: HwQueue> {
     /// How often, and for how long in all (ns), a submitting thread was held back: waiting
     /// for room in the buffer, or for the buffer to drain before an in-place launch.
     pub(super) held: [std::sync::atomic::AtomicU64; 2],
+    /// The group count this queue is in while it holds commands back, if any.
+    pub(super) held_back: Option<Arc<crate::HeldBackCount>>,
 }
 
 /// A buffered command and what must be launched elsewhere before it.
@@ -134,6 +136,8 @@ pub(super) struct State<H: HwQueue> {
     /// then nobody reads it, and the launch fast path skips publishing its count (the first
     /// dependency, made under this lock, publishes it).
     pub(super) observed: bool,
+    /// Whether this queue is counted in its [`Shared::held_back`] group count.
+    pub(super) counted_held_back: bool,
 }
 
 impl<H: HwQueue> State<H> {
@@ -309,12 +313,30 @@ impl<H: HwQueue> Shared<H> {
         }
     }
 
-    pub(super) fn publish_pending(&self, st: &State<H>) {
+    pub(super) fn publish_pending(&self, st: &mut State<H>) {
         self.pending.store(
             st.submitted - st.launched,
             std::sync::atomic::Ordering::Release,
         );
         self.progress.advance(st.launched);
+        self.count_held_back(st);
+    }
+
+    /// Keeps the queue counted in its group's [`crate::HeldBackCount`] exactly while it holds a
+    /// command back (buffered, or behind a closed gate), after `pending` or `gated` changed.
+    /// Called under the state lock, so the flag and the count change together.
+    pub(super) fn count_held_back(&self, st: &mut State<H>) {
+        let Some(count) = &self.held_back else { return };
+        let holds =
+            st.submitted > st.launched || self.gated.load(std::sync::atomic::Ordering::Acquire);
+        if holds != st.counted_held_back {
+            st.counted_held_back = holds;
+            if holds {
+                count.add();
+            } else {
+                count.remove();
+            }
+        }
     }
 
     /// Whether the buffer's front may be launched now: the window has room, and the queue runs

@@ -1011,3 +1011,47 @@ fn a_queue_suspended_at_level_two_reopens_its_gate_while_another_waits_for_its_c
     assert!(c.dependency_on(CommandSeq(0)).is_none());
     c_hw.complete_all();
 }
+
+#[test]
+fn a_group_count_holds_the_queues_that_hold_commands_back() {
+    let count = StdArc::new(crate::HeldBackCount::new());
+    let hw = ScriptedHwQueue::new(Level::L2);
+    let make = || {
+        XQueue::builder(hw.clone())
+            .drive(Drive::External)
+            .level(Level::L2)
+            .config(LaunchConfig::new(4, 2).unwrap())
+            .held_back_count(count.clone())
+            .build()
+            .unwrap()
+    };
+    let q = make();
+    // Launched directly: nothing held back.
+    submit_n(&q, 0, 2);
+    assert!(count.is_zero());
+    // Suspended at level 2: its launched commands wait behind the gate.
+    q.suspend(SuspendFlags::default()).unwrap();
+    assert!(!count.is_zero());
+    // Buffered as well: still counted once (a second queue makes it two).
+    submit_n(&q, 2, 3);
+    let other = make();
+    other.suspend(SuspendFlags::default()).unwrap();
+    submit_n(&other, 10, 1);
+    assert_eq!(format!("{count:?}"), "HeldBackCount { queues: 2 }");
+    drop(other);
+    // Resumed and drained: counted out.
+    q.resume(ResumeFlags::default()).unwrap();
+    for _ in 0..4 {
+        hw.complete_all();
+        q.poll();
+    }
+    assert_eq!(q.status().pending, 0);
+    assert!(count.is_zero(), "{count:?}");
+    // A queue dropped while holding commands back leaves the count too.
+    let dropped = make();
+    dropped.suspend(SuspendFlags::default()).unwrap();
+    submit_n(&dropped, 20, 1);
+    assert!(!count.is_zero());
+    drop(dropped);
+    assert!(count.is_zero(), "{count:?}");
+}

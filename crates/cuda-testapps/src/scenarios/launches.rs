@@ -188,7 +188,9 @@ pub fn host_func(s: &Session) -> Result<String, AppError> {
 /// the median of the fastest round's): a measurement, compared between a native run and one
 /// under Baton, not a fixed result. `LAUNCH_RATE_EVICT_KB=N` walks N KiB of memory between
 /// launches, as a framework's own work does, so that the launch path starts with cold caches;
-/// `LAUNCH_RATE_ROUNDS=N` measures N rounds instead of 30 (two more always warm up).
+/// `LAUNCH_RATE_ROUNDS=N` measures N rounds instead of 30 (two more always warm up);
+/// `LAUNCH_RATE_LEGACY=N` launches on the legacy default stream instead, beside N idle blocking
+/// streams (which CUDA orders it with).
 pub fn launch_rate(s: &Session) -> Result<String, AppError> {
     const PER_ROUND: usize = 1000;
     let (g, k) = (&s.gpu, &s.k);
@@ -201,11 +203,15 @@ pub fn launch_rate(s: &Session) -> Result<String, AppError> {
     let evict_kb = setting("LAUNCH_RATE_EVICT_KB", 0);
     let rounds = setting("LAUNCH_RATE_ROUNDS", 30).max(1);
     let mut scratch = vec![0u8; evict_kb * 1024];
+    let legacy = std::env::var_os("LAUNCH_RATE_LEGACY").map(|_| setting("LAUNCH_RATE_LEGACY", 0));
     let mut pool = Vec::new();
     for i in 0..32 {
         pool.push(g.stream_with_priority(CU_STREAM_NON_BLOCKING, -(i % 2))?.0);
     }
-    let stream = pool[0];
+    for _ in 0..legacy.unwrap_or(0) {
+        pool.push(g.stream(CU_STREAM_DEFAULT)?);
+    }
+    let stream = if legacy.is_some() { LEGACY } else { pool[0] };
     let data = g.alloc(1)?;
     g.memset32(data, 0, 1)?;
     let mut args = [Ptr(data), I32(1), I32(1)];
