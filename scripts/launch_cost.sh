@@ -16,6 +16,7 @@
 #   scripts/launch_cost.sh            prints one JSON line
 #   scripts/launch_cost.sh legacy     the same on the legacy default stream, beside 16 idle
 #                                     blocking streams (which CUDA orders it with)
+#   scripts/launch_cost.sh blocking   on a blocking stream, the legacy stream used once before
 #
 # Needs valgrind (apt install valgrind).
 set -euo pipefail
@@ -30,7 +31,12 @@ ln -s "$PWD/$T/libfake_cuda.so" "$W/libcuda.so"
 
 STREAM=created
 EXTRA=()
-if [ "${1:-}" = legacy ]; then STREAM=legacy; EXTRA=(LAUNCH_RATE_LEGACY=16); fi
+case "${1:-}" in
+  legacy) STREAM=legacy; EXTRA=(LAUNCH_RATE_LEGACY=16) ;;
+  blocking) STREAM=blocking; EXTRA=(LAUNCH_RATE_BLOCKING=1) ;;
+  "") ;;
+  *) echo "launch_cost.sh: unknown mode $1 (legacy or blocking)" >&2; exit 2 ;;
+esac
 
 run() {
   local name=$1; shift

@@ -741,10 +741,15 @@ fn baton_run_schedules_a_program_and_exits_with_its_status() {
         "order",
     ];
     let native = run(RUNTIME_LIKE, &["order"], &[]);
+    // Kernels long enough that the two-command window fills however slowly the app runs.
     let b = run(
         &baton,
         &args,
-        &[("BATON_REPORT", &report_s), ("BATON_SOCKET", &socket_s)],
+        &[
+            ("BATON_REPORT", &report_s),
+            ("BATON_SOCKET", &socket_s),
+            ("FAKE_CUDA_KERNEL_US", "1000"),
+        ],
     );
     assert_eq!(b.line(), native.line());
     let rep: Value =

@@ -89,6 +89,11 @@ impl Runtime {
                 }
                 b.iter().filter_map(|s| s.xq.dependency_on_all()).collect()
             }
+            StreamKind::PerThread | StreamKind::Regular { blocking: true }
+                if e.ctx.legacy_held_back.is_zero() =>
+            {
+                Vec::new()
+            }
             StreamKind::PerThread | StreamKind::Regular { blocking: true } => e
                 .ctx
                 .legacy

@@ -71,6 +71,8 @@ pub(crate) struct CtxState {
     /// How many of the blocking streams' queues hold commands back from the driver: while
     /// none does, a legacy-stream command needs no look at them (the driver orders it).
     pub(crate) blocking_held_back: Arc<HeldBackCount>,
+    /// The same for the legacy stream's queue, which blocking streams' commands follow.
+    pub(crate) legacy_held_back: Arc<HeldBackCount>,
     /// The context's time slice, when its queues run at Level 3.
     pub(crate) slice: Option<Arc<ContextSlice>>,
     /// The SMs normal-priority kernels are confined to (`BATON_SMS`), made on first use;
@@ -319,6 +321,7 @@ impl Runtime {
             legacy: OnceLock::new(),
             blocking: RwLock::new(Vec::new()),
             blocking_held_back: Arc::new(HeldBackCount::new()),
+            legacy_held_back: Arc::new(HeldBackCount::new()),
             slice,
             partition: OnceLock::new(),
         });
@@ -597,11 +600,12 @@ impl Runtime {
         if let Some(s) = &self.sched {
             b = b.sink(s.sink());
         }
-        if matches!(
-            kind,
-            StreamKind::PerThread | StreamKind::Regular { blocking: true }
-        ) {
-            b = b.held_back_count(state.blocking_held_back.clone());
+        match kind {
+            StreamKind::PerThread | StreamKind::Regular { blocking: true } => {
+                b = b.held_back_count(state.blocking_held_back.clone());
+            }
+            StreamKind::Legacy => b = b.held_back_count(state.legacy_held_back.clone()),
+            StreamKind::Regular { blocking: false } => {}
         }
         let xq = Arc::new(b.build().ok()?);
         // CUDA stream priorities count down from 0 (least urgent); Baton's count up.

@@ -190,7 +190,8 @@ pub fn host_func(s: &Session) -> Result<String, AppError> {
 /// launches, as a framework's own work does, so that the launch path starts with cold caches;
 /// `LAUNCH_RATE_ROUNDS=N` measures N rounds instead of 30 (two more always warm up);
 /// `LAUNCH_RATE_LEGACY=N` launches on the legacy default stream instead, beside N idle blocking
-/// streams (which CUDA orders it with).
+/// streams (which CUDA orders it with); `LAUNCH_RATE_BLOCKING=1` on a blocking stream, after
+/// one launch on the legacy stream (which CUDA orders it after).
 pub fn launch_rate(s: &Session) -> Result<String, AppError> {
     const PER_ROUND: usize = 1000;
     let (g, k) = (&s.gpu, &s.k);
@@ -211,10 +212,24 @@ pub fn launch_rate(s: &Session) -> Result<String, AppError> {
     for _ in 0..legacy.unwrap_or(0) {
         pool.push(g.stream(CU_STREAM_DEFAULT)?);
     }
-    let stream = if legacy.is_some() { LEGACY } else { pool[0] };
+    let stream = if legacy.is_some() {
+        LEGACY
+    } else if setting("LAUNCH_RATE_BLOCKING", 0) > 0 {
+        let blocking = g.stream(CU_STREAM_DEFAULT)?;
+        pool.push(blocking);
+        blocking
+    } else {
+        pool[0]
+    };
     let data = g.alloc(1)?;
     g.memset32(data, 0, 1)?;
     let mut args = [Ptr(data), I32(1), I32(1)];
+    let mut extra = 0;
+    if stream != LEGACY && setting("LAUNCH_RATE_BLOCKING", 0) > 0 {
+        g.launch_with(k.add, LEGACY, &mut args)?;
+        g.sync(LEGACY)?;
+        extra = 1;
+    }
     let mut all = Vec::with_capacity(rounds * PER_ROUND);
     let mut best_round = u128::MAX;
     for round in 0..rounds + 2 {
@@ -238,7 +253,7 @@ pub fn launch_rate(s: &Session) -> Result<String, AppError> {
     }
     std::hint::black_box(&scratch);
     let out = g.download(data, 1)?;
-    let expected = ((rounds + 2) * PER_ROUND) as i32;
+    let expected = ((rounds + 2) * PER_ROUND + extra) as i32;
     ensure(out == [expected], || format!("launch-rate sum {out:?}"))?;
     for s in pool {
         g.destroy_stream(s)?;
