@@ -116,7 +116,7 @@ impl Runtime {
         direct: impl FnOnce(CUstream) -> CUresult,
         defer: impl FnOnce() -> Option<CudaCommand>,
     ) -> CUresult {
-        if !self.cfg.enabled {
+        if !self.hot.enabled {
             return direct(stream);
         }
         let Some(e) = self.entry(stream, api) else {
@@ -139,7 +139,7 @@ impl Runtime {
     ) -> (CUresult, Option<CommandSeq>) {
         match count {
             Count::Kernel { .. } => {
-                self.stats.kernels.fetch_add(1, Ordering::Relaxed);
+                self.hot.kernels.fetch_add(1, Ordering::Relaxed);
             }
             Count::Graph => {
                 self.stats.graphs.fetch_add(1, Ordering::Relaxed);
@@ -157,7 +157,7 @@ impl Runtime {
         } else {
             deps.extend(implicit);
         }
-        self.stats.commands.fetch_add(1, Ordering::Relaxed);
+        self.hot.commands.fetch_add(1, Ordering::Relaxed);
         e.counts[0].fetch_add(1, Ordering::Relaxed);
         if !deps.is_empty() {
             e.counts[2].fetch_add(1, Ordering::Relaxed);
@@ -224,7 +224,7 @@ impl Runtime {
             self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
             return call(handle);
         }
-        self.stats.commands.fetch_add(1, Ordering::Relaxed);
+        self.hot.commands.fetch_add(1, Ordering::Relaxed);
         self.stats.in_order.fetch_add(1, Ordering::Relaxed);
         let deps = self.implicit_deps(&e);
         to_status(e.xq.run_synchronous(deps, |_| hw("synchronous", call(handle))))
@@ -304,7 +304,7 @@ impl Runtime {
 
     /// Whether queues may have Level-2 gates.
     fn gates_in_use(&self) -> bool {
-        self.cfg.enabled && self.cfg.level == baton_core::Level::L2
+        self.hot.l2_gates
     }
 
     /// At Level 2, before launching `f`: its first launch may load it, which waits for the

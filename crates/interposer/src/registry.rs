@@ -85,13 +85,15 @@ unsafe impl Send for CtxState {}
 // SAFETY: as above.
 unsafe impl Sync for CtxState {}
 
-/// All entries of the process.
+/// All entries of the process. The generation comes first: every launch reads it, and the
+/// runtime places the registry so that it shares a cache line with its other hot fields.
 #[derive(Default)]
+#[repr(C)]
 pub(crate) struct Registry {
+    generation: AtomicU64,
     streams: RwLock<HashMap<usize, Arc<StreamEntry>>>,
     ctxs: RwLock<HashMap<usize, Arc<CtxState>>>,
     per_thread: RwLock<HashMap<(usize, u64), Arc<StreamEntry>>>,
-    generation: AtomicU64,
 }
 
 /// The calling thread's last lookups.

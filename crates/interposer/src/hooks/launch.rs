@@ -63,7 +63,7 @@ unsafe fn kernel(
     rt.before_kernel(f);
     let count = Count::Kernel { cooperative };
     // Profiled, the real call is timed (a second copy of the path; the first pays nothing).
-    if rt.cfg.profile {
+    if rt.hot.profile {
         let timed = |h| crate::profile::in_driver(|| direct(h));
         return rt.scheduled(stream, api, count, timed, defer);
     }
@@ -145,7 +145,7 @@ macro_rules! launch_ex {
                 });
             rt.before_kernel(f);
             let count = Count::Kernel { cooperative };
-            if rt.cfg.profile {
+            if rt.hot.profile {
                 let timed = |h| crate::profile::in_driver(|| direct(h));
                 return rt.scheduled(cfg.hStream, $api, count, timed, defer);
             }

@@ -20,7 +20,7 @@ macro_rules! hook {
             let Some($real) = $rt.driver.$name else {
                 return CUresult::NOT_FOUND;
             };
-            let since = $rt.cfg.profile.then(|| {
+            let since = $rt.hot.profile.then(|| {
                 crate::profile::take_driver_ns();
                 std::time::Instant::now()
             });
