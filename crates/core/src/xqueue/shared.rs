@@ -46,7 +46,11 @@ pub(super) fn spawn_worker<H: HwQueue>(shared: Arc<Shared<H>>) -> thread::JoinHa
     thread::spawn(move || shared.worker_loop())
 }
 
+/// What a queue's threads share. The state lock comes first, cache-line aligned: a launch
+/// reads it and the state's leading fields together.
+#[repr(C, align(64))]
 pub(super) struct Shared<H: HwQueue> {
+    pub(super) state: Mutex<State<H>>,
     pub(super) id: XQueueId,
     pub(super) hw: H,
     pub(super) clock: Arc<dyn Clock>,
@@ -56,7 +60,6 @@ pub(super) struct Shared<H: HwQueue> {
     pub(super) keep_window: bool,
     /// Beyond this many buffered commands, `submit` waits for the buffer to drain.
     pub(super) max_buffered: usize,
-    pub(super) state: Mutex<State<H>>,
     /// Serializes suspend/resume/level changes, which call slow hardware operations outside
     /// the state lock.
     pub(super) control: Mutex<()>,
@@ -100,44 +103,47 @@ impl<C> Buffered<C> {
     }
 }
 
+/// The queue's state, under its lock. The fields every fast-path launch reads or writes come
+/// first (with the lock word, in the first cache line of [`Shared`]); the buffer follows.
+#[repr(C)]
 pub(super) struct State<H: HwQueue> {
-    pub(super) buffer: VecDeque<Buffered<H::Command>>,
     pub(super) submitted: u64,
     pub(super) launched: u64,
     pub(super) completed: u64,
-    /// `(end, sp)`: `sp` is reached once every command before `end` completed. Ends increase.
-    pub(super) sync_points: VecDeque<(u64, H::SyncPoint)>,
+    pub(super) config: LaunchConfig,
     /// Launches since the last sync point.
     pub(super) since_sync: u32,
     pub(super) suspended: bool,
-    pub(super) level: Level,
-    pub(super) config: LaunchConfig,
-    /// Idle/Ready transitions so far.
-    pub(super) transitions: u64,
-    /// An error from work the worker launched on the application's behalf, reported by the
-    /// next wait.
-    pub(super) deferred_error: Option<HwError>,
     pub(super) shutdown: bool,
-    pub(super) worker_sleeping: bool,
-    pub(super) waiters: u32,
+    /// No scheduler can suspend the queue now: no in-flight window, no sync points.
+    pub(super) unbounded: bool,
     /// Whether someone (a scheduler) needs to hear promptly when the queue goes idle, even if
     /// the application does not synchronize: then the worker follows the in-flight tail.
     pub(super) watch_idle: bool,
+    pub(super) worker_sleeping: bool,
     /// Whether Idle/Ready transitions go to the sink (they are always counted).
     pub(super) reporting: bool,
-    /// No scheduler can suspend the queue now: no in-flight window, no sync points.
-    pub(super) unbounded: bool,
-    /// What the hardware queue was last told by [`HwQueue::set_preemptible`].
-    pub(super) preemptible: bool,
-    /// Suspended at Level 2 but reactivated because another queue waits for one of its
-    /// commands to complete (see [`Shared::sync_gate`]).
-    pub(super) gate_open: bool,
     /// A [`Dependency`] on this queue has been made: `progress` must follow every launch. Until
     /// then nobody reads it, and the launch fast path skips publishing its count (the first
     /// dependency, made under this lock, publishes it).
     pub(super) observed: bool,
     /// Whether this queue is counted in its [`Shared::held_back`] group count.
     pub(super) counted_held_back: bool,
+    pub(super) buffer: VecDeque<Buffered<H::Command>>,
+    /// Idle/Ready transitions so far.
+    pub(super) transitions: u64,
+    /// `(end, sp)`: `sp` is reached once every command before `end` completed. Ends increase.
+    pub(super) sync_points: VecDeque<(u64, H::SyncPoint)>,
+    pub(super) level: Level,
+    /// An error from work the worker launched on the application's behalf, reported by the
+    /// next wait.
+    pub(super) deferred_error: Option<HwError>,
+    pub(super) waiters: u32,
+    /// What the hardware queue was last told by [`HwQueue::set_preemptible`].
+    pub(super) preemptible: bool,
+    /// Suspended at Level 2 but reactivated because another queue waits for one of its
+    /// commands to complete (see [`Shared::sync_gate`]).
+    pub(super) gate_open: bool,
 }
 
 impl<H: HwQueue> State<H> {
