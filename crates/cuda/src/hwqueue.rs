@@ -48,7 +48,11 @@ impl CaptureGate {
 }
 
 /// One CUDA stream as an XQueue's hardware queue.
+#[repr(C)]
 pub struct CudaHwQueue {
+    /// No Level-2 gate and no SM confinement: a launch is just the driver call. First, so a
+    /// launch reads one cache line of the queue.
+    plain: bool,
     driver: &'static Driver,
     ctx: CUcontext,
     stream: CUstream,
@@ -81,6 +85,7 @@ impl CudaHwQueue {
         gate: Arc<CaptureGate>,
     ) -> CudaHwQueue {
         CudaHwQueue {
+            plain: true,
             driver,
             ctx,
             stream,
@@ -107,6 +112,7 @@ impl CudaHwQueue {
     /// [`Gate`]).
     pub fn with_gate(mut self, gate: Gate) -> CudaHwQueue {
         self.gate_l2 = Some(gate);
+        self.plain = false;
         self
     }
 
@@ -124,6 +130,7 @@ impl CudaHwQueue {
     /// to part of the SMs.
     pub fn with_confinement(mut self, c: Confined) -> CudaHwQueue {
         self.confined = Some(c);
+        self.plain = false;
         self
     }
 
@@ -176,6 +183,9 @@ impl CudaHwQueue {
         confinable: bool,
         launch: impl FnOnce(CUstream) -> Result<(), DriverError>,
     ) -> Result<(), HwError> {
+        if self.plain {
+            return launch(stream).map_err(hw);
+        }
         self.gate_before(stream)?;
         match &self.confined {
             Some(c) if confinable => {
