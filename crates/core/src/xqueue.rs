@@ -436,16 +436,30 @@ impl<H: HwQueue> XQueue<H> {
     fn wait_for_room(&self) -> Result<(), XQueueError> {
         let sh = &*self.shared;
         let mut ev = Pending::new();
-        let mut st = sync::lock(&sh.state);
-        if st.buffer.len() > sh.max_buffered && !st.shutdown {
-            let since = sh.clock.now();
-            while st.buffer.len() > sh.max_buffered && !st.shutdown {
-                st = self.wait_for_progress(st, &mut ev)?;
-            }
-            sh.record_hold(since);
-        }
+        let st = sync::lock(&sh.state);
+        let st = self.hold_while(st, &mut ev, |st| {
+            st.buffer.len() > sh.max_buffered && !st.shutdown
+        })?;
         sh.unlock_and_emit(st, ev);
         Ok(())
+    }
+
+    /// Holds the submitting thread while `cond` holds, waiting for the queue's progress, and
+    /// counts the hold (see [`XQueue::submitter_held`]) if there was one.
+    fn hold_while<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State<H>>,
+        ev: &mut Pending,
+        cond: impl Fn(&State<H>) -> bool,
+    ) -> Result<MutexGuard<'a, State<H>>, XQueueError> {
+        if cond(&st) {
+            let since = self.shared.clock.now();
+            while cond(&st) {
+                st = self.wait_for_progress(st, ev)?;
+            }
+            self.shared.record_hold(since);
+        }
+        Ok(st)
     }
 
     /// Runs a synchronous operation — one that returns only when it has completed, such as a
@@ -477,14 +491,8 @@ impl<H: HwQueue> XQueue<H> {
     {
         let sh = &*self.shared;
         let mut ev = Pending::new();
-        let mut st = sync::lock(&sh.state);
-        if !st.buffer.is_empty() {
-            let since = sh.clock.now();
-            while !st.buffer.is_empty() {
-                st = self.wait_for_progress(st, &mut ev)?;
-            }
-            sh.record_hold(since);
-        }
+        let st = sync::lock(&sh.state);
+        let mut st = self.hold_while(st, &mut ev, |st| !st.buffer.is_empty())?;
         if st.shutdown {
             return Err(XQueueError::ShuttingDown);
         }
@@ -1095,13 +1103,8 @@ impl<H: HwQueue> Drop for XQueue<H> {
     fn drop(&mut self) {
         self.shutdown();
         // Whatever it still held back is gone with it: its group count must not keep it.
-        let mut st = sync::lock(&self.shared.state);
-        if st.counted_held_back {
-            st.counted_held_back = false;
-            if let Some(count) = &self.shared.held_back {
-                count.remove();
-            }
-        }
+        self.shared
+            .set_counted_held_back(&mut sync::lock(&self.shared.state), false);
     }
 }
 

@@ -74,35 +74,30 @@ impl Runtime {
         r.is_success() && st == CU_STREAM_CAPTURE_STATUS_ACTIVE
     }
 
-    /// What the legacy-stream rules make `e`'s next command depend on.
+    /// What the legacy-stream rules make `e`'s next command depend on. While the other side's
+    /// queues hold nothing back (their context's count is zero: one load), everything they
+    /// were given already reached the driver, which orders it itself.
     fn implicit_deps(&self, e: &StreamEntry) -> Vec<Dependency> {
         match e.kind {
-            StreamKind::Legacy => {
-                // All of the blocking streams' commands already reached the driver: nothing
-                // to order here (one load instead of a look at every blocking queue).
-                if e.ctx.blocking_held_back.is_zero() {
-                    return Vec::new();
-                }
-                let b = e.ctx.blocking.read().unwrap_or_else(|p| p.into_inner());
-                if !b.iter().any(|s| s.xq.has_pending() || s.xq.is_gated()) {
-                    return Vec::new();
-                }
-                b.iter().filter_map(|s| s.xq.dependency_on_all()).collect()
-            }
-            StreamKind::PerThread | StreamKind::Regular { blocking: true }
-                if e.ctx.legacy_held_back.is_zero() =>
-            {
-                Vec::new()
-            }
-            StreamKind::PerThread | StreamKind::Regular { blocking: true } => e
+            StreamKind::Legacy if !e.ctx.blocking_held_back.is_zero() => e
                 .ctx
-                .legacy
-                .get()
-                .filter(|l| l.xq.has_pending() || l.xq.is_gated())
-                .and_then(|l| l.xq.dependency_on_all())
-                .into_iter()
+                .blocking
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .filter_map(|s| s.xq.dependency_on_all())
                 .collect(),
-            StreamKind::Regular { blocking: false } => Vec::new(),
+            StreamKind::PerThread | StreamKind::Regular { blocking: true }
+                if !e.ctx.legacy_held_back.is_zero() =>
+            {
+                e.ctx
+                    .legacy
+                    .get()
+                    .and_then(|l| l.xq.dependency_on_all())
+                    .into_iter()
+                    .collect()
+            }
+            _ => Vec::new(),
         }
     }
 

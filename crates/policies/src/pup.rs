@@ -22,9 +22,8 @@ pub const PUP_DEFAULT_QUANTUM: Nanos = Nanos::from_millis(5);
 /// queue on the device is suspended), then the choice is made again; a process that has just
 /// become ready with more credit than the holder takes over at once, so that a service using
 /// less than its share is served on arrival rather than after the holder's quantum. Credit
-/// earned while a
-/// process has nothing to run decays with a half-life of `4 Q`: a short pause is made up for,
-/// a long absence does not buy a monopoly on return.
+/// earned while a process has nothing to run decays with a half-life of `4 Q`: a short pause
+/// is made up for, a long absence does not buy a monopoly on return.
 ///
 /// Reads: process `Utilization` (0.1..=100 %), [`GlobalHint::Timeslice`](crate::GlobalHint::Timeslice)
 /// as `Q` (100 µs..=1 s, default 5 ms). Work-conserving per device; no ready process starves.

@@ -194,7 +194,7 @@ mod tests {
         let t = Nanos::from_millis(2);
         let d = p.decide(&Snapshot::new(t, &[q(1, 75.0, 0), q(2, 25.0, 2)]));
         assert_eq!(d.suspend, vec![XQueueId(2)]);
-        // Both stay ready: the service keeps its turn although the other is as far under.
+        // Both stay ready: the service keeps its turn while under its budget.
         let t = Nanos::from_millis(3);
         let d = p.decide(&Snapshot::new(t, &[q(1, 75.0, 1), q(2, 25.0, 2)]));
         assert_eq!(d.suspend, vec![XQueueId(2)]);

@@ -332,9 +332,14 @@ impl<H: HwQueue> Shared<H> {
     /// command back (buffered, or behind a closed gate), after `pending` or `gated` changed.
     /// Called under the state lock, so the flag and the count change together.
     pub(super) fn count_held_back(&self, st: &mut State<H>) {
-        let Some(count) = &self.held_back else { return };
         let holds =
             st.submitted > st.launched || self.gated.load(std::sync::atomic::Ordering::Acquire);
+        self.set_counted_held_back(st, holds);
+    }
+
+    /// Counts the queue in its group's count (`holds`) or out, if it is not so already.
+    pub(super) fn set_counted_held_back(&self, st: &mut State<H>, holds: bool) {
+        let Some(count) = &self.held_back else { return };
         if holds != st.counted_held_back {
             st.counted_held_back = holds;
             if holds {

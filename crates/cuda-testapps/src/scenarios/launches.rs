@@ -205,6 +205,7 @@ pub fn launch_rate(s: &Session) -> Result<String, AppError> {
     let rounds = setting("LAUNCH_RATE_ROUNDS", 30).max(1);
     let mut scratch = vec![0u8; evict_kb * 1024];
     let legacy = std::env::var_os("LAUNCH_RATE_LEGACY").map(|_| setting("LAUNCH_RATE_LEGACY", 0));
+    let blocking = legacy.is_none() && setting("LAUNCH_RATE_BLOCKING", 0) > 0;
     let mut pool = Vec::new();
     for i in 0..32 {
         pool.push(g.stream_with_priority(CU_STREAM_NON_BLOCKING, -(i % 2))?.0);
@@ -214,21 +215,19 @@ pub fn launch_rate(s: &Session) -> Result<String, AppError> {
     }
     let stream = if legacy.is_some() {
         LEGACY
-    } else if setting("LAUNCH_RATE_BLOCKING", 0) > 0 {
-        let blocking = g.stream(CU_STREAM_DEFAULT)?;
-        pool.push(blocking);
-        blocking
+    } else if blocking {
+        pool.push(g.stream(CU_STREAM_DEFAULT)?);
+        pool[pool.len() - 1]
     } else {
         pool[0]
     };
     let data = g.alloc(1)?;
     g.memset32(data, 0, 1)?;
     let mut args = [Ptr(data), I32(1), I32(1)];
-    let mut extra = 0;
-    if stream != LEGACY && setting("LAUNCH_RATE_BLOCKING", 0) > 0 {
+    // A blocking stream is ordered after the legacy stream only once that one is in use.
+    if blocking {
         g.launch_with(k.add, LEGACY, &mut args)?;
         g.sync(LEGACY)?;
-        extra = 1;
     }
     let mut all = Vec::with_capacity(rounds * PER_ROUND);
     let mut best_round = u128::MAX;
@@ -253,7 +252,7 @@ pub fn launch_rate(s: &Session) -> Result<String, AppError> {
     }
     std::hint::black_box(&scratch);
     let out = g.download(data, 1)?;
-    let expected = ((rounds + 2) * PER_ROUND + extra) as i32;
+    let expected = ((rounds + 2) * PER_ROUND + usize::from(blocking)) as i32;
     ensure(out == [expected], || format!("launch-rate sum {out:?}"))?;
     for s in pool {
         g.destroy_stream(s)?;

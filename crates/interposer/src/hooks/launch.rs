@@ -60,9 +60,22 @@ unsafe fn kernel(
             cooperative,
         })
     };
+    scheduled_kernel(rt, f, stream, api, cooperative, direct, defer)
+}
+
+/// A kernel launch as a scheduled operation, after the Level-2 bookkeeping of its function.
+/// Profiled, the real call is timed: a second copy of the path, so the first pays nothing.
+fn scheduled_kernel(
+    rt: &Runtime,
+    f: CUfunction,
+    stream: CUstream,
+    api: Api,
+    cooperative: bool,
+    direct: impl FnOnce(CUstream) -> CUresult,
+    defer: impl FnOnce() -> Option<CudaCommand>,
+) -> CUresult {
     rt.before_kernel(f);
     let count = Count::Kernel { cooperative };
-    // Profiled, the real call is timed (a second copy of the path; the first pays nothing).
     if rt.hot.profile {
         let timed = |h| crate::profile::in_driver(|| direct(h));
         return rt.scheduled(stream, api, count, timed, defer);
@@ -143,13 +156,7 @@ macro_rules! launch_ex {
                 && baton_cuda::cooperative_attrs(unsafe {
                     std::slice::from_raw_parts(cfg.attrs, cfg.numAttrs as usize)
                 });
-            rt.before_kernel(f);
-            let count = Count::Kernel { cooperative };
-            if rt.hot.profile {
-                let timed = |h| crate::profile::in_driver(|| direct(h));
-                return rt.scheduled(cfg.hStream, $api, count, timed, defer);
-            }
-            rt.scheduled(cfg.hStream, $api, count, direct, defer)
+            scheduled_kernel(rt, f, cfg.hStream, $api, cooperative, direct, defer)
         });
     };
 }
