@@ -13,4 +13,6 @@ cargo test --workspace --locked
 echo "== loom model check (XQueue interleavings)"
 LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p baton-core --release --lib --locked loom
+echo "== GPU-script analysis self-tests"
+python3 scripts/gpu/preemption_timeline.py --self-test
 echo "== all tests passed"

@@ -3,7 +3,8 @@
 # process saturating the GPU with spin kernels of 0.1, 1 and 10 ms, and a latency-critical
 # process timing a 50 µs kernel every 10 ms against it — natively (time-slicing), and under
 # Baton with the best-effort process at level 1, 2 and 3 (its context's time slice
-# drops while it is suspended). Also each level's cost to the best-effort process alone.
+# drops while it is suspended). Also each level's cost to the best-effort process alone, and,
+# from the GPU's own clock, when BE stopped occupying the GPU and when HP's kernel started.
 # Writes $OUT/levels.jsonl (one line per run) and $OUT/levels_summary.json. ~2.5 minutes.
 #
 #   BATON_BIN=target/release/baton OUT=/tmp/out scripts/gpu/levels.sh
@@ -21,14 +22,17 @@ export BATON_SOCKET="$W/baton.sock"
 nvcc -O2 -arch=sm_90 -o "$W/probe" "$ROOT/scripts/gpu/apps/preempt_probe.cu" || exit 1
 rm -f "$OUT/levels.jsonl"
 
-# note NAME FILE: appends FILE's JSON with the run's name (and the interposer's report).
+# note NAME FILE [REPORT [TIMELINE]]: appends FILE's JSON with the run's name, the
+# interposer's report and the preemption timeline's summary.
 note() {
-  python3 - "$1" "$2" "${3:-}" >> "$OUT/levels.jsonl" <<'PY'
+  python3 - "$1" "$2" "${3:-}" "${4:-}" >> "$OUT/levels.jsonl" <<'PY'
 import json, os, sys
-name, path, report = sys.argv[1:]
+name, path, report, timeline = sys.argv[1:]
 d = json.load(open(path)); d["run"] = name
 if report and os.path.exists(report):
     d["baton_report"] = json.loads(open(report).read().splitlines()[-1])
+if timeline and os.path.exists(timeline):
+    d["timeline"] = json.load(open(timeline))
 print(json.dumps(d))
 PY
 }
@@ -53,11 +57,15 @@ for D in $KERNELS; do
       note "be_alone_${mode}_$D" "$W/be_alone_${mode}_$D.json" "$W/rep_be_alone_${mode}_$D.json"
   done
   for mode in $MODES; do
-    BATON_REPORT="$W/rep_be_${mode}_$D.json" under $mode be "$W/probe" be "$D" $((SECS + 3)) "$W/be_${mode}_$D.json" & BE=$!
+    BATON_REPORT="$W/rep_be_${mode}_$D.json" under $mode be "$W/probe" be "$D" $((SECS + 3)) "$W/be_${mode}_$D.json" "$W/tl_be_${mode}_$D.bin" & BE=$!
     sleep 1.5
-    BATON_REPORT="$W/rep_hp_${mode}_$D.json" under $mode hp "$W/probe" hp "$HP_US" 10 "$SECS" "$W/hp_${mode}_$D.json" &&
-      note "hp_${mode}_$D" "$W/hp_${mode}_$D.json" "$W/rep_hp_${mode}_$D.json"
+    BATON_REPORT="$W/rep_hp_${mode}_$D.json" under $mode hp "$W/probe" hp "$HP_US" 10 "$SECS" "$W/hp_${mode}_$D.json" "$W/tl_hp_${mode}_$D.csv"
+    HP=$?
     wait $BE && note "be_${mode}_$D" "$W/be_${mode}_$D.json" "$W/rep_be_${mode}_$D.json"
+    # When BE stopped occupying the GPU and HP's kernel started, on the GPU's clock.
+    python3 "$ROOT/scripts/gpu/preemption_timeline.py" "$W/tl_be_${mode}_$D.bin" "$W/tl_hp_${mode}_$D.csv" \
+      > "$W/tl_${mode}_$D.json" || rm -f "$W/tl_${mode}_$D.json"
+    [ $HP = 0 ] && note "hp_${mode}_$D" "$W/hp_${mode}_$D.json" "$W/rep_hp_${mode}_$D.json" "$W/tl_${mode}_$D.json"
   done
 done
 "$BATON" daemon --stop 2>/dev/null || true
@@ -82,6 +90,9 @@ for name, d in runs.items():
         "be_alone_x_native": (runs.get(f"be_alone_{mode}_{k}", {}).get("kernels_per_s", 0)
                               / be_alone["kernels_per_s"]) if be_alone.get("kernels_per_s") else None,
         "level3": (be.get("baton_report") or {}).get("level3_contexts"),
+        # From HP's launch, on the GPU's clock: until BE stopped occupying the GPU, and
+        # until HP's kernel started (preemption_timeline.py).
+        "timeline": d.get("timeline"),
     }
 json.dump(s, open(sys.argv[2], "w"), indent=2)
 print(json.dumps(s, indent=1))
