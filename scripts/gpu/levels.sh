@@ -5,7 +5,8 @@
 # Baton with the best-effort process at level 1, 2 and 3 (its context's time slice
 # drops while it is suspended). Also each level's cost to the best-effort process alone, and,
 # from the GPU's own clock, when BE stopped occupying the GPU and when HP's kernel started.
-# Writes $OUT/levels.jsonl (one line per run) and $OUT/levels_summary.json. ~2.5 minutes.
+# Writes $OUT/levels.jsonl (one line per run), $OUT/levels_summary.json and the raw GPU-clock
+# traces, $OUT/levels_traces.tar.gz. ~4.5 minutes at SECS=4.
 #
 #   BATON_BIN=target/release/baton OUT=/tmp/out scripts/gpu/levels.sh
 set -uo pipefail
@@ -50,7 +51,7 @@ under() {
   esac
 }
 
-"$W/probe" hp "$HP_US" 10 "$SECS" "$W/hp_alone.json" && note hp_alone "$W/hp_alone.json"
+"$W/probe" hp "$HP_US" 10 "$SECS" "$W/hp_alone.json" "$W/tl_hp_alone.csv" && note hp_alone "$W/hp_alone.json"
 for D in $KERNELS; do
   for mode in $MODES; do
     BATON_REPORT="$W/rep_be_alone_${mode}_$D.json" under $mode be "$W/probe" be "$D" "$SECS" "$W/be_alone_${mode}_$D.json" &&
@@ -64,11 +65,13 @@ for D in $KERNELS; do
     wait $BE && note "be_${mode}_$D" "$W/be_${mode}_$D.json" "$W/rep_be_${mode}_$D.json"
     # When BE stopped occupying the GPU and HP's kernel started, on the GPU's clock.
     python3 "$ROOT/scripts/gpu/preemption_timeline.py" "$W/tl_be_${mode}_$D.bin" "$W/tl_hp_${mode}_$D.csv" \
-      > "$W/tl_${mode}_$D.json" || rm -f "$W/tl_${mode}_$D.json"
+      "$W/tl_hp_alone.csv" > "$W/tl_${mode}_$D.json" || rm -f "$W/tl_${mode}_$D.json"
     [ $HP = 0 ] && note "hp_${mode}_$D" "$W/hp_${mode}_$D.json" "$W/rep_hp_${mode}_$D.json" "$W/tl_${mode}_$D.json"
   done
 done
 "$BATON" daemon --stop 2>/dev/null || true
+# The raw traces, for a second look (preemption_timeline.py reads them).
+tar -C "$W" -czf "$OUT/levels_traces.tar.gz" $(cd "$W" && find . -name "tl_*" -size -4M)  # the 0.1 ms BE traces (~9 MB each) stay behind
 
 python3 - "$OUT/levels.jsonl" "$OUT/levels_summary.json" <<'PY'
 import json, sys

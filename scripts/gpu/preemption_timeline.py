@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Preemption latency from the GPU's own clock (scripts/gpu/apps/preempt_probe.cu's traces).
 
-  preemption_timeline.py BE_TIMELINE.bin HP_REQUESTS.csv   -> JSON on stdout
+  preemption_timeline.py BE_TIMELINE.bin HP_REQUESTS.csv [HP_ALONE_REQUESTS.csv] -> JSON
   preemption_timeline.py --self-test
 
 For each latency-critical request, measured from its launch (the moment that makes Baton
@@ -13,9 +13,15 @@ suspend the best-effort process):
                out). 0 when it was not running at the launch.
 
 The two processes share the GPU's clock (%globaltimer); HP's launch is on the host's clock.
-The offset between the two follows from every request: its kernel started after its launch
+Every request bounds the offset between the two: its kernel started after its launch
 (offset <= start - launch) and ended before the host saw it done (offset >= end - done).
-The midpoint of the tightest bounds is used, and `clock_uncertainty_us` is half their width.
+Beside a best-effort process every start is delayed, so only the lower bound is tight: it is
+the offset minus the shortest completion latency (kernel end -> host sees it). That latency
+is at most the shortest launch-plus-completion time of HP running alone, which is
+offset-free ((done - launch) - (end - start)); with HP_ALONE_REQUESTS.csv the offset is the
+lower bound plus half of that, give or take the other half (`clock_uncertainty_us`).
+Without it, the midpoint of the two bounds of this run is used.
+`switch_us` (HP's start minus BE's stop, both on the GPU's clock) needs no offset at all.
 Stdlib only, so that CI can run the self-test.
 """
 import bisect, csv, json, struct, sys
@@ -49,10 +55,14 @@ def busy_stretches(words):
     return merged
 
 
-def clock_offset(requests):
-    """GPU clock minus host clock, and half the width of its bounds (both ns)."""
+def clock_offset(requests, alone=None):
+    """GPU clock minus host clock, and how far off it may be (both ns)."""
     hi = min(s - a for a, s, _, _ in requests)
     lo = max(e - c for _, _, e, c in requests)
+    if alone:
+        # The shortest launch + completion latency with the GPU to itself.
+        overhead = min((c - a) - (e - s) for a, s, e, c in alone)
+        return lo + overhead / 2, overhead / 2
     return (hi + lo) / 2, (hi - lo) / 2
 
 
@@ -80,8 +90,8 @@ def per_request(words, requests, off):
     return out
 
 
-def analyze(words, requests):
-    off, unc = clock_offset(requests)
+def analyze(words, requests, alone=None):
+    off, unc = clock_offset(requests, alone)
     rows = per_request(words, requests, off)
 
     def stats(v):
@@ -91,16 +101,20 @@ def analyze(words, requests):
             "hp_start_us": stats([r[0] for r in rows]),
             "be_stop_us": stats([r[1] for r in rows]),
             "be_stop_us_when_busy": stats([r[1] for r in busy]),
+            "switch_us": stats([r[0] - r[1] for r in busy]),
             "clock_uncertainty_us": unc / 1e3}
 
 
-def load(timeline, requests_csv):
+def load_requests(path):
+    with open(path) as f:
+        return [tuple(int(x) for x in (r["launch_host_ns"], r["start_gpu_ns"], r["end_gpu_ns"],
+                                       r["done_host_ns"])) for r in csv.DictReader(f)]
+
+
+def load(timeline, requests_csv, alone_csv=None):
     raw = open(timeline, "rb").read()
     words = list(struct.unpack(f"<{len(raw) // 8}Q", raw[: len(raw) // 8 * 8]))
-    with open(requests_csv) as f:
-        reqs = [tuple(int(x) for x in (r["launch_host_ns"], r["start_gpu_ns"], r["end_gpu_ns"],
-                                       r["done_host_ns"])) for r in csv.DictReader(f)]
-    return words, reqs
+    return words, load_requests(requests_csv), load_requests(alone_csv) if alone_csv else None
 
 
 def record(start, end, gaps=()):
@@ -132,13 +146,22 @@ def self_test():
     r = analyze(words, reqs)
     assert r["requests"] == 2 and r["be_busy_at_launch"] == 1, r
     assert r["be_stop_us_when_busy"]["max"] == 200.0 and r["clock_uncertainty_us"] == 5.0, r
+    assert r["switch_us"]["max"] == 20.0, r
+    # Beside BE every start is late: the bounds are loose, but an alone run (launch 4 µs,
+    # completion 6 µs, kernel 50 µs) pins the offset to the lower bound plus 5 µs.
+    late = [(1300 * us - off, 1520 * us, 1570 * us, 1576 * us - off),
+            (3400 * us - off, 3550 * us, 3600 * us, 3606 * us - off)]
+    alone = [(0, off + 4 * us, off + 54 * us, 60 * us)]
+    assert clock_offset(late) == (off + 72 * us, 78 * us)
+    assert clock_offset(late, alone) == (off - 1 * us, 5 * us)
+    assert analyze(words, late, alone)["clock_uncertainty_us"] == 5.0
     print("preemption_timeline self-test: ok")
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--self-test"]:
         self_test()
-    elif len(sys.argv) == 3:
+    elif len(sys.argv) in (3, 4):
         print(json.dumps(analyze(*load(*sys.argv[1:]))))
     else:
         sys.exit(__doc__)
