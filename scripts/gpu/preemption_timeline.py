@@ -15,13 +15,15 @@ suspend the best-effort process):
 The two processes share the GPU's clock (%globaltimer); HP's launch is on the host's clock.
 Every request bounds the offset between the two: its kernel started after its launch
 (offset <= start - launch) and ended before the host saw it done (offset >= end - done).
-Beside a best-effort process every start is delayed, so only the lower bound is tight: it is
-the offset minus the shortest completion latency (kernel end -> host sees it). That latency
-is at most the shortest launch-plus-completion time of HP running alone, which is
-offset-free ((done - launch) - (end - start)); with HP_ALONE_REQUESTS.csv the offset is the
-lower bound plus half of that, give or take the other half (`clock_uncertainty_us`).
-Without it, the midpoint of the two bounds of this run is used.
-`switch_us` (HP's start minus BE's stop, both on the GPU's clock) needs no offset at all.
+The two clocks drift apart (~18 µs/s on an H100), so the bounds are fitted as lines over the
+run, through the tightest request of each stretch of it. Beside a best-effort process every
+start is delayed, so only the lower line is tight: it is the offset minus the shortest
+completion latency (kernel end -> host sees it). That latency is at most the shortest
+launch-plus-completion time of HP running alone, which needs no offset ((done - launch) -
+(end - start)); with HP_ALONE_REQUESTS.csv the offset is the lower line plus half of that,
+give or take the other half and the fit's scatter (`clock_uncertainty_us`). Without it, the
+midpoint of the two lines is used. `switch_us` (HP's start minus BE's stop, both on the
+GPU's clock) needs no offset at all.
 Stdlib only, so that CI can run the self-test.
 """
 import bisect, csv, json, struct, sys
@@ -55,15 +57,34 @@ def busy_stretches(words):
     return merged
 
 
-def clock_offset(requests, alone=None):
-    """GPU clock minus host clock, and how far off it may be (both ns)."""
-    hi = min(s - a for a, s, _, _ in requests)
-    lo = max(e - c for _, _, e, c in requests)
+def envelope(points, pick):
+    """A line y = m x + b through the tightest point (PICK: max or min of y) of each tenth of
+    POINTS (x, y), and the largest distance of those points from it."""
+    points = sorted(points)
+    n = max(1, min(10, len(points) // 20))
+    chunks = [points[i * len(points) // n:(i + 1) * len(points) // n] for i in range(n)]
+    tight = [pick(c, key=lambda p: p[1]) for c in chunks]
+    if len(tight) == 1:
+        return 0.0, tight[0][1], 0.0
+    mx = sum(x for x, _ in tight) / len(tight)
+    my = sum(y for _, y in tight) / len(tight)
+    m = sum((x - mx) * (y - my) for x, y in tight) / sum((x - mx) ** 2 for x, _ in tight)
+    b = my - m * mx
+    return m, b, max(abs(y - (m * x + b)) for x, y in tight)
+
+
+def clock_model(requests, alone=None):
+    """The offset (GPU clock minus host clock) as a function of host time, and how far off it
+    may be (ns)."""
+    lm, lb, lres = envelope([(c, e - c) for _, _, e, c in requests], max)
     if alone:
         # The shortest launch + completion latency with the GPU to itself.
         overhead = min((c - a) - (e - s) for a, s, e, c in alone)
-        return lo + overhead / 2, overhead / 2
-    return (hi + lo) / 2, (hi - lo) / 2
+        return (lambda t: lm * t + lb + overhead / 2), overhead / 2 + lres
+    hm, hb, hres = envelope([(a, s - a) for a, s, _, _ in requests], min)
+    xs = [a for a, _, _, _ in requests]
+    gap = max((hm * x + hb) - (lm * x + lb) for x in (min(xs), max(xs)))
+    return (lambda t: (lm + hm) / 2 * t + (lb + hb) / 2), gap / 2 + max(lres, hres)
 
 
 def pct(v, q):
@@ -73,7 +94,7 @@ def pct(v, q):
     return v[min(len(v) - 1, int(q * (len(v) - 1) + 0.5))]
 
 
-def per_request(words, requests, off):
+def per_request(words, requests, offset):
     """(hp_start_us, be_stop_us, BE busy at the launch) for each request launched while the
     best-effort run was traced."""
     stretches = busy_stretches(words)
@@ -81,7 +102,7 @@ def per_request(words, requests, off):
     first, last = (stretches[0][0], stretches[-1][1]) if stretches else (0, 0)
     out = []
     for a, s, _, _ in requests:
-        launch = a + off
+        launch = a + offset(a)
         if not first <= launch <= last:
             continue  # outside the traced part of the best-effort run
         i = bisect.bisect_right(starts, launch) - 1
@@ -91,8 +112,8 @@ def per_request(words, requests, off):
 
 
 def analyze(words, requests, alone=None):
-    off, unc = clock_offset(requests, alone)
-    rows = per_request(words, requests, off)
+    offset, unc = clock_model(requests, alone)
+    rows = per_request(words, requests, offset)
 
     def stats(v):
         return {"p50": pct(v, .5), "p90": pct(v, .9), "p99": pct(v, .99), "max": max(v) if v else None}
@@ -133,28 +154,41 @@ def self_test():
     st = busy_stretches(words)
     assert st == [[0, 1500 * us], [1800 * us, 3000 * us], [4000 * us, 5000 * us]], st
     off = 7_000_000  # GPU clock ahead of the host's by 7 ms
+    same = lambda t: off  # noqa: E731
     # Launch at 1300 µs (GPU time): BE stops at 1500, HP starts at 1520.
     # Launch at 3500 µs: BE idle, HP starts at 3505.
     reqs = [(1300 * us - off, 1520 * us, 1570 * us, 1575 * us - off),
             (3500 * us - off, 3505 * us, 3555 * us, 3560 * us - off)]
-    # Bounds: hi = min(s - a) = off + 5 µs, lo = max(e - c) = off - 5 µs.
-    assert clock_offset(reqs) == (off, 5 * us), clock_offset(reqs)
-    rows = per_request(words, reqs, off)
+    rows = per_request(words, reqs, same)
     assert rows == [(220.0, 200.0, True), (5.0, 0.0, False)], rows
     # A launch before the traced run is left out.
-    assert per_request(words, reqs, off - 2000 * us) == [(2005.0, 0.0, False)]
+    assert per_request(words, reqs, lambda t: off - 2000 * us) == [(2005.0, 0.0, False)]
+    # Without drift, one stretch: the midpoint of the bounds (start - launch >= 5 µs,
+    # done - end >= 5 µs).
+    f, unc = clock_model(reqs)
+    assert (f(0), unc) == (off, 5 * us), (f(0), unc)
     r = analyze(words, reqs)
     assert r["requests"] == 2 and r["be_busy_at_launch"] == 1, r
     assert r["be_stop_us_when_busy"]["max"] == 200.0 and r["clock_uncertainty_us"] == 5.0, r
     assert r["switch_us"]["max"] == 20.0, r
-    # Beside BE every start is late: the bounds are loose, but an alone run (launch 4 µs,
-    # completion 6 µs, kernel 50 µs) pins the offset to the lower bound plus 5 µs.
-    late = [(1300 * us - off, 1520 * us, 1570 * us, 1576 * us - off),
-            (3400 * us - off, 3550 * us, 3600 * us, 3606 * us - off)]
+
+    # The clocks drift: the GPU's runs 20 µs/s slower. 400 requests over 4 s, each started 150
+    # µs late (beside BE) but seen done 6 µs after its end; HP alone: launch 4 µs, completion
+    # 6 µs. The offset follows the drift, to within the alone run's 5 µs.
+    drift = lambda t: off - t // 50_000  # noqa: E731  (t in ns: 20 µs per s)
+    late = []
+    for i in range(400):
+        a = i * 10_000 * us
+        s0 = a + drift(a) + 150 * us
+        late.append((a, s0, s0 + 50 * us, a + 206 * us))
     alone = [(0, off + 4 * us, off + 54 * us, 60 * us)]
-    assert clock_offset(late) == (off + 72 * us, 78 * us)
-    assert clock_offset(late, alone) == (off - 1 * us, 5 * us)
-    assert analyze(words, late, alone)["clock_uncertainty_us"] == 5.0
+    f, unc = clock_model(late, alone)
+    assert unc == 5 * us, unc
+    for a, *_ in late:
+        assert abs(f(a) - drift(a)) <= 1 * us + 1, (a, f(a) - drift(a))
+    # Without the alone run the bounds stay loose: the midpoint is 72 µs late.
+    f, unc = clock_model(late)
+    assert abs(f(0) - drift(0) - 72 * us) < 1 * us and abs(unc - 78 * us) < 1 * us, (f(0) - drift(0), unc)
     print("preemption_timeline self-test: ok")
 
 
