@@ -45,11 +45,13 @@ def main():
         r["_ha"], r["_ba"], r["_ref"] = alone_hp.get(hk), alone_be.get(bk), refs.get((r["setup"], hk, bk))
         groups[(hk, bk)].append(r)
     m = runs[0]["machine"] if runs else {}
+    # Every commit the runs were made at, in the order they first appear.
+    commits = list(dict.fromkeys(r["machine"].get("commit", "unknown") for r in runs))
     plots = os.path.join(a.docs, "benchmarks")
     os.makedirs(plots, exist_ok=True)
     md = ["# Benchmarks", "",
           f"Machine: {m.get('gpu')}, CUDA {m.get('cuda')}, {m.get('cpus')} CPUs, kernel "
-          f"{m.get('kernel')}; commit {m.get('commit')}.", "",
+          f"{m.get('kernel')}; commits {', '.join(commits)} (each row names its own).", "",
           f"Command: `{a.command}`; raw results: [`benchmarks/{os.path.basename(a.jsonl)}`]"
           f"(benchmarks/{os.path.basename(a.jsonl)}) (one line per run, every latency included); "
           "this page is generated from it by `scripts/gpu/bench/report.py`.", "",
