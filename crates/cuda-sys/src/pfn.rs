@@ -11,12 +11,12 @@
 use std::ffi::{c_char, c_float, c_int, c_uint, c_ulonglong, c_ushort, c_void};
 
 use crate::{
-    CUcontext, CUctxCreateParams, CUdevResource, CUdevResourceDesc, CUdevice, CUdevice_attribute,
-    CUdeviceptr, CUdeviceptr_v1, CUdriverProcAddressQueryResult, CUevent, CUexecAffinityParam,
-    CUfunction, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgreenCtx, CUhostFn,
-    CUjit_option, CUkernel, CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule, CUresult,
-    CUstream, CUstreamCallback, CUstreamCaptureMode, CUstreamCaptureStatus, CUuuid, cuuint32_t,
-    cuuint64_t,
+    CUDA_GRAPH_INSTANTIATE_PARAMS, CUcontext, CUctxCreateParams, CUdevResource, CUdevResourceDesc,
+    CUdevice, CUdevice_attribute, CUdeviceptr, CUdeviceptr_v1, CUdriverProcAddressQueryResult,
+    CUevent, CUexecAffinityParam, CUfunction, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode,
+    CUgreenCtx, CUhostFn, CUjit_option, CUkernel, CUlaunchConfig, CUlibrary, CUlibraryOption,
+    CUmemLocation, CUmemoryPool, CUmodule, CUresult, CUstream, CUstreamCallback,
+    CUstreamCaptureMode, CUstreamCaptureStatus, CUuuid, cuuint32_t, cuuint64_t,
 };
 
 macro_rules! pfn {
@@ -103,6 +103,8 @@ pfn! {
     PFN_cuCtxGetDevice(device: *mut CUdevice);
     /// `cuCtxSynchronize` (2.0).
     PFN_cuCtxSynchronize();
+    /// `cuCtxSynchronize_v2` (13.0): the given context (the current one if NULL).
+    PFN_cuCtxSynchronize_v2(ctx: CUcontext);
     /// `cuCtxGetStreamPriorityRange` (5.5).
     PFN_cuCtxGetStreamPriorityRange(leastPriority: *mut c_int, greatestPriority: *mut c_int);
 
@@ -441,6 +443,140 @@ pfn! {
     /// `cuStreamBatchMemOp_v2` (11.7), and `_ptsz`; `paramArray` points to
     /// `CUstreamBatchMemOpParams`.
     PFN_cuStreamBatchMemOp_v2(stream: CUstream, count: c_uint, paramArray: *mut c_void, flags: c_uint);
+    /// `cuStreamWaitValue64` (9.0), and `_ptsz`.
+    PFN_cuStreamWaitValue64(stream: CUstream, addr: CUdeviceptr, value: cuuint64_t, flags: c_uint);
+    /// `cuStreamWriteValue64` (9.0), and `_ptsz`.
+    PFN_cuStreamWriteValue64(stream: CUstream, addr: CUdeviceptr, value: cuuint64_t, flags: c_uint);
+    /// `cuStreamBatchMemOp` (8.0), and `_ptsz`.
+    PFN_cuStreamBatchMemOp(stream: CUstream, count: c_uint, paramArray: *mut c_void, flags: c_uint);
+    /// `cuMemPrefetchAsync_v2` (12.2), and `_ptsz`.
+    PFN_cuMemPrefetchAsync_v2(devPtr: CUdeviceptr, count: usize, location: CUmemLocation, flags: c_uint, hStream: CUstream);
+    /// `cuMemPrefetchBatchAsync` (13.0), and `_ptsz`; `prefetchLocs` points to `CUmemLocation`s.
+    PFN_cuMemPrefetchBatchAsync(
+        dptrs: *mut CUdeviceptr,
+        sizes: *mut usize,
+        count: usize,
+        prefetchLocs: *mut c_void,
+        prefetchLocIdxs: *mut usize,
+        numPrefetchLocs: usize,
+        flags: c_ulonglong,
+        hStream: CUstream,
+    );
+    /// `cuMemDiscardBatchAsync` (13.0), and `_ptsz`.
+    PFN_cuMemDiscardBatchAsync(dptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, flags: c_ulonglong, hStream: CUstream);
+    /// `cuMemDiscardAndPrefetchBatchAsync` (13.0), and `_ptsz`.
+    PFN_cuMemDiscardAndPrefetchBatchAsync(
+        dptrs: *mut CUdeviceptr,
+        sizes: *mut usize,
+        count: usize,
+        prefetchLocs: *mut c_void,
+        prefetchLocIdxs: *mut usize,
+        numPrefetchLocs: usize,
+        flags: c_ulonglong,
+        hStream: CUstream,
+    );
+    /// `cuMemcpyBatchAsync` (12.8, with `failIdx`), and `_ptsz`; `attrs` points to
+    /// `CUmemcpyAttributes`.
+    PFN_cuMemcpyBatchAsync(
+        dsts: *mut CUdeviceptr,
+        srcs: *mut CUdeviceptr,
+        sizes: *mut usize,
+        count: usize,
+        attrs: *mut c_void,
+        attrsIdxs: *mut usize,
+        numAttrs: usize,
+        failIdx: *mut usize,
+        hStream: CUstream,
+    );
+    /// `cuMemcpyBatchAsync_v2` (13.0), and `_ptsz`.
+    PFN_cuMemcpyBatchAsync_v2(
+        dsts: *mut CUdeviceptr,
+        srcs: *mut CUdeviceptr,
+        sizes: *mut usize,
+        count: usize,
+        attrs: *mut c_void,
+        attrsIdxs: *mut usize,
+        numAttrs: usize,
+        hStream: CUstream,
+    );
+    /// `cuMemcpy3DBatchAsync` (12.8, with `failIdx`), and `_ptsz`; `opList` points to
+    /// `CUDA_MEMCPY3D_BATCH_OP`s.
+    PFN_cuMemcpy3DBatchAsync(numOps: usize, opList: *mut c_void, failIdx: *mut usize, flags: c_ulonglong, hStream: CUstream);
+    /// `cuMemcpy3DBatchAsync_v2` (13.0), and `_ptsz`.
+    PFN_cuMemcpy3DBatchAsync_v2(numOps: usize, opList: *mut c_void, flags: c_ulonglong, hStream: CUstream);
+    /// `cuMemBatchDecompressAsync` (12.8), and `_ptsz`; `paramsArray` points to
+    /// `CUmemDecompressParams`.
+    PFN_cuMemBatchDecompressAsync(paramsArray: *mut c_void, count: usize, flags: c_uint, errorIndex: *mut usize, stream: CUstream);
+    /// `cuMemMapArrayAsync` (11.1), and `_ptsz`; `mapInfoList` points to `CUarrayMapInfo`s.
+    PFN_cuMemMapArrayAsync(mapInfoList: *mut c_void, count: c_uint, hStream: CUstream);
+    /// `cuMemcpy3DPeerAsync` (4.0), and `_ptsz`; `pCopy` points to a `CUDA_MEMCPY3D_PEER`.
+    PFN_cuMemcpy3DPeerAsync(pCopy: *const c_void, hStream: CUstream);
+    /// `cuMemcpy3DPeer` (4.0), and `_ptds`.
+    PFN_cuMemcpy3DPeer(pCopy: *const c_void);
+    /// `cuMemcpyAtoHAsync_v2` (3.2), and `_ptsz`; `srcArray` is a `CUarray`.
+    PFN_cuMemcpyAtoHAsync_v2(dstHost: *mut c_void, srcArray: *mut c_void, srcOffset: usize, ByteCount: usize, hStream: CUstream);
+    /// `cuMemcpyHtoAAsync_v2` (3.2), and `_ptsz`.
+    PFN_cuMemcpyHtoAAsync_v2(dstArray: *mut c_void, dstOffset: usize, srcHost: *const c_void, ByteCount: usize, hStream: CUstream);
+    /// `cuMemcpyAtoH_v2` (3.2), and `_ptds`.
+    PFN_cuMemcpyAtoH_v2(dstHost: *mut c_void, srcArray: *mut c_void, srcOffset: usize, ByteCount: usize);
+    /// `cuMemcpyHtoA_v2` (3.2), and `_ptds`.
+    PFN_cuMemcpyHtoA_v2(dstArray: *mut c_void, dstOffset: usize, srcHost: *const c_void, ByteCount: usize);
+    /// `cuMemcpyDtoA_v2` (3.2), and `_ptds`.
+    PFN_cuMemcpyDtoA_v2(dstArray: *mut c_void, dstOffset: usize, srcDevice: CUdeviceptr, ByteCount: usize);
+    /// `cuMemcpyAtoD_v2` (3.2), and `_ptds`.
+    PFN_cuMemcpyAtoD_v2(dstDevice: CUdeviceptr, srcArray: *mut c_void, srcOffset: usize, ByteCount: usize);
+    /// `cuMemcpyAtoA_v2` (3.2), and `_ptds`.
+    PFN_cuMemcpyAtoA_v2(dstArray: *mut c_void, dstOffset: usize, srcArray: *mut c_void, srcOffset: usize, ByteCount: usize);
+    /// `cuMemsetD2D8_v2` (3.2), and `_ptds`.
+    PFN_cuMemsetD2D8_v2(dstDevice: CUdeviceptr, dstPitch: usize, uc: u8, Width: usize, Height: usize);
+    /// `cuMemsetD2D16_v2` (3.2), and `_ptds`.
+    PFN_cuMemsetD2D16_v2(dstDevice: CUdeviceptr, dstPitch: usize, us: c_ushort, Width: usize, Height: usize);
+    /// `cuMemsetD2D32_v2` (3.2), and `_ptds`.
+    PFN_cuMemsetD2D32_v2(dstDevice: CUdeviceptr, dstPitch: usize, ui: c_uint, Width: usize, Height: usize);
+    /// `cuMemAllocFromPoolAsync` (11.2), and `_ptsz`.
+    PFN_cuMemAllocFromPoolAsync(dptr: *mut CUdeviceptr, bytesize: usize, pool: CUmemoryPool, hStream: CUstream);
+    /// `cuSignalExternalSemaphoresAsync` (10.0), and `_ptsz`: `extSemArray` holds
+    /// `CUexternalSemaphore`s, `paramsArray` their `CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS`.
+    PFN_cuSignalExternalSemaphoresAsync(extSemArray: *const *mut c_void, paramsArray: *const c_void, numExtSems: c_uint, stream: CUstream);
+    /// `cuWaitExternalSemaphoresAsync` (10.0), and `_ptsz`.
+    PFN_cuWaitExternalSemaphoresAsync(extSemArray: *const *mut c_void, paramsArray: *const c_void, numExtSems: c_uint, stream: CUstream);
+    /// `cuStreamAttachMemAsync` (6.0), and `_ptsz`.
+    PFN_cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: c_uint);
+    /// `cuGraphicsMapResources` (3.0), and `_ptsz`; `resources` holds `CUgraphicsResource`s.
+    PFN_cuGraphicsMapResources(count: c_uint, resources: *mut *mut c_void, hStream: CUstream);
+    /// `cuGraphicsUnmapResources` (3.0), and `_ptsz`.
+    PFN_cuGraphicsUnmapResources(count: c_uint, resources: *mut *mut c_void, hStream: CUstream);
+    /// `cuGraphInstantiateWithParams` (12.0), and `_ptsz`.
+    PFN_cuGraphInstantiateWithParams(phGraphExec: *mut CUgraphExec, hGraph: CUgraph, instantiateParams: *mut CUDA_GRAPH_INSTANTIATE_PARAMS);
+    /// `cuMemcpyWithAttributesAsync` (13.1); `attr` points to a `CUmemcpyAttributes`.
+    PFN_cuMemcpyWithAttributesAsync(dst: CUdeviceptr, src: CUdeviceptr, size: usize, attr: *mut c_void, hStream: CUstream);
+    /// `cuMemcpy3DWithAttributesAsync` (13.1); `op` points to a `CUDA_MEMCPY3D_BATCH_OP`.
+    PFN_cuMemcpy3DWithAttributesAsync(op: *mut c_void, flags: c_ulonglong, hStream: CUstream);
+    /// `cuLaunchHostFunc_v2` (13.1): a host function with a synchronization mode.
+    PFN_cuLaunchHostFunc_v2(hStream: CUstream, fn_: CUhostFn, userData: *mut c_void, syncMode: c_uint);
+    /// `cuLaunchGridAsync` (2.0; deprecated).
+    PFN_cuLaunchGridAsync(f: CUfunction, grid_width: c_int, grid_height: c_int, hStream: CUstream);
+    /// `cuLaunchCooperativeKernelMultiDevice` (9.0; deprecated); `launchParamsList` points to
+    /// `CUDA_LAUNCH_PARAMS`, each naming its own stream.
+    PFN_cuLaunchCooperativeKernelMultiDevice(launchParamsList: *mut c_void, numDevices: c_uint, flags: c_uint);
+    /// `cuCtxRecordEvent` (12.5): an event after all work submitted to the context.
+    PFN_cuCtxRecordEvent(hCtx: CUcontext, hEvent: CUevent);
+    /// `cuCtxWaitEvent` (12.5): all later work of the context waits for the event.
+    PFN_cuCtxWaitEvent(hCtx: CUcontext, hEvent: CUevent);
+    /// `cuGreenCtxRecordEvent` (12.4).
+    PFN_cuGreenCtxRecordEvent(hCtx: CUgreenCtx, hEvent: CUevent);
+    /// `cuGreenCtxWaitEvent` (12.4).
+    PFN_cuGreenCtxWaitEvent(hCtx: CUgreenCtx, hEvent: CUevent);
+    /// `cuStreamUpdateCaptureDependencies` (11.3), and `_ptsz`.
+    PFN_cuStreamUpdateCaptureDependencies(hStream: CUstream, dependencies: *mut CUgraphNode, numDependencies: usize, flags: c_uint);
+    /// `cuStreamUpdateCaptureDependencies_v2` (12.3), and `_ptsz`.
+    PFN_cuStreamUpdateCaptureDependencies_v2(
+        hStream: CUstream,
+        dependencies: *mut CUgraphNode,
+        dependencyData: *const CUgraphEdgeData,
+        numDependencies: usize,
+        flags: c_uint,
+    );
     /// `cuStreamBeginCaptureToGraph` (12.3), and `_ptsz`.
     PFN_cuStreamBeginCaptureToGraph(
         hStream: CUstream,

@@ -77,10 +77,16 @@ codes! {
     STREAM_CAPTURE_UNSUPPORTED = 900, c"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", c"operation not permitted when stream is capturing";
     /// The capture sequence was invalidated by an earlier error.
     STREAM_CAPTURE_INVALIDATED = 901, c"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", c"operation failed due to a previous error during capture";
+    /// Two independent capture sequences would have been merged.
+    STREAM_CAPTURE_MERGE = 902, c"CUDA_ERROR_STREAM_CAPTURE_MERGE", c"operation would have resulted in a merge of two independent capture sequences";
+    /// The capture was not begun on this stream.
+    STREAM_CAPTURE_UNMATCHED = 903, c"CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", c"capture was not initiated in this stream";
     /// A dependency crossed the boundary of a capture sequence.
     STREAM_CAPTURE_ISOLATION = 905, c"CUDA_ERROR_STREAM_CAPTURE_ISOLATION", c"operation would create a dependency on uncaptured work in another stream";
     /// The legacy stream would have depended on a capturing stream.
     STREAM_CAPTURE_IMPLICIT = 906, c"CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", c"operation would make the legacy stream depend on a capturing blocking stream";
+    /// The event was last recorded in a capture: it stands for no work that runs.
+    CAPTURED_EVENT = 907, c"CUDA_ERROR_CAPTURED_EVENT", c"operation not permitted on an event last recorded in a capturing stream";
     /// A capture was ended from a thread other than the one that began it.
     STREAM_CAPTURE_WRONG_THREAD = 908, c"CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", c"attempt to terminate a thread-local capture sequence from another thread";
     /// An unknown internal error.

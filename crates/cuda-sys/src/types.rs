@@ -358,7 +358,40 @@ pub const CU_DEVICE_INVALID: CUdevice = -2;
 /// The host as a device (`CU_DEVICE_CPU`).
 pub const CU_DEVICE_CPU: CUdevice = -1;
 
+/// A memory location (`CUmemLocation`): a type (`CUmemLocationType`) and an id; passed by value
+/// to `cuMemPrefetchAsync_v2`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CUmemLocation {
+    /// `CUmemLocationType`.
+    pub type_: c_int,
+    /// The device ordinal or NUMA node, as the type says.
+    pub id: c_int,
+}
+
+/// Upload the executable graph on `hUploadStream` as part of instantiation
+/// (`CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`).
+pub const CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD: cuuint64_t = 2;
+
+/// `cuGraphInstantiateWithParams`' parameters (`CUDA_GRAPH_INSTANTIATE_PARAMS`).
+#[allow(non_snake_case)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUDA_GRAPH_INSTANTIATE_PARAMS {
+    /// `CUDA_GRAPH_INSTANTIATE_FLAG_*`.
+    pub flags: cuuint64_t,
+    /// The stream the upload is ordered on, with [`CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`].
+    pub hUploadStream: CUstream,
+    /// Out: the node an error was found at.
+    pub hErrNode_out: CUgraphNode,
+    /// Out: a `CUgraphInstantiateResult`.
+    pub result_out: c_int,
+}
+
 const _: () = {
+    assert!(std::mem::size_of::<CUmemLocation>() == 8);
+    assert!(std::mem::size_of::<CUDA_GRAPH_INSTANTIATE_PARAMS>() == 32);
+    assert!(std::mem::offset_of!(CUDA_GRAPH_INSTANTIATE_PARAMS, hUploadStream) == 8);
     assert!(std::mem::size_of::<CUuuid>() == 16);
     assert!(std::mem::size_of::<CUstream>() == 8);
     assert!(std::mem::size_of::<CUhostFn>() == 8);

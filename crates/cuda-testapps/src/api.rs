@@ -191,7 +191,8 @@ api! {
     cuCtxGetCurrent: PFN_cuCtxGetCurrent = "cuCtxGetCurrent" @ 13000, "cuCtxGetCurrent";
     cuCtxPushCurrent: PFN_cuCtxPushCurrent_v2 = "cuCtxPushCurrent" @ 13000, "cuCtxPushCurrent";
     cuCtxPopCurrent: PFN_cuCtxPopCurrent_v2 = "cuCtxPopCurrent" @ 13000, "cuCtxPopCurrent";
-    cuCtxSynchronize: PFN_cuCtxSynchronize = "cuCtxSynchronize" @ 13000, "cuCtxSynchronize";
+    cuCtxSynchronize: PFN_cuCtxSynchronize = "cuCtxSynchronize" @ 12000, "cuCtxSynchronize";
+    cuCtxSynchronize_v2: PFN_cuCtxSynchronize_v2 = "cuCtxSynchronize" @ 13000, "cuCtxSynchronize_v2";
     cuMemAlloc: PFN_cuMemAlloc_v2 = "cuMemAlloc" @ 13000, "cuMemAlloc_v2";
     cuMemFree: PFN_cuMemFree_v2 = "cuMemFree" @ 13000, "cuMemFree_v2";
     cuMemHostAlloc: PFN_cuMemHostAlloc = "cuMemHostAlloc" @ 13000, "cuMemHostAlloc";
@@ -213,6 +214,7 @@ api! {
     cuModuleGetFunction: PFN_cuModuleGetFunction = "cuModuleGetFunction" @ 13000, "cuModuleGetFunction";
     cuLibraryLoadData: PFN_cuLibraryLoadData = "cuLibraryLoadData" @ 13000, "cuLibraryLoadData";
     cuLibraryGetKernel: PFN_cuLibraryGetKernel = "cuLibraryGetKernel" @ 13000, "cuLibraryGetKernel";
+    cuLibraryUnload: PFN_cuLibraryUnload = "cuLibraryUnload" @ 13000, "cuLibraryUnload";
     cuKernelGetFunction: PFN_cuKernelGetFunction = "cuKernelGetFunction" @ 13000, "cuKernelGetFunction";
     cuKernelGetParamInfo: PFN_cuKernelGetParamInfo = "cuKernelGetParamInfo" @ 13000, "cuKernelGetParamInfo";
     cuFuncGetParamInfo: PFN_cuFuncGetParamInfo = "cuFuncGetParamInfo" @ 13000, "cuFuncGetParamInfo";

@@ -1,13 +1,23 @@
 //! Stream capture: while a stream captures, its operations are appended to a graph instead of
 //! executed; `cuStreamEndCapture` hands the graph over.
 //!
-//! The model is one stream per capture: captured graphs are linear (each node depends on the
-//! previous one). Calls CUDA forbids during a capture (synchronizing or querying the capturing
-//! stream, legacy-stream work that would depend on it, a context synchronization, waiting for
-//! an event recorded outside the capture) fail and invalidate the capture; event records and
-//! stream-ordered allocations inside a capture are not modelled and do the same.
+//! Captured graphs are linear (each node depends on the previous one). Other streams join a
+//! capture by waiting on an event recorded in it, and append to the same graph (a valid order
+//! of the fork/join graph CUDA would build); they leave it when it ends. Calls CUDA forbids
+//! during a capture (synchronizing or querying a capturing stream, querying an event recorded
+//! in a capture, legacy-stream work that would depend on a capturing stream, a context
+//! synchronization, waiting for an event recorded outside the capture) fail and invalidate the
+//! capture; stream-ordered allocations inside a capture are not modelled and do the same.
+//!
+//! "Potentially unsafe" calls ([`potentially_unsafe`]: event and stream queries and
+//! synchronizations, allocating and freeing) follow the modes measured on an H100
+//! (`scripts/gpu/apps/capture_probe.cu`): the thread that began a global or thread-local
+//! capture may not make them, nor may any other thread in the default global mode while a
+//! global capture runs; a thread switched to relaxed or thread-local mode with
+//! `cuThreadExchangeStreamCaptureMode` ignores other threads' captures. A refused call fails
+//! with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and invalidates the capture.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use baton_cuda_sys::{
     CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_STATUS_ACTIVE,
@@ -18,19 +28,61 @@ use baton_cuda_sys::{
 use crate::entry::{CuResult, exports, put, put_opt};
 use crate::graph::Graph;
 use crate::ops::Op;
-use crate::state::{Kind, current_tid, initialized, to_ptr};
+use crate::state::{Kind, current_tid, initialized, lock, to_ptr};
 use crate::stream::{self, DefaultStream, StreamKind};
 
-/// The capture in progress on one stream.
+/// A capture in progress, shared by the stream that began it and the streams that joined it.
 pub(crate) struct Capture {
     id: u64,
     mode: CUstreamCaptureMode,
     thread: u32,
     graph: Arc<Graph>,
     pub invalidated: bool,
+    /// Ended by `cuStreamEndCapture`: the streams that joined it have left it.
+    pub ended: bool,
     /// The dependency set `cuStreamGetCaptureInfo` reports: the last node, if any. Boxed so
     /// the pointer handed out stays valid until the next captured operation.
     last: Box<[CUgraphNode; 1]>,
+}
+
+/// A capture as the streams taking part in it hold it.
+pub(crate) type Shared = Arc<Mutex<Capture>>;
+
+/// A stream's part in a capture.
+pub(crate) struct Slot {
+    pub capture: Shared,
+    /// The stream began the capture (only it may end it).
+    pub origin: bool,
+}
+
+/// Refuses a "potentially unsafe" call (see the module documentation) if a capture forbids it
+/// to the calling thread, and invalidates that capture.
+pub(crate) fn potentially_unsafe() -> CuResult<()> {
+    let g = initialized()?;
+    let me = current_tid();
+    let mine = crate::context::thread_capture_mode()?;
+    let mut refused = false;
+    lock(&g.captures).retain(|c| {
+        let mut c = lock(c);
+        if c.ended {
+            return false;
+        }
+        let forbids = if c.thread == me {
+            c.mode != CU_STREAM_CAPTURE_MODE_RELAXED
+        } else {
+            c.mode == GLOBAL && mine == GLOBAL
+        };
+        if forbids {
+            c.invalidated = true;
+            refused = true;
+        }
+        true
+    });
+    if refused {
+        Err(CUresult::STREAM_CAPTURE_UNSUPPORTED)
+    } else {
+        Ok(())
+    }
 }
 
 // SAFETY: `last` holds an opaque node handle value that is never dereferenced; everything else
@@ -48,11 +100,6 @@ impl Capture {
             u64::from(Kind::Node as u8) << 56 | self.graph.handle.short << 24 | index as u64,
         );
         Ok(())
-    }
-
-    /// Whether the capture forbids potentially unsafe calls such as `cuCtxSynchronize`.
-    pub fn is_strict(&self) -> bool {
-        self.mode != CU_STREAM_CAPTURE_MODE_RELAXED
     }
 
     fn status(&self) -> CUstreamCaptureStatus {
@@ -73,20 +120,26 @@ fn begin(raw: CUstream, mode: CUstreamCaptureMode, default: DefaultStream) -> Cu
     if mode.0 > CU_STREAM_CAPTURE_MODE_RELAXED.0 {
         return Err(CUresult::INVALID_VALUE);
     }
-    stream.with_capture(|slot| {
+    stream.with_slot(|slot| {
         if slot.is_some() {
             return Err(CUresult::ILLEGAL_STATE);
         }
         let graph = Graph::new(g);
         g.graphs.insert(graph.handle.raw, Arc::clone(&graph));
         let last = Box::new([std::ptr::null_mut()]);
-        *slot = Some(Capture {
+        let capture = Arc::new(Mutex::new(Capture {
             id: g.next_number(),
             mode,
             thread: current_tid(),
             graph,
             invalidated: false,
+            ended: false,
             last,
+        }));
+        lock(&g.captures).push(Arc::clone(&capture));
+        *slot = Some(Slot {
+            capture,
+            origin: true,
         });
         Ok(())
     })
@@ -98,16 +151,25 @@ unsafe fn end(raw: CUstream, out: *mut CUgraph, default: DefaultStream) -> CuRes
     if out.is_null() {
         return Err(CUresult::INVALID_VALUE);
     }
-    let capture = stream.with_capture(|slot| match slot {
+    let shared = stream.with_slot(|slot| match slot {
         None => Err(CUresult::ILLEGAL_STATE),
-        Some(capture)
-            if capture.mode != CU_STREAM_CAPTURE_MODE_RELAXED
-                && capture.thread != current_tid() =>
-        {
-            Err(CUresult::STREAM_CAPTURE_WRONG_THREAD)
+        Some(s) if !s.origin => Err(CUresult::STREAM_CAPTURE_UNMATCHED),
+        Some(s) => {
+            let c = lock(&s.capture);
+            if c.mode != CU_STREAM_CAPTURE_MODE_RELAXED && c.thread != current_tid() {
+                return Err(CUresult::STREAM_CAPTURE_WRONG_THREAD);
+            }
+            drop(c);
+            slot.take()
+                .map(|s| s.capture)
+                .ok_or(CUresult::ILLEGAL_STATE)
         }
-        Some(_) => slot.take().ok_or(CUresult::ILLEGAL_STATE),
     })?;
+    // The capture's lock is never held while the registry's is taken (the registry locks
+    // captures while it is held).
+    lock(&shared).ended = true;
+    lock(&g.captures).retain(|c| !Arc::ptr_eq(c, &shared));
+    let capture = lock(&shared);
     if capture.invalidated {
         g.graphs.remove(capture.graph.handle.raw);
         // SAFETY: `out` is not NULL and the caller guarantees it is writable.
@@ -124,10 +186,9 @@ unsafe fn is_capturing(
     default: DefaultStream,
 ) -> CuResult<()> {
     let stream = stream::resolve(raw, default)?;
-    let status = stream.with_capture(|slot| {
-        slot.as_ref()
-            .map_or(CU_STREAM_CAPTURE_STATUS_NONE, Capture::status)
-    });
+    let status = stream
+        .capture()
+        .map_or(CU_STREAM_CAPTURE_STATUS_NONE, |c| lock(&c).status());
     // SAFETY: the caller guarantees `out` is NULL or writable.
     unsafe { put(out, status) }
 }
@@ -147,11 +208,12 @@ unsafe fn capture_info(raw: CUstream, out: InfoOut, default: DefaultStream) -> C
     if out.status.is_null() {
         return Err(CUresult::INVALID_VALUE);
     }
-    stream.with_capture(|slot| {
-        let Some(capture) = slot else {
+    {
+        let Some(capture) = stream.capture() else {
             // SAFETY: `out.status` is not NULL and the caller guarantees it is writable.
             return unsafe { put(out.status, CU_STREAM_CAPTURE_STATUS_NONE) };
         };
+        let capture = lock(&capture);
         let count = usize::from(!capture.last[0].is_null());
         // SAFETY: the caller guarantees each out-pointer is NULL (not wanted) or writable.
         unsafe {
@@ -170,7 +232,7 @@ unsafe fn capture_info(raw: CUstream, out: InfoOut, default: DefaultStream) -> C
             put_opt(out.count, count);
         }
         Ok(())
-    })
+    }
 }
 
 fn info(

@@ -12,7 +12,8 @@ use std::ffi::{c_int, c_uint};
 use std::sync::{Arc, Mutex};
 
 use baton_cuda_sys::{
-    CU_CTX_FLAGS_MASK, CUcontext, CUctxCreateParams, CUdevice, CUexecAffinityParam, CUresult,
+    CU_CTX_FLAGS_MASK, CU_STREAM_CAPTURE_MODE_RELAXED, CUcontext, CUctxCreateParams, CUdevice,
+    CUexecAffinityParam, CUresult, CUstreamCaptureMode,
 };
 
 use crate::entry::{CuResult, exports, put};
@@ -70,12 +71,14 @@ impl Context {
         lock(&self.sticky).map_or(Ok(()), Err)
     }
 
-    /// Waits for all work of the context; fails during a capture that is not in relaxed mode.
+    /// Waits for all work of the context; fails while any of its streams captures.
     pub fn synchronize(&self) -> CuResult<()> {
         {
             let streams = lock(&self.order);
             for stream in streams.blocking.iter().chain(&streams.nonblocking) {
-                if stream.with_capture(|capture| capture.as_ref().is_some_and(|c| c.is_strict())) {
+                // Whatever the capture's mode (measured on an H100: scripts/gpu/apps/
+                // capture_probe.cu).
+                if stream.is_capturing() {
                     stream.invalidate_capture();
                     return Err(CUresult::STREAM_CAPTURE_UNSUPPORTED);
                 }
@@ -118,6 +121,8 @@ struct ThreadState {
     pid: u32,
     stack: Vec<u64>,
     per_thread: Vec<(u64, Arc<Stream>)>,
+    /// `cuThreadExchangeStreamCaptureMode`'s mode (0, global, by default).
+    capture_mode: CUstreamCaptureMode,
 }
 
 thread_local! {
@@ -143,6 +148,25 @@ fn with_thread<R>(f: impl FnOnce(&mut ThreadState) -> R) -> CuResult<R> {
             f(&mut state)
         })
         .map_err(|_| CUresult::DEINITIALIZED)
+}
+
+/// The calling thread's stream-capture interaction mode.
+pub(crate) fn thread_capture_mode() -> CuResult<CUstreamCaptureMode> {
+    with_thread(|t| t.capture_mode)
+}
+
+/// `cuThreadExchangeStreamCaptureMode`: sets the thread's mode, returns the old one in `mode`.
+unsafe fn exchange_capture_mode(mode: *mut CUstreamCaptureMode) -> CuResult<()> {
+    initialized()?;
+    // SAFETY: the caller guarantees `mode` is NULL or valid for reads and writes.
+    let Some(mode) = (unsafe { mode.as_mut() }) else {
+        return Err(CUresult::INVALID_VALUE);
+    };
+    if mode.0 > CU_STREAM_CAPTURE_MODE_RELAXED.0 {
+        return Err(CUresult::INVALID_VALUE);
+    }
+    *mode = with_thread(|t| std::mem::replace(&mut t.capture_mode, *mode))?;
+    Ok(())
 }
 
 /// The calling thread's current context.
@@ -361,6 +385,13 @@ fn synchronize() -> CuResult<()> {
     current()?.synchronize()
 }
 
+fn synchronize_v2(ctx: CUcontext) -> CuResult<()> {
+    if ctx.is_null() {
+        return synchronize();
+    }
+    find_ctx(initialized()?, ctx)?.synchronize()
+}
+
 exports! {
     /// Creates a context and makes it current (version 1).
     fn cuCtxCreate(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice): PFN_cuCtxCreate => create(pctx, flags, dev);
@@ -392,6 +423,11 @@ exports! {
     fn cuCtxGetDevice(device: *mut CUdevice): PFN_cuCtxGetDevice => get_device(device);
     /// Waits for all work of the current context.
     fn cuCtxSynchronize(): PFN_cuCtxSynchronize => synchronize();
+    /// Sets the calling thread's stream-capture interaction mode, returning the old one.
+    fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode): PFN_cuThreadExchangeStreamCaptureMode
+        => exchange_capture_mode(mode);
+    /// Waits for all work of a context (the current one if NULL).
+    fn cuCtxSynchronize_v2(ctx: CUcontext): PFN_cuCtxSynchronize_v2 => synchronize_v2(ctx);
     /// Returns the stream priority range (0 least, -5 greatest).
     fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int): PFN_cuCtxGetStreamPriorityRange
         => priority_range(least, greatest);

@@ -13,6 +13,7 @@ use baton_cuda_sys::{
     CU_EVENT_RECORD_EXTERNAL, CUevent, CUresult, CUstream,
 };
 
+use crate::capture::{Shared, Slot, potentially_unsafe};
 use crate::entry::{CuResult, exports, put};
 use crate::ops::Op;
 use crate::state::{Handle, Kind, initialized, lock, raw_of, to_ptr};
@@ -29,6 +30,16 @@ struct Record {
 struct EventState {
     generation: u64,
     record: Option<Record>,
+    /// Last recorded in this capture (it stands for no work that runs while the capture lasts;
+    /// a stream that waits on it joins the capture).
+    captured: Option<Shared>,
+}
+
+impl EventState {
+    /// The capture the event was last recorded in, while it lasts.
+    fn capture(&self) -> Option<Shared> {
+        self.captured.as_ref().filter(|c| !lock(c).ended).cloned()
+    }
 }
 
 /// An event.
@@ -59,7 +70,7 @@ impl Event {
     }
 }
 
-fn find(event: CUevent) -> CuResult<Arc<Event>> {
+pub(crate) fn find(event: CUevent) -> CuResult<Arc<Event>> {
     initialized()?
         .events
         .get(raw_of(event))
@@ -96,15 +107,22 @@ fn record(
         return Err(CUresult::INVALID_VALUE);
     }
     let stream = stream::resolve(raw_stream, mode)?;
-    if stream.is_capturing() {
-        // Event nodes and cross-stream capture are not modelled.
-        stream.invalidate_capture();
-        return Err(CUresult::STREAM_CAPTURE_UNSUPPORTED);
-    }
+    record_on(&event, &stream)
+}
+
+/// Records `event` on `stream` (or, while it captures, in its capture).
+pub(crate) fn record_on(event: &Arc<Event>, stream: &Arc<stream::Stream>) -> CuResult<()> {
     let mut state = lock(&event.state);
+    if let Some(capture) = stream.capture() {
+        // A node of the graph (not modelled: the linear graph needs none); a stream that waits
+        // on the event joins the capture.
+        state.captured = Some(capture);
+        return Ok(());
+    }
+    state.captured = None;
     let generation = state.generation + 1;
     let op = Op::EventRecord {
-        event: Arc::clone(&event),
+        event: Arc::clone(event),
         generation,
     };
     if let Submitted::Queued(done) = stream.submit(op, Vec::new())? {
@@ -118,8 +136,21 @@ fn record(
     Ok(())
 }
 
+/// Refuses to query or wait for an event last recorded in a capture still in progress (and
+/// invalidates the capture), whatever the modes.
+fn refuse_captured(event: &Event) -> CuResult<()> {
+    if let Some(capture) = lock(&event.state).capture() {
+        lock(&capture).invalidated = true;
+        return Err(CUresult::CAPTURED_EVENT);
+    }
+    Ok(())
+}
+
 fn query(event: CUevent) -> CuResult<()> {
-    match find(event)?.latest() {
+    let event = find(event)?;
+    refuse_captured(&event)?;
+    potentially_unsafe()?;
+    match event.latest() {
         Some(done) if !done.is_done() => Err(CUresult::NOT_READY),
         _ => Ok(()),
     }
@@ -127,6 +158,8 @@ fn query(event: CUevent) -> CuResult<()> {
 
 fn synchronize(event: CUevent) -> CuResult<()> {
     let event = find(event)?;
+    refuse_captured(&event)?;
+    potentially_unsafe()?;
     let Some(done) = event.latest() else {
         return Ok(());
     };
@@ -177,6 +210,26 @@ pub(crate) fn stream_wait(
         return Err(CUresult::INVALID_VALUE);
     }
     let stream = stream::resolve(raw_stream, mode)?;
+    let captured = lock(&event.state).capture();
+    if let Some(capture) = captured {
+        return match stream.capture() {
+            Some(mine) if Arc::ptr_eq(&mine, &capture) => Ok(()),
+            Some(mine) => {
+                lock(&mine).invalidated = true;
+                lock(&capture).invalidated = true;
+                Err(CUresult::STREAM_CAPTURE_MERGE)
+            }
+            None => {
+                stream.with_slot(|slot| {
+                    *slot = Some(Slot {
+                        capture,
+                        origin: false,
+                    });
+                });
+                Ok(())
+            }
+        };
+    }
     let latest = event.latest();
     if stream.is_capturing() {
         if latest.is_some() {

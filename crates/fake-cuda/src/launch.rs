@@ -8,8 +8,10 @@
 use std::ffi::{c_uint, c_void};
 
 use baton_cuda_sys::{
-    CU_LAUNCH_ATTRIBUTE_COOPERATIVE, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE,
-    CU_LAUNCH_PARAM_END, CUfunction, CUhostFn, CUlaunchConfig, CUresult, CUstream,
+    CU_LAUNCH_ATTRIBUTE_COOPERATIVE, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
+    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT, CU_LAUNCH_PARAM_BUFFER_POINTER,
+    CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END, CUfunction, CUhostFn, CUlaunchConfig,
+    CUresult, CUstream,
 };
 
 use crate::entry::{CuResult, exports};
@@ -221,6 +223,7 @@ unsafe fn launch_ex(
     }
     let mut attrs = Vec::new();
     let mut cooperative = false;
+    let mut events = Vec::new();
     for index in 0..config.numAttrs as usize {
         // SAFETY: `attrs` holds `numAttrs` attributes, as the API requires.
         let attr = unsafe { config.attrs.add(index).read() };
@@ -235,6 +238,12 @@ unsafe fn launch_ex(
         attrs.push((attr.id.0, [word(0), word(1), word(2), word(3)]));
         if attr.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE {
             cooperative = word(0) != 0;
+        }
+        if attr.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
+            || attr.id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
+        {
+            // SAFETY: for these keys the value's first member is the event handle.
+            events.push(unsafe { attr.value.launchCompletionEvent.event });
         }
     }
     let dims = Dims {
@@ -255,8 +264,18 @@ unsafe fn launch_ex(
                 cooperative,
                 attrs,
             },
-        )
+        )?;
     }
+    // An event a launch triggers (when its blocks have started, or when it signals a
+    // programmatic completion) is modelled as a record right after it: never earlier than on a
+    // GPU.
+    if !events.is_empty() {
+        let stream = stream::resolve(config.hStream, mode)?;
+        for event in events {
+            crate::events::record_on(&crate::events::find(event)?, &stream)?;
+        }
+    }
+    Ok(())
 }
 
 fn host_func(

@@ -12,8 +12,12 @@
 //!   legacy default stream semantics and per-thread default streams (`stream.rs`);
 //! - built-in kernels named by a text module image (`kernels.rs`, `module.rs`), launched with
 //!   arguments from `kernelParams` or an `extra` buffer, copied at launch (`launch.rs`);
-//! - events, cross-stream waits, stream memory operations, host functions, stream capture and
-//!   graphs (`events.rs`, `capture.rs`, `graph.rs`);
+//! - events, cross-stream waits, stream memory operations, host functions, stream capture
+//!   (streams joining a capture through captured events, per-thread capture modes and the
+//!   calls each mode forbids, as measured on an H100) and graphs (`events.rs`, `capture.rs`,
+//!   `graph.rs`);
+//! - handles of unloaded functions reused by the next functions loaded, as addresses are on a
+//!   GPU (`module.rs`);
 //! - `cuGetProcAddress` with versioned and per-thread symbol selection (`procaddr.rs`);
 //! - a JSON-lines log of every call and every executed command (`FAKE_CUDA_LOG`, `log.rs`);
 //! - `FAKE_CUDA_KERNEL_US` adds a fixed duration to every kernel, to create in-flight work;
@@ -25,8 +29,8 @@
 //!
 //! **Architecture invariant:** serializable types stay private to `log.rs`; nothing of this crate
 //! is a Rust API. Simplifications against the real driver are listed in the module docs where
-//! they apply (linear single-stream capture, no event nodes in captures, grid dimensions that do
-//! not change what a kernel computes).
+//! they apply (captured graphs are linear, captured event records are not graph nodes, grid
+//! dimensions do not change what a kernel computes).
 
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
 compile_error!("the fake CUDA driver models 64-bit Linux only");

@@ -25,6 +25,7 @@ use baton_cuda_sys::{
     CUdeviceptr, CUdeviceptr_v1, CUresult, CUstream,
 };
 
+use crate::capture::potentially_unsafe;
 use crate::context;
 use crate::entry::{CuResult, exports, put};
 use crate::ops::Op;
@@ -211,6 +212,7 @@ fn free_now(g: &Global, addr: u64, kinds: &[AllocKind]) -> CuResult<()> {
 fn mem_alloc(out: *mut CUdeviceptr, size: usize) -> CuResult<()> {
     let g = initialized()?;
     context::current()?;
+    potentially_unsafe()?;
     if out.is_null() {
         return Err(CUresult::INVALID_VALUE);
     }
@@ -222,6 +224,7 @@ fn mem_alloc(out: *mut CUdeviceptr, size: usize) -> CuResult<()> {
 fn mem_alloc_v1(out: *mut CUdeviceptr_v1, size: c_uint) -> CuResult<()> {
     let g = initialized()?;
     context::current()?;
+    potentially_unsafe()?;
     if out.is_null() {
         return Err(CUresult::INVALID_VALUE);
     }
@@ -243,6 +246,7 @@ fn mem_free(addr: CUdeviceptr) -> CuResult<()> {
     if addr == 0 {
         return Ok(());
     }
+    potentially_unsafe()?;
     free_now(g, addr, &[AllocKind::Device, AllocKind::Device32])
 }
 
@@ -291,6 +295,7 @@ fn alloc_async(
         stream.invalidate_capture();
         return Err(CUresult::STREAM_CAPTURE_UNSUPPORTED);
     }
+    potentially_unsafe()?;
     // The pointer is valid as soon as the call returns; the queued command only marks the
     // allocation's place in stream order (and in the log).
     let addr = allocate(g, size, AllocKind::Device)?;
@@ -308,6 +313,7 @@ fn free_async(addr: CUdeviceptr, raw: CUstream, mode: DefaultStream) -> CuResult
         stream.invalidate_capture();
         return Err(CUresult::STREAM_CAPTURE_UNSUPPORTED);
     }
+    potentially_unsafe()?;
     g.memory
         .write()
         .unwrap_or_else(PoisonError::into_inner)

@@ -11,6 +11,11 @@
 //! A `CUkernel` (library kernel) is accepted wherever a `CUfunction` is, as by the real driver
 //! (the CUDA runtime launches kernels that way); `cuKernelGetFunction` returns a distinct
 //! `CUfunction` for it.
+//!
+//! Unloading a module or library frees its functions' handles, and the next functions loaded
+//! get them back, most recently freed first: on a GPU a handle is an address, and frameworks
+//! that load and unload code while they run (cuDNN, PyTorch's training loop: measured 25
+//! unloads in ten ResNet-18 steps) see the same values again for other kernels.
 
 use std::ffi::{CStr, c_char, c_uint, c_void};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -48,8 +53,13 @@ pub(crate) struct Library {
 }
 
 fn new_function(g: &Global, kind: Kind, def: &'static KernelDef) -> u64 {
+    let recycled = {
+        let mut free = lock(&g.freed_functions);
+        let at = free.iter().rposition(|h| h.raw >> 56 == kind as u64);
+        at.map(|i| free.remove(i))
+    };
     let function = Arc::new(Function {
-        handle: g.handle(kind),
+        handle: recycled.unwrap_or_else(|| g.handle(kind)),
         def,
         function: OnceLock::new(),
         loaded: std::sync::atomic::AtomicBool::new(false),
@@ -57,6 +67,13 @@ fn new_function(g: &Global, kind: Kind, def: &'static KernelDef) -> u64 {
     let raw = function.handle.raw;
     g.functions.insert(raw, function);
     raw
+}
+
+/// Forgets a function or kernel; its handle goes to the next one loaded.
+fn free_function(g: &Global, raw: u64) -> Option<Arc<Function>> {
+    let function = g.functions.remove(raw)?;
+    lock(&g.freed_functions).push(function.handle);
+    Some(function)
 }
 
 /// The kernels an image names.
@@ -167,7 +184,7 @@ fn module_unload(module: CUmodule) -> CuResult<()> {
         .remove(raw_of(module))
         .ok_or(CUresult::INVALID_HANDLE)?;
     for (_, raw) in &module.functions {
-        g.functions.remove(*raw);
+        free_function(g, *raw);
     }
     Ok(())
 }
@@ -226,9 +243,9 @@ fn library_unload(library: CUlibrary) -> CuResult<()> {
         .remove(raw_of(library))
         .ok_or(CUresult::INVALID_HANDLE)?;
     for (_, raw) in lock(&library.kernels).iter() {
-        if let Some(kernel) = g.functions.remove(*raw) {
+        if let Some(kernel) = free_function(g, *raw) {
             if let Some(function) = kernel.function.get() {
-                g.functions.remove(*function);
+                free_function(g, *function);
             }
         }
     }

@@ -117,6 +117,10 @@ pub(crate) struct Global {
     pub greens: Registry<crate::green::Green>,
     /// "Device" memory: host allocations the application addresses as device pointers.
     pub memory: RwLock<MemoryTable>,
+    /// Captures in progress (see `capture::potentially_unsafe`).
+    pub captures: Mutex<Vec<crate::capture::Shared>>,
+    /// Handles of unloaded functions and kernels, reused by the next ones loaded.
+    pub freed_functions: Mutex<Vec<Handle>>,
 }
 
 impl Global {
@@ -144,6 +148,8 @@ impl Global {
             execs: Registry::new(),
             greens: Registry::new(),
             memory: RwLock::new(MemoryTable::default()),
+            captures: Mutex::new(Vec::new()),
+            freed_functions: Mutex::new(Vec::new()),
         }
     }
 

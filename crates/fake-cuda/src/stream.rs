@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use baton_cuda_sys::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, CUresult, CUstream};
 
-use crate::capture::Capture;
+use crate::capture::{Shared, Slot};
 use crate::context::{self, Context};
 use crate::entry::CuResult;
 use crate::ops::{self, Op};
@@ -122,7 +122,8 @@ struct StreamState {
     completed: u64,
     worker: bool,
     closed: bool,
-    capture: Option<Capture>,
+    /// The capture the stream records into: one it began, or one it joined.
+    capture: Option<Slot>,
 }
 
 /// A stream of a context.
@@ -211,8 +212,8 @@ impl Stream {
             }
         }
         let mut state = lock(&self.state);
-        if let Some(capture) = state.capture.as_mut() {
-            capture.record(op)?;
+        if let Some(capture) = Self::active(&mut state) {
+            lock(&capture).record(op)?;
             return Ok(Submitted::Captured);
         }
         if state.closed {
@@ -244,20 +245,38 @@ impl Stream {
         self.changed.notify_all();
     }
 
+    /// The capture in `state`'s slot, if it has not ended (a stream that joined a capture
+    /// leaves it when the capture ends).
+    fn active(state: &mut StreamState) -> Option<Shared> {
+        let slot = state.capture.as_ref()?;
+        if lock(&slot.capture).ended {
+            state.capture = None;
+            return None;
+        }
+        Some(Arc::clone(&slot.capture))
+    }
+
+    /// The capture the stream records into, if any.
+    pub fn capture(&self) -> Option<Shared> {
+        Self::active(&mut lock(&self.state))
+    }
+
     pub fn is_capturing(&self) -> bool {
-        lock(&self.state).capture.is_some()
+        self.capture().is_some()
     }
 
     /// Marks an active capture as invalidated (a prohibited call happened during it).
     pub fn invalidate_capture(&self) {
-        if let Some(capture) = lock(&self.state).capture.as_mut() {
-            capture.invalidated = true;
+        if let Some(capture) = self.capture() {
+            lock(&capture).invalidated = true;
         }
     }
 
-    /// Runs `f` on the stream's capture slot.
-    pub fn with_capture<R>(&self, f: impl FnOnce(&mut Option<Capture>) -> R) -> R {
-        f(&mut lock(&self.state).capture)
+    /// Runs `f` on the stream's capture slot (after dropping an ended capture from it).
+    pub fn with_slot<R>(&self, f: impl FnOnce(&mut Option<Slot>) -> R) -> R {
+        let mut state = lock(&self.state);
+        Self::active(&mut state);
+        f(&mut state.capture)
     }
 }
 

@@ -72,6 +72,7 @@ fn refuse_while_capturing(stream: &Stream) -> CuResult<()> {
 fn synchronize(raw: CUstream, mode: DefaultStream) -> CuResult<()> {
     let stream = stream::resolve(raw, mode)?;
     refuse_while_capturing(&stream)?;
+    crate::capture::potentially_unsafe()?;
     for dep in stream.sync_deps()? {
         dep.wait();
     }
@@ -85,6 +86,7 @@ fn synchronize(raw: CUstream, mode: DefaultStream) -> CuResult<()> {
 fn query(raw: CUstream, mode: DefaultStream) -> CuResult<()> {
     let stream = stream::resolve(raw, mode)?;
     refuse_while_capturing(&stream)?;
+    crate::capture::potentially_unsafe()?;
     stream
         .ctx
         .upgrade()

@@ -85,7 +85,14 @@ pub(crate) static TABLE: &[(&str, &[Version])] = &[
     ("cuCtxSetCurrent", &[v(4000, "cuCtxSetCurrent")]),
     ("cuCtxGetCurrent", &[v(4000, "cuCtxGetCurrent")]),
     ("cuCtxGetDevice", &[v(2000, "cuCtxGetDevice")]),
-    ("cuCtxSynchronize", &[v(2000, "cuCtxSynchronize")]),
+    (
+        "cuThreadExchangeStreamCaptureMode",
+        &[v(10010, "cuThreadExchangeStreamCaptureMode")],
+    ),
+    (
+        "cuCtxSynchronize",
+        &[v(2000, "cuCtxSynchronize"), v(13000, "cuCtxSynchronize_v2")],
+    ),
     (
         "cuCtxGetStreamPriorityRange",
         &[v(5050, "cuCtxGetStreamPriorityRange")],

@@ -224,6 +224,12 @@ impl Gpu {
         call!(self, cuCtxSynchronize())
     }
 
+    /// `cuCtxSynchronize_v2(NULL)`: the current context, as CUDA 13's `cudaDeviceSynchronize`
+    /// asks for it.
+    pub fn device_sync(&self) -> Result<(), AppError> {
+        call!(self, cuCtxSynchronize_v2(std::ptr::null_mut()))
+    }
+
     /// Loads [`MODULE_IMAGE`] and looks up its functions.
     pub fn load_kernels(&self) -> Result<Kernels, AppError> {
         let mut module: CUmodule = std::ptr::null_mut();
@@ -271,6 +277,40 @@ impl Gpu {
             cuLibraryGetKernel(&mut kernel, library, name.as_ptr())
         )?;
         Ok(kernel)
+    }
+
+    /// Loads the library `image` and returns it with its kernel `name`.
+    pub fn load_library(
+        &self,
+        image: &CStr,
+        name: &CStr,
+    ) -> Result<(CUlibrary, CUkernel), AppError> {
+        let mut library: CUlibrary = std::ptr::null_mut();
+        let none = std::ptr::null_mut();
+        call!(
+            self,
+            cuLibraryLoadData(
+                &mut library,
+                image.as_ptr().cast(),
+                none,
+                none.cast(),
+                0,
+                none.cast(),
+                none.cast(),
+                0
+            )
+        )?;
+        let mut kernel = std::ptr::null_mut();
+        call!(
+            self,
+            cuLibraryGetKernel(&mut kernel, library, name.as_ptr())
+        )?;
+        Ok((library, kernel))
+    }
+
+    /// Unloads a library.
+    pub fn unload_library(&self, library: CUlibrary) -> Result<(), AppError> {
+        call!(self, cuLibraryUnload(library))
     }
 
     /// The current context's function for a library kernel.
