@@ -19,11 +19,15 @@
 //!
 //! [`ProcessUnits`] makes any policy treat each process's queues as one unit.
 //!
+//! [`Chaos`] (`chaos:SEED`) is a test mode, not a policy: it suspends and resumes queues at
+//! random moments, so that transparency checks can run a program suspended at arbitrary points.
+//!
 //! **Architecture invariant:** nothing here touches an XQueue, a clock or the OS. The local
 //! scheduler and the daemon turn decisions into suspend/resume operations.
 
 mod awf;
 mod cfs;
+mod chaos;
 mod chpf;
 mod decision;
 mod dependency;
@@ -43,6 +47,7 @@ mod up;
 
 pub use awf::Awf;
 pub use cfs::{Cfs, weight as cfs_weight};
+pub use chaos::{CHAOS_MAX_SPAN, CHAOS_MIN_SPAN, Chaos};
 pub use chpf::Chpf;
 pub use decision::Decision;
 pub use dependency::{Dependency, Until, inherit};

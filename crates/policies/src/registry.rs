@@ -1,7 +1,8 @@
 //! Every policy Baton knows, by name.
 
 use crate::{
-    Awf, Cfs, Chpf, Hhpf, Hpf, Kedf, Lax, Mlfq, Policy, PrePreempt, ProcessUnits, Pup, Slo, Up,
+    Awf, Cfs, Chaos, Chpf, Hhpf, Hpf, Kedf, Lax, Mlfq, Policy, PrePreempt, ProcessUnits, Pup, Slo,
+    Up,
 };
 
 /// A policy's name, what it does, and what it reads.
@@ -170,7 +171,7 @@ pub fn info(name: &str) -> Result<&'static PolicyInfo, UnknownPolicy> {
 /// No policy is registered under this name.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown policy {name:?}: choose one of {known} (prefix process: to schedule whole processes)"
+    "unknown policy {name:?}: choose one of {known} (prefix process: to schedule whole processes; chaos:SEED is a test mode that suspends queues at random)"
 )]
 pub struct UnknownPolicy {
     /// The name asked for.
@@ -180,10 +181,22 @@ pub struct UnknownPolicy {
 }
 
 /// A fresh instance of the policy called `name` (case-insensitive). `process:NAME` wraps it in
-/// [`ProcessUnits`], so each process's queues run or stop together.
+/// [`ProcessUnits`], so each process's queues run or stop together. `chaos` and `chaos:SEED`
+/// (a decimal `u64`) are the [`Chaos`] test mode, outside the catalog.
 pub fn by_name(name: &str) -> Result<Box<dyn Policy>, UnknownPolicy> {
     let t = name.trim();
+    if t.eq_ignore_ascii_case("chaos") {
+        return Ok(Box::new(Chaos::new(0)));
+    }
     match t.split_once(':') {
+        Some((prefix, seed)) if prefix.eq_ignore_ascii_case("chaos") => seed
+            .trim()
+            .parse()
+            .map(|seed| Box::new(Chaos::new(seed)) as Box<dyn Policy>)
+            .map_err(|_| UnknownPolicy {
+                name: name.to_string(),
+                known: "chaos:SEED with SEED a number, such as chaos:42".to_string(),
+            }),
         Some((prefix, inner)) if prefix.eq_ignore_ascii_case("process") => info(inner)
             .map(|i| Box::new(ProcessUnits::new(i.instantiate())) as Box<dyn Policy>)
             .map_err(|e| UnknownPolicy {
@@ -207,6 +220,9 @@ mod tests {
         }
         assert_eq!(catalog().len(), 11);
         assert_eq!(by_name("process:PUP").unwrap().name(), "pup");
+        assert_eq!(by_name("chaos").unwrap().name(), "chaos");
+        assert_eq!(by_name("Chaos:42").unwrap().name(), "chaos");
+        assert!(by_name("chaos:many").is_err());
     }
 
     /// The wrappers the registry adds must not hide what the policy says about attention:

@@ -1,0 +1,131 @@
+//! A test mode, not a scheduling policy: suspends and resumes queues at random moments.
+
+use baton_core::{Nanos, XQueueId};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::{Decision, Policy, Snapshot};
+
+/// The shortest time one random choice of suspended queues stands.
+pub const CHAOS_MIN_SPAN: Nanos = Nanos::from_micros(200);
+/// The longest time one random choice of suspended queues stands.
+pub const CHAOS_MAX_SPAN: Nanos = Nanos::from_millis(3);
+
+/// **chaos** — suspends each queue with probability ½ for a random span of 0.2–3 ms, then
+/// draws again, from a seed (`chaos:SEED`; `chaos` is seed 0).
+///
+/// It exists to test that programs compute exactly what they compute natively whatever the
+/// moments at which their queues are suspended and resumed: every transparency check runs a
+/// program in this role too. The same seed gives the same sequence of choices; which command
+/// each choice lands on depends on timing, so a failure is replayed by running the seed
+/// repeatedly. Never use it to share a GPU: it is neither fair nor work-conserving.
+#[derive(Clone, Debug)]
+pub struct Chaos {
+    rng: SmallRng,
+    /// When the current choice ends (`None`: no choice yet).
+    until: Option<Nanos>,
+    suspended: Vec<XQueueId>,
+}
+
+impl Chaos {
+    /// Chaos drawn from `seed`.
+    pub fn new(seed: u64) -> Chaos {
+        Chaos {
+            rng: SmallRng::seed_from_u64(seed),
+            until: None,
+            suspended: Vec::new(),
+        }
+    }
+}
+
+impl Policy for Chaos {
+    fn name(&self) -> &'static str {
+        "chaos"
+    }
+
+    fn decide(&mut self, snap: &Snapshot<'_>) -> Decision {
+        if self.until.is_none_or(|t| snap.now >= t) {
+            let rng = &mut self.rng;
+            self.suspended = snap
+                .queues
+                .iter()
+                .filter(|_| rng.random_bool(0.5))
+                .map(|q| q.id)
+                .collect();
+            let span = rng.random_range(CHAOS_MIN_SPAN.0..=CHAOS_MAX_SPAN.0);
+            self.until = Some(snap.now + Nanos(span));
+        }
+        // Queues that went away since the draw are dropped; new ones run until the next draw.
+        self.suspended
+            .retain(|id| snap.queues.iter().any(|q| q.id == *id));
+        Decision {
+            suspend: self.suspended.clone(),
+            wake_at: self.until,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::QueueView;
+
+    fn queues(n: u64) -> Vec<QueueView> {
+        (1..=n).map(|i| QueueView::new(i, 1, 0, true)).collect()
+    }
+
+    fn run(seed: u64, rounds: u64) -> Vec<Decision> {
+        let qs = queues(8);
+        let mut p = Chaos::new(seed);
+        let mut now = Nanos::ZERO;
+        let mut out = Vec::new();
+        for _ in 0..rounds {
+            let d = p.decide(&Snapshot::new(now, &qs));
+            now = d.wake_at.expect("chaos always asks to be woken");
+            out.push(d);
+        }
+        out
+    }
+
+    #[test]
+    fn the_same_seed_draws_the_same_choices() {
+        assert_eq!(run(7, 50), run(7, 50));
+        assert_ne!(run(7, 50), run(8, 50));
+    }
+
+    #[test]
+    fn every_queue_is_both_suspended_and_running_at_times_and_spans_stay_in_range() {
+        let decisions = run(3, 200);
+        for id in 1..=8 {
+            let suspended = decisions
+                .iter()
+                .filter(|d| d.suspends(XQueueId(id)))
+                .count();
+            assert!(
+                suspended > 40 && suspended < 160,
+                "queue {id}: suspended in {suspended} of 200 draws"
+            );
+        }
+        let mut now = Nanos::ZERO;
+        for d in &decisions {
+            let span = d.wake_at.unwrap() - now;
+            assert!(span >= CHAOS_MIN_SPAN && span <= CHAOS_MAX_SPAN, "{span:?}");
+            now = d.wake_at.unwrap();
+        }
+    }
+
+    #[test]
+    fn a_choice_stands_until_its_span_ends_and_forgets_queues_that_left() {
+        let qs = queues(8);
+        let mut p = Chaos::new(11);
+        let first = p.decide(&Snapshot::new(Nanos::ZERO, &qs));
+        let again = p.decide(&Snapshot::new(Nanos::from_micros(100), &qs));
+        assert_eq!(
+            first, again,
+            "an event before the span ends keeps the choice"
+        );
+        let fewer: Vec<QueueView> = qs.iter().copied().filter(|q| q.id.0 > 4).collect();
+        let d = p.decide(&Snapshot::new(Nanos::from_micros(150), &fewer));
+        assert!(d.suspend.iter().all(|id| id.0 > 4), "{d:?}");
+    }
+}
