@@ -41,6 +41,12 @@ pub enum HwError {
     /// Waiting would block, but the queue is driven in virtual time where nothing may block.
     #[error("this queue runs in virtual time, where waiting would block forever; poll it instead")]
     WouldBlock,
+    /// The hardware queue cannot take this request now, and nothing is lost by asking again
+    /// later (a CUDA stream that records into a graph instead of executing: a sync point placed
+    /// there would become part of the application's graph). Only [`HwQueue::sync_point`]
+    /// returns it; the XQueue then places the sync point later.
+    #[error("the hardware queue cannot take a sync point now; try again later")]
+    Busy,
     /// The device or driver returned an error.
     #[error("{backend} error {code}: {message}")]
     Backend {
@@ -104,8 +110,10 @@ pub trait HwQueue: Send + Sync + 'static {
     fn launch(&self, cmd: Self::Command) -> Result<(), HwError>;
 
     /// A sync point after every command launched so far: it is reached once they all complete.
-    /// Called only right after a launch, on the launching thread, so it is that command's sync
-    /// point and sits in the queue exactly where the application's own order puts it.
+    /// Called right after a launch, on the launching thread, so it is that command's sync
+    /// point and sits in the queue exactly where the application's own order puts it; or later,
+    /// with nothing launched in between, to cover launches made without one. May return
+    /// [`HwError::Busy`] when none can be placed now: the XQueue asks again later.
     fn sync_point(&self) -> Result<Self::SyncPoint, HwError>;
 
     /// Whether `sp` has been reached. Never blocks.

@@ -115,6 +115,11 @@ pub struct Script {
     pub violations: Vec<(usize, usize)>,
     /// Fail the next launch with this code.
     pub fail_next_launch: Option<i64>,
+    /// Refuse sync points for now ([`HwError::Busy`], as a CUDA stream that records into a
+    /// graph does); refusals are counted in `busy_refusals`.
+    pub refuse_sync_points: bool,
+    /// Sync points refused.
+    pub busy_refusals: usize,
 }
 
 impl Script {
@@ -231,10 +236,14 @@ impl HwQueue for ScriptedHwQueue {
     }
 
     fn sync_point(&self) -> Result<usize, HwError> {
-        Ok(self.with(|s| {
+        self.with(|s| {
+            if s.refuse_sync_points {
+                s.busy_refusals += 1;
+                return Err(HwError::Busy);
+            }
             s.sync_points += 1;
-            s.launched.len()
-        }))
+            Ok(s.launched.len())
+        })
     }
 
     fn is_reached(&self, sp: &usize) -> Result<bool, HwError> {

@@ -664,8 +664,10 @@ impl<H: HwQueue> XQueue<H> {
     }
 
     /// Asks the hardware through `f` whether all launched work is done (e.g. the driver's stream
-    /// query), without blocking. False while commands are still buffered; if `f` says done,
-    /// every launched command counts as complete.
+    /// query), without blocking. False while commands are still buffered; true without asking
+    /// when every submitted command is already known complete (the hardware may still be
+    /// running a sync point placed after them, which is the queue's business, not the
+    /// caller's); if `f` says done, every launched command counts as complete.
     pub fn query_with(
         &self,
         f: impl FnOnce(&H) -> Result<bool, HwError>,
@@ -675,6 +677,9 @@ impl<H: HwQueue> XQueue<H> {
         let mut st = sync::lock(&sh.state);
         if !st.buffer.is_empty() {
             return Ok(false);
+        }
+        if st.completed == st.submitted && st.deferred_error.is_none() {
+            return Ok(true);
         }
         let end = st.launched;
         let done = f(&sh.hw)?;

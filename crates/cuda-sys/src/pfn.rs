@@ -554,6 +554,13 @@ pfn! {
     PFN_cuMemcpy3DWithAttributesAsync(op: *mut c_void, flags: c_ulonglong, hStream: CUstream);
     /// `cuLaunchHostFunc_v2` (13.1): a host function with a synchronization mode.
     PFN_cuLaunchHostFunc_v2(hStream: CUstream, fn_: CUhostFn, userData: *mut c_void, syncMode: c_uint);
+    /// `cuStreamGetAttribute` (11.0), and `_ptsz`; `attr` is a `CUstreamAttrID`, `value_out`
+    /// points to a `CUstreamAttrValue`.
+    PFN_cuStreamGetAttribute(hStream: CUstream, attr: c_uint, value_out: *mut c_void);
+    /// `cuStreamSetAttribute` (11.0), and `_ptsz`.
+    PFN_cuStreamSetAttribute(hStream: CUstream, attr: c_uint, value: *const c_void);
+    /// `cuStreamCopyAttributes` (11.0), and `_ptsz`.
+    PFN_cuStreamCopyAttributes(dst: CUstream, src: CUstream);
     /// `cuLaunchGridAsync` (2.0; deprecated).
     PFN_cuLaunchGridAsync(f: CUfunction, grid_width: c_int, grid_height: c_int, hStream: CUstream);
     /// `cuLaunchCooperativeKernelMultiDevice` (9.0; deprecated); `launchParamsList` points to

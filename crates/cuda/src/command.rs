@@ -4,8 +4,9 @@ use std::ffi::c_void;
 
 use baton_core::{CommandKind, HwCommand};
 use baton_cuda_sys::{
-    CU_LAUNCH_ATTRIBUTE_COOPERATIVE, CUdeviceptr, CUevent, CUfunction, CUgraphExec, CUhostFn,
-    CUlaunchAttribute, CUlaunchConfig, CUstream, CUstreamCallback,
+    CU_LAUNCH_ATTRIBUTE_COOPERATIVE, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
+    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT, CUdeviceptr, CUevent, CUfunction, CUgraphExec,
+    CUhostFn, CUlaunchAttribute, CUlaunchConfig, CUstream, CUstreamCallback,
 };
 
 use crate::{Driver, DriverError, KernelArgs, check};
@@ -184,6 +185,26 @@ impl HwCommand for CudaCommand {
             CudaCommand::GraphLaunch(_) | CudaCommand::GraphUpload(_) => CommandKind::GraphLaunch,
         }
     }
+}
+
+/// The events launch attributes record (a programmatic event, a launch-completion event): each
+/// is a record of that event at the launch's place in its stream.
+pub fn attribute_events(attrs: &[CUlaunchAttribute]) -> Vec<CUevent> {
+    attrs
+        .iter()
+        .filter_map(|a| match a.id {
+            CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT => {
+                // SAFETY: for this key the value is a struct whose first member is the event.
+                Some(unsafe { a.value.programmaticEvent.event })
+            }
+            CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT => {
+                // SAFETY: as above.
+                Some(unsafe { a.value.launchCompletionEvent.event })
+            }
+            _ => None,
+        })
+        .filter(|e| !e.is_null())
+        .collect()
 }
 
 /// Whether launch attributes ask for a cooperative launch (all blocks resident at once).

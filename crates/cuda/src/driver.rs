@@ -70,6 +70,7 @@ driver! {
     cuCtxPopCurrent_v2: PFN_cuCtxPopCurrent_v2;
     cuCtxGetDevice: PFN_cuCtxGetDevice;
     cuCtxSynchronize: PFN_cuCtxSynchronize;
+    cuCtxSynchronize_v2: PFN_cuCtxSynchronize_v2;
     cuCtxDestroy_v2: PFN_cuCtxDestroy_v2;
     cuCtxGetStreamPriorityRange: PFN_cuCtxGetStreamPriorityRange;
     cuDevicePrimaryCtxRelease_v2: PFN_cuDevicePrimaryCtxRelease_v2;
@@ -228,6 +229,101 @@ driver! {
     cuMemHostUnregister: PFN_cuMemHostUnregister;
     cuLibraryUnload: PFN_cuLibraryUnload;
     cuMemAlloc_v2: PFN_cuMemAlloc_v2;
+    cuStreamWaitValue32: PFN_cuStreamWaitValue32;
+    cuStreamWaitValue32_ptsz: PFN_cuStreamWaitValue32;
+    cuStreamWriteValue32: PFN_cuStreamWriteValue32;
+    cuStreamWriteValue32_ptsz: PFN_cuStreamWriteValue32;
+    cuStreamWaitValue64: PFN_cuStreamWaitValue64;
+    cuStreamWaitValue64_ptsz: PFN_cuStreamWaitValue64;
+    cuStreamWriteValue64: PFN_cuStreamWriteValue64;
+    cuStreamWriteValue64_ptsz: PFN_cuStreamWriteValue64;
+    cuStreamBatchMemOp: PFN_cuStreamBatchMemOp;
+    cuStreamBatchMemOp_ptsz: PFN_cuStreamBatchMemOp;
+    cuMemPrefetchAsync_v2: PFN_cuMemPrefetchAsync_v2;
+    cuMemPrefetchAsync_v2_ptsz: PFN_cuMemPrefetchAsync_v2;
+    cuMemPrefetchBatchAsync: PFN_cuMemPrefetchBatchAsync;
+    cuMemPrefetchBatchAsync_ptsz: PFN_cuMemPrefetchBatchAsync;
+    cuMemDiscardBatchAsync: PFN_cuMemDiscardBatchAsync;
+    cuMemDiscardBatchAsync_ptsz: PFN_cuMemDiscardBatchAsync;
+    cuMemDiscardAndPrefetchBatchAsync: PFN_cuMemDiscardAndPrefetchBatchAsync;
+    cuMemDiscardAndPrefetchBatchAsync_ptsz: PFN_cuMemDiscardAndPrefetchBatchAsync;
+    cuMemcpyBatchAsync: PFN_cuMemcpyBatchAsync;
+    cuMemcpyBatchAsync_ptsz: PFN_cuMemcpyBatchAsync;
+    cuMemcpyBatchAsync_v2: PFN_cuMemcpyBatchAsync_v2;
+    cuMemcpyBatchAsync_v2_ptsz: PFN_cuMemcpyBatchAsync_v2;
+    cuMemcpy3DBatchAsync: PFN_cuMemcpy3DBatchAsync;
+    cuMemcpy3DBatchAsync_ptsz: PFN_cuMemcpy3DBatchAsync;
+    cuMemcpy3DBatchAsync_v2: PFN_cuMemcpy3DBatchAsync_v2;
+    cuMemcpy3DBatchAsync_v2_ptsz: PFN_cuMemcpy3DBatchAsync_v2;
+    cuMemBatchDecompressAsync: PFN_cuMemBatchDecompressAsync;
+    cuMemBatchDecompressAsync_ptsz: PFN_cuMemBatchDecompressAsync;
+    cuMemMapArrayAsync: PFN_cuMemMapArrayAsync;
+    cuMemMapArrayAsync_ptsz: PFN_cuMemMapArrayAsync;
+    cuMemcpy3DPeerAsync: PFN_cuMemcpy3DPeerAsync;
+    cuMemcpy3DPeerAsync_ptsz: PFN_cuMemcpy3DPeerAsync;
+    cuMemcpy3DPeer: PFN_cuMemcpy3DPeer;
+    cuMemcpy3DPeer_ptds: PFN_cuMemcpy3DPeer;
+    cuMemcpyAtoHAsync_v2: PFN_cuMemcpyAtoHAsync_v2;
+    cuMemcpyAtoHAsync_v2_ptsz: PFN_cuMemcpyAtoHAsync_v2;
+    cuMemcpyHtoAAsync_v2: PFN_cuMemcpyHtoAAsync_v2;
+    cuMemcpyHtoAAsync_v2_ptsz: PFN_cuMemcpyHtoAAsync_v2;
+    cuMemcpyAtoH_v2: PFN_cuMemcpyAtoH_v2;
+    cuMemcpyAtoH_v2_ptds: PFN_cuMemcpyAtoH_v2;
+    cuMemcpyHtoA_v2: PFN_cuMemcpyHtoA_v2;
+    cuMemcpyHtoA_v2_ptds: PFN_cuMemcpyHtoA_v2;
+    cuMemcpyDtoA_v2: PFN_cuMemcpyDtoA_v2;
+    cuMemcpyDtoA_v2_ptds: PFN_cuMemcpyDtoA_v2;
+    cuMemcpyAtoD_v2: PFN_cuMemcpyAtoD_v2;
+    cuMemcpyAtoD_v2_ptds: PFN_cuMemcpyAtoD_v2;
+    cuMemcpyAtoA_v2: PFN_cuMemcpyAtoA_v2;
+    cuMemcpyAtoA_v2_ptds: PFN_cuMemcpyAtoA_v2;
+    cuMemsetD2D8_v2: PFN_cuMemsetD2D8_v2;
+    cuMemsetD2D8_v2_ptds: PFN_cuMemsetD2D8_v2;
+    cuMemsetD2D16_v2: PFN_cuMemsetD2D16_v2;
+    cuMemsetD2D16_v2_ptds: PFN_cuMemsetD2D16_v2;
+    cuMemsetD2D32_v2: PFN_cuMemsetD2D32_v2;
+    cuMemsetD2D32_v2_ptds: PFN_cuMemsetD2D32_v2;
+    cuMemAllocFromPoolAsync: PFN_cuMemAllocFromPoolAsync;
+    cuMemAllocFromPoolAsync_ptsz: PFN_cuMemAllocFromPoolAsync;
+    cuSignalExternalSemaphoresAsync: PFN_cuSignalExternalSemaphoresAsync;
+    cuSignalExternalSemaphoresAsync_ptsz: PFN_cuSignalExternalSemaphoresAsync;
+    cuWaitExternalSemaphoresAsync: PFN_cuWaitExternalSemaphoresAsync;
+    cuWaitExternalSemaphoresAsync_ptsz: PFN_cuWaitExternalSemaphoresAsync;
+    cuStreamAttachMemAsync: PFN_cuStreamAttachMemAsync;
+    cuStreamAttachMemAsync_ptsz: PFN_cuStreamAttachMemAsync;
+    cuGraphicsMapResources: PFN_cuGraphicsMapResources;
+    cuGraphicsMapResources_ptsz: PFN_cuGraphicsMapResources;
+    cuGraphicsUnmapResources: PFN_cuGraphicsUnmapResources;
+    cuGraphicsUnmapResources_ptsz: PFN_cuGraphicsUnmapResources;
+    cuGraphInstantiateWithParams: PFN_cuGraphInstantiateWithParams;
+    cuGraphInstantiateWithParams_ptsz: PFN_cuGraphInstantiateWithParams;
+    cuLaunchGridAsync: PFN_cuLaunchGridAsync;
+    cuFuncGetName: PFN_cuFuncGetName;
+    cuKernelGetName: PFN_cuKernelGetName;
+    cuStreamGetAttribute: PFN_cuStreamGetAttribute;
+    cuStreamGetAttribute_ptsz: PFN_cuStreamGetAttribute;
+    cuStreamSetAttribute: PFN_cuStreamSetAttribute;
+    cuStreamSetAttribute_ptsz: PFN_cuStreamSetAttribute;
+    cuStreamCopyAttributes: PFN_cuStreamCopyAttributes;
+    cuStreamCopyAttributes_ptsz: PFN_cuStreamCopyAttributes;
+    cuMemcpyWithAttributesAsync: PFN_cuMemcpyWithAttributesAsync;
+    cuMemcpy3DWithAttributesAsync: PFN_cuMemcpy3DWithAttributesAsync;
+    cuLaunchHostFunc_v2: PFN_cuLaunchHostFunc_v2;
+    cuLaunchCooperativeKernelMultiDevice: PFN_cuLaunchCooperativeKernelMultiDevice;
+    cuCtxRecordEvent: PFN_cuCtxRecordEvent;
+    cuCtxWaitEvent: PFN_cuCtxWaitEvent;
+    cuGreenCtxRecordEvent: PFN_cuGreenCtxRecordEvent;
+    cuGreenCtxWaitEvent: PFN_cuGreenCtxWaitEvent;
+    cuStreamGetCaptureInfo: PFN_cuStreamGetCaptureInfo;
+    cuStreamGetCaptureInfo_ptsz: PFN_cuStreamGetCaptureInfo;
+    cuStreamGetCaptureInfo_v2: PFN_cuStreamGetCaptureInfo_v2;
+    cuStreamGetCaptureInfo_v2_ptsz: PFN_cuStreamGetCaptureInfo_v2;
+    cuStreamGetCaptureInfo_v3: PFN_cuStreamGetCaptureInfo_v3;
+    cuStreamGetCaptureInfo_v3_ptsz: PFN_cuStreamGetCaptureInfo_v3;
+    cuStreamUpdateCaptureDependencies: PFN_cuStreamUpdateCaptureDependencies;
+    cuStreamUpdateCaptureDependencies_ptsz: PFN_cuStreamUpdateCaptureDependencies;
+    cuStreamUpdateCaptureDependencies_v2: PFN_cuStreamUpdateCaptureDependencies_v2;
+    cuStreamUpdateCaptureDependencies_v2_ptsz: PFN_cuStreamUpdateCaptureDependencies_v2;
 }
 
 /// Opens the CUDA driver library: `path` if given (it must be absolute), otherwise
@@ -290,6 +386,21 @@ impl Driver {
                 kind,
                 MEMORYTYPE_HOST | MEMORYTYPE_DEVICE | MEMORYTYPE_UNIFIED
             )
+    }
+
+    /// Puts the calling thread in relaxed stream-capture mode: the application's captures, in
+    /// whatever mode, then never forbid it the calls that are merely "potentially unsafe"
+    /// during a capture (querying or synchronizing other streams and events, allocating).
+    /// Measured on an H100 (`scripts/gpu/apps/capture_probe.cu`): while any thread captures in
+    /// global mode, such a call from a thread in the default mode fails and invalidates the
+    /// capture; from a relaxed thread it succeeds. For Baton's own threads, which act for the
+    /// application at moments it did not choose.
+    pub fn relax_capture_mode(&self) {
+        if let Some(exchange) = self.cuThreadExchangeStreamCaptureMode {
+            let mut mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+            // SAFETY: `mode` is a valid in/out pointer.
+            let _ = unsafe { exchange(&mut mode) };
+        }
     }
 
     /// The entry point called `name`, or the error a call to it would give.

@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use baton_core::{HwError, HwQueue, Level};
-use baton_cuda_sys::{CU_STREAM_CAPTURE_MODE_RELAXED, CUcontext, CUresult, CUstream};
+use baton_cuda_sys::{
+    CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_LEGACY, CUcontext, CUresult, CUstream,
+    CUstreamCaptureStatus,
+};
 
 use crate::gate::Gate;
 use crate::green::Confined;
@@ -22,7 +25,8 @@ thread_local! {
 /// Counts stream captures in progress in the process. While one runs, application threads must
 /// not make "unsafe" driver calls such as event queries (CUDA would fail them and invalidate the
 /// capture), so the queues leave completion tracking to their launch workers, which run in
-/// relaxed capture mode.
+/// relaxed capture mode; and no thread may query, synchronize or record into a stream that
+/// records into a graph, nor use the legacy stream (see `CudaHwQueue::recording`).
 #[derive(Debug, Default)]
 pub struct CaptureGate {
     active: AtomicUsize,
@@ -56,6 +60,8 @@ pub struct CudaHwQueue {
     driver: &'static Driver,
     ctx: CUcontext,
     stream: CUstream,
+    /// `stream` is the legacy default stream.
+    legacy: bool,
     pool: Arc<EventPool>,
     gate: Arc<CaptureGate>,
     /// The context's time slice (Level 3), if Baton controls it.
@@ -89,6 +95,7 @@ impl CudaHwQueue {
             driver,
             ctx,
             stream,
+            legacy: stream == CU_STREAM_LEGACY || stream.is_null(),
             pool,
             gate,
             slice: None,
@@ -211,6 +218,28 @@ impl CudaHwQueue {
         }
     }
 
+    /// Whether the driver must not be asked about this stream, nor given anything for it, on
+    /// Baton's behalf now: the stream records into a graph (a capture began on it, or it joined
+    /// one by waiting on a captured event), where a sync point would become part of the
+    /// application's graph and a query or synchronization fails and invalidates the capture;
+    /// or it is the legacy stream while some capture runs, which CUDA forbids touching while a
+    /// blocking stream captures. Asks the driver only while a capture is in progress.
+    fn recording(&self) -> bool {
+        if !self.gate.active() {
+            return false;
+        }
+        if self.legacy {
+            return true;
+        }
+        let Some(is_capturing) = self.driver.cuStreamIsCapturing else {
+            return true;
+        };
+        let mut status = CUstreamCaptureStatus::default();
+        // SAFETY: the stream is live while its queue exists; `status` is a valid out-pointer.
+        let r = unsafe { is_capturing(self.stream, &mut status) };
+        !r.is_success() || status != CU_STREAM_CAPTURE_STATUS_NONE
+    }
+
     /// The stream commands are launched on.
     pub fn stream(&self) -> CUstream {
         self.stream
@@ -298,11 +327,7 @@ impl HwQueue for CudaHwQueue {
         let set = Driver::require(self.driver.cuCtxSetCurrent, "cuCtxSetCurrent").map_err(hw)?;
         // SAFETY: the context outlives its queues.
         check("cuCtxSetCurrent", unsafe { set(self.ctx) }).map_err(hw)?;
-        if let Some(exchange) = self.driver.cuThreadExchangeStreamCaptureMode {
-            let mut mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-            // SAFETY: `mode` is a valid in/out pointer.
-            let _ = unsafe { exchange(&mut mode) };
-        }
+        self.driver.relax_capture_mode();
         Ok(())
     }
 
@@ -311,10 +336,19 @@ impl HwQueue for CudaHwQueue {
         // SAFETY: the stream lives as long as its queue and the launching threads have its
         // context current (the application's own thread, or the worker after `on_create`); the
         // command's contents are the application's, valid by CUDA's contract.
-        unsafe { self.launch_on(self.stream, confinable, |s| cmd.launch(self.driver, s)) }
+        let r = unsafe { self.launch_on(self.stream, confinable, |s| cmd.launch(self.driver, s)) };
+        if let Err(e) = &r {
+            // The application learns of it at its next synchronization, without knowing which
+            // command it was: say it here.
+            tracing::warn!(stream = ?self.stream, "a command Baton launched later failed: {e}");
+        }
+        r
     }
 
     fn sync_point(&self) -> Result<Arc<PooledEvent>, HwError> {
+        if self.recording() {
+            return Err(HwError::Busy);
+        }
         let ev = self.pool.get().map_err(hw)?;
         let record = Driver::require(self.driver.cuEventRecord, "cuEventRecord").map_err(hw)?;
         // SAFETY: the event and stream are live handles of the same context.
@@ -339,7 +373,7 @@ impl HwQueue for CudaHwQueue {
     }
 
     fn query_idle(&self) -> Result<bool, HwError> {
-        if self.gate.active() && !LAUNCH_WORKER.with(Cell::get) {
+        if self.gate.active() && (!LAUNCH_WORKER.with(Cell::get) || self.recording()) {
             return Ok(false);
         }
         let query = Driver::require(self.driver.cuStreamQuery, "cuStreamQuery").map_err(hw)?;

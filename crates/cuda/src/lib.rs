@@ -30,7 +30,7 @@ mod params;
 pub mod rm;
 
 pub use baton_cuda_sys as sys;
-pub use command::{CudaCommand, HostPtr, MemsetWidth, cooperative_attrs};
+pub use command::{CudaCommand, HostPtr, MemsetWidth, attribute_events, cooperative_attrs};
 pub use driver::{Driver, open_library};
 pub use error::{DriverError, check};
 pub use events::{EventPool, PooledEvent};

@@ -143,6 +143,12 @@ impl Runtime {
         }
         let handle = Self::handle_for(e, stream);
         if self.capturing(e, handle) {
+            // Recorded into the graph, not executed. What the call waits for (an event recorded
+            // before the capture, on a stream that may still hold it back) must reach the
+            // driver first, as it had natively.
+            for d in &deps {
+                d.wait_satisfied();
+            }
             self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
             return (direct(handle), None);
         }
@@ -276,6 +282,17 @@ impl Runtime {
         }
     }
 
+    /// Before a call that frees memory or unregisters host memory, which waits for all pending
+    /// work of the device: natively that includes every command submitted so far, which may
+    /// still use the memory, so everything Baton holds back reaches the driver first (even
+    /// from a suspended queue), and at Level 2 every gate lets it through. Without this, a
+    /// command held back by a suspension would run after the memory was freed, and maybe
+    /// reused (PyTorch's `empty_cache` frees cached blocks right after a synchronization).
+    pub(crate) fn before_free(&self, real: impl FnOnce() -> CUresult) -> CUresult {
+        self.release_gates();
+        self.after_submitted(real)
+    }
+
     /// Before a call that waits for all pending work of the device (freeing or registering
     /// memory, loading a module, a kernel's first launch under lazy loading: measured by
     /// `scripts/gpu/gate_calls.sh`): at Level 2, every queue lets the commands it already
@@ -302,6 +319,16 @@ impl Runtime {
         self.hot.l2_gates
     }
 
+    /// Forgets everything known by function handle: code was unloaded, and its handles may
+    /// name other functions from now on.
+    pub(crate) fn forget_functions(&self) {
+        self.params.forget_all();
+        self.launched_functions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
     /// At Level 2, before launching `f`: its first launch may load it, which waits for the
     /// device (see [`Runtime::release_gates`]).
     pub(crate) fn before_kernel(&self, f: CUfunction) {
@@ -324,13 +351,18 @@ impl Runtime {
             .insert(key);
     }
 
-    /// `cuCtxSynchronize`: every queue of the current context launched (even a suspended one:
-    /// the caller waits for all of it), then the driver's wait.
-    pub(crate) fn ctx_synchronize(&self, real: impl FnOnce() -> CUresult) -> CUresult {
+    /// `cuCtxSynchronize` (of the current context) and `cuCtxSynchronize_v2` (of `ctx`, or
+    /// the current one): every queue of the context launched (even a suspended one: the caller
+    /// waits for all of it), then the driver's wait.
+    pub(crate) fn ctx_synchronize(
+        &self,
+        ctx: Option<baton_cuda::sys::CUcontext>,
+        real: impl FnOnce() -> CUresult,
+    ) -> CUresult {
         if !self.cfg.enabled {
             return real();
         }
-        let Some(ctx) = self.current_context() else {
+        let Some(ctx) = ctx.or_else(|| self.current_context()) else {
             return real();
         };
         let entries = self.reg.of_context(ctx);
@@ -359,41 +391,62 @@ impl Runtime {
         flags: Option<u32>,
         direct: impl FnOnce(CUstream) -> CUresult,
     ) -> CUresult {
+        self.recording(&[event], stream, api, Count::Other, direct, || {
+            Some(CudaCommand::EventRecord { event, flags })
+        })
+    }
+
+    /// A stream operation that records `events` at its place in the stream: an event record,
+    /// or a kernel launch whose attributes name events. Waits on the events issued before it
+    /// reach the driver first (CUDA binds a wait to the record current when it was issued), and
+    /// the operation becomes each event's last record, which later waits and queries follow.
+    pub(crate) fn recording(
+        &self,
+        events: &[CUevent],
+        stream: CUstream,
+        api: Api,
+        count: Count,
+        direct: impl FnOnce(CUstream) -> CUresult,
+        defer: impl FnOnce() -> Option<CudaCommand>,
+    ) -> CUresult {
         if !self.cfg.enabled {
             return direct(stream);
         }
         let Some(e) = self.entry(stream, api) else {
             return direct(stream);
         };
-        let key = event as usize;
         if self.capturing(&e, Self::handle_for(&e, stream)) {
             let r = direct(Self::handle_for(&e, stream));
             let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
-            let t = ev.entry(key).or_default();
-            t.record = None;
-            t.captured = true;
+            for event in events {
+                let t = ev.entry(*event as usize).or_default();
+                t.record = None;
+                t.captured = true;
+            }
             return r;
         }
-        // Waits issued before this record must reach the driver before it does.
-        let waits = {
+        let mut waits: Vec<(Arc<StreamEntry>, CommandSeq)> = Vec::new();
+        {
             let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
-            ev.get_mut(&key)
-                .map(|t| std::mem::take(&mut t.waits))
-                .unwrap_or_default()
-        };
+            for event in events {
+                if let Some(t) = ev.get_mut(&(*event as usize)) {
+                    waits.append(&mut t.waits);
+                }
+            }
+        }
         let deps: Vec<Dependency> = waits
             .iter()
             .filter(|(q, _)| !Arc::ptr_eq(q, &e))
             .filter_map(|(q, seq)| q.xq.dependency_on(*seq))
             .collect();
-        let (r, seq) = self.scheduled_on(&e, stream, Count::Other, deps, direct, || {
-            Some(CudaCommand::EventRecord { event, flags })
-        });
+        let (r, seq) = self.scheduled_on(&e, stream, count, deps, direct, defer);
         if let Some(seq) = seq {
             let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
-            let t = ev.entry(key).or_default();
-            t.record = Some((e.clone(), seq));
-            t.captured = false;
+            for event in events {
+                let t = ev.entry(*event as usize).or_default();
+                t.record = Some((e.clone(), seq));
+                t.captured = false;
+            }
         }
         r
     }
@@ -422,11 +475,11 @@ impl Runtime {
                 .unwrap_or((None, false))
         };
         if captured && self.gate.active() {
-            // Waiting on captured work joins this stream to the capture: what it holds must run
-            // first, and from now on its calls go to the capture.
-            let _ = e.xq.flush();
+            // Waiting on captured work joins this stream to the capture: from now on its calls
+            // go to the capture.
+            self.before_recording(&e);
             self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
-            return direct(handle);
+            return self.start_recording(&e, || direct(handle));
         }
         let deps: Vec<Dependency> = record
             .iter()
@@ -515,9 +568,11 @@ impl Runtime {
         if pending.is_empty() {
             return real();
         }
+        let driver = self.driver;
         let spawned = std::thread::Builder::new()
             .name("baton-retire".into())
             .spawn(move || {
+                driver.relax_capture_mode();
                 for (q, seq) in pending {
                     let _ = q.xq.wait_launched(seq);
                 }
@@ -526,6 +581,21 @@ impl Runtime {
         match spawned {
             Ok(_) => CUresult::SUCCESS,
             Err(_) => CUresult::OUT_OF_MEMORY,
+        }
+    }
+
+    /// Before `e` starts recording into a graph (it begins a capture, or joins one): everything
+    /// submitted to it so far, and to its context's legacy stream, reaches the driver first,
+    /// even while suspended. Natively that work was issued before the capture and runs
+    /// outside it; launched during the capture, Baton's own launches would be recorded into the
+    /// graph (on this stream) or invalidate the capture (on the legacy stream, which CUDA
+    /// forbids touching while a blocking stream captures).
+    fn before_recording(&self, e: &StreamEntry) {
+        let legacy = e.ctx.legacy.get().filter(|l| !std::ptr::eq(l.as_ref(), e));
+        for q in std::iter::once(e).chain(legacy.map(|l| l.as_ref())) {
+            if let Some(d) = q.xq.dependency_on_all() {
+                d.wait_satisfied();
+            }
         }
     }
 
@@ -542,15 +612,32 @@ impl Runtime {
         let Some(e) = self.entry(stream, api) else {
             return real(stream);
         };
-        let _ = e.xq.flush();
+        self.before_recording(&e);
         self.gate.begin();
-        let r = real(Self::handle_for(&e, stream));
+        let r = self.start_recording(&e, || real(Self::handle_for(&e, stream)));
         if r.is_success() {
             e.capturing.store(true, Ordering::Release);
         } else {
             self.gate.end();
         }
         r
+    }
+
+    /// Makes `e`'s stream start recording into a graph through `real` (a capture's beginning,
+    /// or a wait that joins one) while its queue's launch worker — and, for a blocking stream,
+    /// the legacy stream's — is kept from the driver: a worker that had just found the stream
+    /// not capturing could otherwise query it, or record a sync point into it, as it starts.
+    fn start_recording(&self, e: &StreamEntry, real: impl FnOnce() -> CUresult) -> CUresult {
+        let blocking = matches!(
+            e.kind,
+            StreamKind::PerThread | StreamKind::Regular { blocking: true }
+        );
+        let legacy = e.ctx.legacy.get().filter(|_| blocking);
+        let run = || e.xq.run_in_order(|_| real()).unwrap_or_else(|x| status(&x));
+        match legacy {
+            Some(l) => l.xq.run_in_order(|_| run()).unwrap_or_else(|x| status(&x)),
+            None => run(),
+        }
     }
 
     /// `cuStreamEndCapture`.
@@ -584,8 +671,42 @@ impl Runtime {
         }
     }
 
+    /// The handle for a call that only asks about `stream`'s capture or changes its capture
+    /// dependencies: Baton's stand-in when `stream` names the calling thread's per-thread
+    /// default stream (the stand-in is what captures), the application's handle otherwise — a
+    /// stream merely asked about gets no queue.
+    pub(crate) fn per_thread_handle(&self, stream: CUstream, api: Api) -> CUstream {
+        let per_thread = stream == baton_cuda::sys::CU_STREAM_PER_THREAD
+            || (stream.is_null() && api == Api::PerThread);
+        if per_thread {
+            self.plain_handle(stream, api)
+        } else {
+            stream
+        }
+    }
+
+    /// `cuCtxRecordEvent`/`cuGreenCtxRecordEvent`: an event after everything submitted to the
+    /// context, so everything submitted reaches the driver first; the event's last record is
+    /// then in the driver, not in a queue.
+    pub(crate) fn context_event_record(
+        &self,
+        event: CUevent,
+        real: impl FnOnce() -> CUresult,
+    ) -> CUresult {
+        let r = self.after_submitted(real);
+        if r.is_success() {
+            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            let t = ev.entry(event as usize).or_default();
+            t.record = None;
+            t.waits.clear();
+            t.captured = false;
+        }
+        r
+    }
+
     /// Calls `real` once every command submitted so far, on any queue, has reached the driver:
-    /// for calls that change what earlier launches refer to by handle (see the hooks).
+    /// for calls that change what earlier launches refer to by handle, and calls that act on
+    /// all of a context's streams at once (see the hooks).
     pub(crate) fn after_submitted(&self, real: impl FnOnce() -> CUresult) -> CUresult {
         if self.cfg.enabled {
             for e in self.reg.all() {
@@ -623,9 +744,11 @@ impl Runtime {
         self.unregister(&e);
         e.xq.close();
         let handle = stream as usize;
+        let driver = self.driver;
         let spawned = std::thread::Builder::new()
             .name("baton-retire".into())
             .spawn(move || {
+                driver.relax_capture_mode();
                 let _ = e.xq.wait_all();
                 drop(e);
                 real(handle as CUstream)
@@ -661,5 +784,7 @@ impl Runtime {
         for c in ctxs {
             self.reg.remove_context(c);
         }
+        // The context's code goes with it.
+        self.forget_functions();
     }
 }

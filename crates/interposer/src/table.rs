@@ -92,11 +92,59 @@ hooks! {
     cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds,
     cuMemcpy3D_v2, cuMemcpy3D_v2_ptds,
     cuMemcpyPeer, cuMemcpyPeer_ptds,
-    cuCtxSynchronize,
+    cuCtxSynchronize, cuCtxSynchronize_v2,
     cuCtxDestroy_v2,
     cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxReset_v2,
     cuDevicePrimaryCtxRetain,
     cuCtxCreate_v2, cuCtxCreate_v3, cuCtxCreate_v4,
+    cuStreamWaitValue32, cuStreamWaitValue32_ptsz,
+    cuStreamWriteValue32, cuStreamWriteValue32_ptsz,
+    cuStreamWaitValue64, cuStreamWaitValue64_ptsz,
+    cuStreamWriteValue64, cuStreamWriteValue64_ptsz,
+    cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz,
+    cuStreamAttachMemAsync, cuStreamAttachMemAsync_ptsz,
+    cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz,
+    cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync_ptsz,
+    cuMemDiscardBatchAsync, cuMemDiscardBatchAsync_ptsz,
+    cuMemDiscardAndPrefetchBatchAsync, cuMemDiscardAndPrefetchBatchAsync_ptsz,
+    cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz,
+    cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz,
+    cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz,
+    cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz,
+    cuMemBatchDecompressAsync, cuMemBatchDecompressAsync_ptsz,
+    cuMemMapArrayAsync, cuMemMapArrayAsync_ptsz,
+    cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz,
+    cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz,
+    cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz,
+    cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync_ptsz,
+    cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync_ptsz,
+    cuGraphicsMapResources, cuGraphicsMapResources_ptsz,
+    cuGraphicsUnmapResources, cuGraphicsUnmapResources_ptsz,
+    cuLaunchGridAsync,
+    cuMemcpyWithAttributesAsync, cuMemcpy3DWithAttributesAsync, cuLaunchHostFunc_v2,
+    cuMemcpy3DPeer, cuMemcpy3DPeer_ptds,
+    cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds,
+    cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds,
+    cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds,
+    cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds,
+    cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds,
+    cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds,
+    cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds,
+    cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds,
+    cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz,
+    cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,
+    cuLaunchCooperativeKernelMultiDevice,
+    cuCtxRecordEvent, cuCtxWaitEvent, cuGreenCtxRecordEvent, cuGreenCtxWaitEvent,
+    cuGreenCtxStreamCreate,
+    cuStreamIsCapturing, cuStreamIsCapturing_ptsz,
+    cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_ptsz,
+    cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo_v2_ptsz,
+    cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz,
+    cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz,
+    cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz,
+    cuStreamGetAttribute, cuStreamGetAttribute_ptsz,
+    cuStreamSetAttribute, cuStreamSetAttribute_ptsz,
+    cuStreamCopyAttributes, cuStreamCopyAttributes_ptsz,
 }
 
 /// Real function address → hook address, sorted by real address.
@@ -161,6 +209,114 @@ pub(crate) fn substitute(name: &CStr, found: *mut c_void) -> *mut c_void {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Exports of a real driver that take a stream and that Baton lets through, and why.
+    const UNSCHEDULED: &[(&str, &str)] = &[
+        ("cuStreamGetCtx", "asks which context owns the stream"),
+        ("cuStreamGetCtx_ptsz", "asks which context owns the stream"),
+        ("cuStreamGetCtx_v2", "asks which context owns the stream"),
+        (
+            "cuStreamGetCtx_v2_ptsz",
+            "asks which context owns the stream",
+        ),
+        ("cuStreamGetDevice", "asks which device owns the stream"),
+        (
+            "cuStreamGetDevice_ptsz",
+            "asks which device owns the stream",
+        ),
+        (
+            "cuStreamGetFlags",
+            "asks the flags (Baton's stand-in has the per-thread stream's)",
+        ),
+        (
+            "cuStreamGetFlags_ptsz",
+            "asks the flags (Baton's stand-in has the per-thread stream's)",
+        ),
+        (
+            "cuStreamGetPriority",
+            "asks the priority (the stand-in has the per-thread stream's)",
+        ),
+        (
+            "cuStreamGetPriority_ptsz",
+            "asks the priority (the stand-in has the per-thread stream's)",
+        ),
+        ("cuStreamGetId", "asks the stream's id"),
+        ("cuStreamGetId_ptsz", "asks the stream's id"),
+        (
+            "cuStreamGetGreenCtx",
+            "asks which green context owns the stream",
+        ),
+        (
+            "cuOccupancyMaxActiveClusters",
+            "a query about a launch configuration",
+        ),
+        (
+            "cuOccupancyMaxPotentialClusterSize",
+            "a query about a launch configuration",
+        ),
+        (
+            "cuMemcpyHtoDAsync",
+            "the CUDA 3.1 ABI (32-bit addresses): no program built since uses it",
+        ),
+        (
+            "cuMemcpyDtoHAsync",
+            "the CUDA 3.1 ABI (32-bit addresses): no program built since uses it",
+        ),
+        (
+            "cuMemcpyDtoDAsync",
+            "the CUDA 3.1 ABI (32-bit addresses): no program built since uses it",
+        ),
+        (
+            "cuMemcpy2DAsync",
+            "the CUDA 3.1 ABI (32-bit addresses): no program built since uses it",
+        ),
+        (
+            "cuMemcpy3DAsync",
+            "the CUDA 3.1 ABI (32-bit addresses): no program built since uses it",
+        ),
+        (
+            "cuMemcpyAtoHAsync",
+            "the CUDA 3.1 ABI (32-bit addresses): no program built since uses it",
+        ),
+        (
+            "cuMemcpyHtoAAsync",
+            "the CUDA 3.1 ABI (32-bit addresses): no program built since uses it",
+        ),
+    ];
+
+    /// Every function a real driver exports that takes a stream (the list comes from the GPU
+    /// machine's driver and header: `scripts/gpu/discover.sh`) is intercepted, or known to need
+    /// no scheduling. A stream operation that reached the driver unseen would overtake the work
+    /// Baton holds back for its stream, and compute with what is not there yet.
+    #[test]
+    fn every_stream_function_of_a_real_driver_is_intercepted_or_known_to_need_nothing() {
+        let hooked: Vec<&str> = HOOKS.iter().filter_map(|h| h.name.to_str().ok()).collect();
+        let listed = include_str!("../tests/data/driver-stream-functions.txt");
+        let names: Vec<&str> = listed
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .collect();
+        assert!(
+            names.len() > 150,
+            "the list looks truncated: {}",
+            names.len()
+        );
+        let missing: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !hooked.contains(n) && !UNSCHEDULED.iter().any(|(u, _)| u == n))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "stream functions Baton does not intercept: {missing:?}"
+        );
+        for (name, _) in UNSCHEDULED {
+            assert!(
+                !hooked.contains(name),
+                "{name} is intercepted and listed as let through"
+            );
+        }
+    }
 
     #[test]
     fn names_are_unique_and_cu_prefixed() {

@@ -315,6 +315,9 @@ impl<H: HwQueue> Shared<H> {
                 st.sync_points.push_back((st.launched, sp));
                 st.since_sync = 0;
             }
+            // Not now: the launches stay uncovered, and the next launch or look at the tail
+            // asks again. Nothing is wrong with the application's work.
+            Err(HwError::Busy) => {}
             Err(e) => st.record_error(e),
         }
     }

@@ -752,6 +752,55 @@ fn synchronize_and_query_with_the_hardware() {
 }
 
 #[test]
+fn a_query_once_everything_is_known_done_does_not_ask_the_hardware() {
+    // The hardware may still be running a sync point the queue placed after the application's
+    // commands (a tail covered late): that is not the application's work.
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let q = external(&hw, 4, 2);
+    submit_n(&q, 0, 3);
+    assert_eq!(q.synchronize_with(|_| Ok(())), Ok(()));
+    assert_eq!(q.status().completed, 3);
+    let asked = std::cell::Cell::new(false);
+    let done = q.query_with(|_| {
+        asked.set(true);
+        Ok(false)
+    });
+    assert_eq!(done, Ok(true));
+    assert!(
+        !asked.get(),
+        "the hardware was asked although everything was known done"
+    );
+    submit_n(&q, 3, 1);
+    assert_eq!(
+        q.query_with(|_| Ok(false)),
+        Ok(false),
+        "new work: ask again"
+    );
+}
+
+#[test]
+fn a_sync_point_the_hardware_cannot_take_now_is_placed_later_without_an_error() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    hw.set_auto_complete(true);
+    let q = external(&hw, 8, 2);
+    hw.with(|s| s.refuse_sync_points = true);
+    submit_n(&q, 0, 4);
+    let refused = hw.script().busy_refusals;
+    assert!(refused > 0, "the queue asked for a sync point");
+    assert_eq!(hw.script().sync_points, 0);
+    hw.with(|s| s.refuse_sync_points = false);
+    submit_n(&q, 4, 2);
+    assert!(hw.script().sync_points > 0, "asked again and placed later");
+    q.poll();
+    assert_eq!(
+        q.synchronize_with(|_| Ok(())),
+        Ok(()),
+        "no error was recorded"
+    );
+    assert_eq!(q.status().completed, 6);
+}
+
+#[test]
 fn a_closed_queue_refuses_new_work_and_drains_the_rest() {
     let hw = ScriptedHwQueue::new(Level::L1);
     hw.set_auto_complete(true);

@@ -53,9 +53,14 @@ hook!(
     cuCtxSynchronize() | rt,
     real | {
         // SAFETY: no arguments.
-        rt.ctx_synchronize(|| unsafe { real() })
+        rt.ctx_synchronize(None, || unsafe { real() })
     }
 );
+
+hook!(cuCtxSynchronize_v2(ctx: CUcontext) |rt, real| {
+    // SAFETY: the application's context (NULL: the current one).
+    rt.ctx_synchronize(Some(ctx).filter(|c| !c.is_null()), || unsafe { real(ctx) })
+});
 
 hook!(cuCtxDestroy_v2(ctx: CUcontext) |rt, real| {
     rt.context_closing(Some(ctx), None);

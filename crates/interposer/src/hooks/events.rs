@@ -3,7 +3,7 @@
 
 use std::ffi::{c_float, c_uint};
 
-use baton_cuda::sys::{CUevent, CUresult, CUstream};
+use baton_cuda::sys::{CUcontext, CUevent, CUgreenCtx, CUresult, CUstream};
 
 use crate::registry::Api;
 
@@ -70,4 +70,27 @@ hook!(cuEventElapsedTime(ms: *mut c_float, start: CUevent, end: CUevent) |rt, re
 hook!(cuEventElapsedTime_v2(ms: *mut c_float, start: CUevent, end: CUevent) |rt, real| {
     // SAFETY: the application's arguments.
     rt.event_elapsed(start, end, || unsafe { real(ms, start, end) })
+});
+
+// Context-wide records and waits act on every stream of the context at once: everything
+// submitted reaches the driver first, so a record covers it all and a wait holds back exactly
+// what the application submits after it.
+hook!(cuCtxRecordEvent(ctx: CUcontext, event: CUevent) |rt, real| {
+    // SAFETY: the application's arguments.
+    rt.context_event_record(event, || unsafe { real(ctx, event) })
+});
+
+hook!(cuGreenCtxRecordEvent(ctx: CUgreenCtx, event: CUevent) |rt, real| {
+    // SAFETY: the application's arguments.
+    rt.context_event_record(event, || unsafe { real(ctx, event) })
+});
+
+hook!(cuCtxWaitEvent(ctx: CUcontext, event: CUevent) |rt, real| {
+    // SAFETY: the application's arguments.
+    rt.after_submitted(|| unsafe { real(ctx, event) })
+});
+
+hook!(cuGreenCtxWaitEvent(ctx: CUgreenCtx, event: CUevent) |rt, real| {
+    // SAFETY: the application's arguments.
+    rt.after_submitted(|| unsafe { real(ctx, event) })
 });

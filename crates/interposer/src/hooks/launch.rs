@@ -150,12 +150,20 @@ macro_rules! launch_ex {
                 // SAFETY: the application's configuration with the mapped stream.
                 unsafe { real(&c, f, params, extra) }
             };
-            let cooperative = !cfg.attrs.is_null()
-                && cfg.numAttrs > 0
+            let attrs: &[baton_cuda::sys::CUlaunchAttribute] = if cfg.attrs.is_null() {
+                &[]
+            } else {
                 // SAFETY: `attrs` holds `numAttrs` attributes during the call.
-                && baton_cuda::cooperative_attrs(unsafe {
-                    std::slice::from_raw_parts(cfg.attrs, cfg.numAttrs as usize)
-                });
+                unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.numAttrs as usize) }
+            };
+            let cooperative = baton_cuda::cooperative_attrs(attrs);
+            let events = baton_cuda::attribute_events(attrs);
+            if !events.is_empty() {
+                // The launch records events: it is their last record (see `recording`).
+                rt.before_kernel(f);
+                let count = Count::Kernel { cooperative };
+                return rt.recording(&events, cfg.hStream, $api, count, direct, defer);
+            }
             scheduled_kernel(rt, f, cfg.hStream, $api, cooperative, direct, defer)
         });
     };

@@ -10,7 +10,7 @@
 
 use std::ffi::{c_uint, c_ushort, c_void};
 
-use baton_cuda::sys::{CUdeviceptr, CUresult, CUstream};
+use baton_cuda::sys::{CUdeviceptr, CUmemoryPool, CUresult, CUstream};
 use baton_cuda::{CudaCommand, HostPtr, MemsetWidth};
 
 use crate::ops::Count;
@@ -121,6 +121,11 @@ value_op!(cuStreamWaitValue32_v2, Api::Plain, WaitValue32);
 value_op!(cuStreamWaitValue32_v2_ptsz, Api::PerThread, WaitValue32);
 value_op!(cuStreamWriteValue32_v2, Api::Plain, WriteValue32);
 value_op!(cuStreamWriteValue32_v2_ptsz, Api::PerThread, WriteValue32);
+// The first versions (programs built before CUDA 12): same arguments, same command.
+value_op!(cuStreamWaitValue32, Api::Plain, WaitValue32);
+value_op!(cuStreamWaitValue32_ptsz, Api::PerThread, WaitValue32);
+value_op!(cuStreamWriteValue32, Api::Plain, WriteValue32);
+value_op!(cuStreamWriteValue32_ptsz, Api::PerThread, WriteValue32);
 
 /// A synchronous operation of the legacy stream (`call`), or of the per-thread stream
 /// (`on_stream` on Baton's stand-in, then a wait for it).
@@ -185,6 +190,19 @@ macro_rules! alloc_async {
 }
 alloc_async!(cuMemAllocAsync, Api::Plain);
 alloc_async!(cuMemAllocAsync_ptsz, Api::PerThread);
+
+macro_rules! alloc_from_pool_async {
+    ($name:ident, $api:expr) => {
+        hook!($name(ptr: *mut CUdeviceptr, bytes: usize, pool: CUmemoryPool, stream: CUstream) |rt, real| {
+            // As `cuMemAllocAsync`, from a given pool.
+            let h = rt.plain_handle(stream, $api);
+            // SAFETY: the application's arguments with the mapped stream.
+            unsafe { real(ptr, bytes, pool, h) }
+        });
+    };
+}
+alloc_from_pool_async!(cuMemAllocFromPoolAsync, Api::Plain);
+alloc_from_pool_async!(cuMemAllocFromPoolAsync_ptsz, Api::PerThread);
 
 macro_rules! free_async {
     ($name:ident, $api:expr) => {
