@@ -9,7 +9,9 @@ mod support;
 use std::path::PathBuf;
 
 use serde_json::Value;
-use support::{Log, Run, baton_binary, interposer_library, linked_program, num, run, temp_dir};
+use support::{
+    Log, Run, baton_binary, check_log, interposer_library, linked_program, num, run, temp_dir,
+};
 
 const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
 
@@ -20,10 +22,14 @@ const SCENARIOS: &[&str] = &[
     "ptds",
     "events",
     "sync",
+    "free-pending",
     "wait-value",
     "capture",
+    "capture-modes",
     "async-alloc",
     "params",
+    "reload",
+    "attr-events",
     "host-func",
     "fork",
     "exit-pending",
@@ -62,64 +68,6 @@ fn launch_calls(log: &Log) -> usize {
         .iter()
         .filter(|c| c.starts_with("cuLaunchKernel") || c.starts_with("cuLaunchCooperative"))
         .count()
-}
-
-/// The work a run executed: kernels (with their arguments), copies, fills and host functions,
-/// as a sorted list. Event records are left out: Baton adds its own sync points.
-fn executed_work(log: &Log) -> Vec<String> {
-    let mut v: Vec<String> = log
-        .execs()
-        .into_iter()
-        .filter(|l| {
-            matches!(
-                l["op"].as_str(),
-                Some("kernel" | "memcpy" | "memset" | "host_func")
-            )
-        })
-        .map(|l| {
-            // Addresses differ from run to run; everything else must match.
-            let args: Vec<String> = l["args"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .map(|v| match v.as_u64() {
-                            Some(n) if n > u64::from(u32::MAX) => "ptr".to_owned(),
-                            _ => v.to_string(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            format!("{} {} {}", l["op"], l["name"], args.join(","))
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-/// Each stream ran its commands in order, once each, without errors, and the work executed
-/// is exactly the native run's.
-fn check_log(what: &str, log: &Log, native: &Log) {
-    assert!(!log.lines.is_empty(), "{what}: empty driver log");
-    log.assert_streams_fifo();
-    log.assert_no_errors();
-    let (mine, theirs) = (executed_work(log), executed_work(native));
-    if mine != theirs {
-        let extra: Vec<_> = mine
-            .iter()
-            .filter(|w| !theirs.contains(w))
-            .take(5)
-            .collect();
-        let missing: Vec<_> = theirs
-            .iter()
-            .filter(|w| !mine.contains(w))
-            .take(5)
-            .collect();
-        panic!(
-            "{what}: executed work differs from native ({} vs {} items); extra {extra:?}, missing {missing:?}",
-            mine.len(),
-            theirs.len()
-        );
-    }
 }
 
 #[test]

@@ -343,3 +343,34 @@ fn unknown_scenarios_are_reported() {
     assert_eq!(run.code, Some(1));
     assert!(run.stderr.contains("unknown scenario"), "{}", run.stderr);
 }
+
+#[test]
+fn libraries_reloaded_while_running_reuse_kernel_handles() {
+    let run = scenario("reload");
+    assert_eq!(
+        run.line(),
+        "reload ok values=7,7,7,7,7,7,7,7 handles_reused=3",
+        "the fake driver hands an unloaded kernel's handle to the next kernel loaded"
+    );
+    run.log.assert_launches_executed();
+}
+
+#[test]
+fn events_recorded_by_launch_attributes_order_other_streams() {
+    let run = scenario("attr-events");
+    assert_eq!(run.line(), "attr-events ok seen=10,20");
+    run.log.assert_launches_executed();
+}
+
+#[test]
+fn freeing_memory_waits_for_the_work_that_uses_it() {
+    let run = scenario("free-pending");
+    assert_eq!(run.line(), "free-pending ok sums=404,408,412,416");
+    run.log.assert_launches_executed();
+}
+
+#[test]
+fn captures_in_every_mode_tolerate_other_threads_and_forked_streams() {
+    let run = scenario("capture-modes");
+    assert_eq!(run.line(), "capture-modes ok results=29,29,29");
+}

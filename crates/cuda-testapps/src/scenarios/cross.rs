@@ -65,3 +65,27 @@ pub fn burst(s: &Session) -> Result<String, AppError> {
     g.destroy_stream(stream)?;
     Ok(format!("burst ok n={BURST}"))
 }
+
+/// A best-effort flood for as long as another program needs one: 1 ms kernels, at most four
+/// waiting on the stream, until `$BATON_TEST_FLOOD_S` seconds (default 60) have passed or the
+/// process is killed. The contention tests run every scenario beside it.
+pub fn be_flood(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let seconds = std::env::var("BATON_TEST_FLOOD_S")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(60);
+    let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut n = 0u64;
+    while Instant::now() < until {
+        g.launch(k.spin, stream, &[crate::gpu::KArg::U64(1_000)])?;
+        n += 1;
+        if n % 4 == 0 {
+            g.sync(stream)?;
+        }
+    }
+    g.sync(stream)?;
+    g.destroy_stream(stream)?;
+    Ok(format!("be-flood ok n={n}"))
+}

@@ -130,3 +130,89 @@ pub fn async_alloc(s: &Session) -> Result<String, AppError> {
     g.free_pinned(out)?;
     Ok(format!("async-alloc ok count={N} sums={}", join(&sums)))
 }
+
+/// A capture in each mode (global, thread-local, relaxed), begun while the capturing stream's
+/// earlier work still runs, with pauses between captured calls (a framework's own work) and a
+/// second stream forked into the capture and joined back through events; meanwhile another
+/// thread keeps launching on a third stream. The capture must succeed, and the graph replayed
+/// twice must do exactly its work twice.
+pub fn capture_modes(s: &Session) -> Result<String, AppError> {
+    use baton_cuda_sys::{
+        CU_EVENT_DISABLE_TIMING, CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_NON_BLOCKING,
+    };
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+    const SIDE_LAUNCHES: i32 = 30;
+    let (g, k) = (&s.gpu, &s.k);
+    let (main, fork, side) = (
+        g.stream(CU_STREAM_NON_BLOCKING)?,
+        g.stream(CU_STREAM_NON_BLOCKING)?,
+        g.stream(CU_STREAM_NON_BLOCKING)?,
+    );
+    let (forked, joined) = (
+        g.event(CU_EVENT_DISABLE_TIMING)?,
+        g.event(CU_EVENT_DISABLE_TIMING)?,
+    );
+    let (buf, side_buf) = (g.alloc(8)?, g.alloc(8)?);
+    g.memset32(side_buf, 0, 8)?;
+    let side_addr = side as usize;
+    let mut results = Vec::new();
+    for mode in [
+        CU_STREAM_CAPTURE_MODE_GLOBAL,
+        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        CU_STREAM_CAPTURE_MODE_RELAXED,
+    ] {
+        g.memset32(buf, 1, 8)?;
+        let launched = AtomicU32::new(0);
+        let graph = std::thread::scope(|scope| -> Result<_, AppError> {
+            let other = scope.spawn(|| -> Result<(), AppError> {
+                let side = side_addr as baton_cuda_sys::CUstream;
+                g.set_current(s.ctx)?;
+                for _ in 0..SIDE_LAUNCHES {
+                    g.launch(k.add, side, &[Ptr(side_buf), I32(8), I32(1)])?;
+                    launched.fetch_add(1, Ordering::AcqRel);
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                Ok(())
+            });
+            // Earlier work still running when the capture begins, and the other thread busy.
+            g.launch(k.spin, main, &[U64(3_000)])?;
+            while launched.load(Ordering::Acquire) < 3 {
+                std::thread::yield_now();
+            }
+            g.begin_capture(main, mode)?;
+            g.launch(k.add, main, &[Ptr(buf), I32(8), I32(1)])?;
+            std::thread::sleep(Duration::from_millis(2));
+            g.record(forked, main)?;
+            g.wait_event(fork, forked)?;
+            g.launch(k.mul, fork, &[Ptr(buf), I32(8), I32(3)])?;
+            g.record(joined, fork)?;
+            g.wait_event(main, joined)?;
+            std::thread::sleep(Duration::from_millis(2));
+            g.launch(k.add, main, &[Ptr(buf), I32(8), I32(2)])?;
+            let graph = g.end_capture(main);
+            other
+                .join()
+                .map_err(|_| AppError::Mismatch("the launching thread panicked".into()))??;
+            graph
+        })?;
+        let exec = g.instantiate(graph)?;
+        g.graph_launch(exec, main)?;
+        g.graph_launch(exec, main)?;
+        g.sync(main)?;
+        g.destroy_graph(exec, graph)?;
+        // ((1 + 1) * 3 + 2) = 8, then ((8 + 1) * 3 + 2) = 29.
+        let out = g.download(buf, 8)?;
+        ensure(out == [29; 8], || format!("mode {mode:?}: {out:?}"))?;
+        results.push(out[0]);
+    }
+    g.sync(side)?;
+    let side_out = g.download(side_buf, 8)?;
+    ensure(side_out == [3 * SIDE_LAUNCHES; 8], || {
+        format!("the other thread's work: {side_out:?}")
+    })?;
+    for stream in [main, fork, side] {
+        g.destroy_stream(stream)?;
+    }
+    Ok(format!("capture-modes ok results={}", join(&results)))
+}

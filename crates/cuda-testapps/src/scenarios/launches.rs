@@ -265,3 +265,82 @@ pub fn launch_rate(s: &Session) -> Result<String, AppError> {
         best_round
     ))
 }
+
+/// Libraries loaded and unloaded while the program runs, as frameworks do: a kernel of a
+/// library loaded after another was unloaded may get the unloaded kernel's handle, with other
+/// parameters. Each kernel is launched behind a slow one, so under a small launch window its
+/// arguments are copied for a later launch: the copy must follow the new kernel's layout.
+pub fn reload(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let stream = g.stream(CU_STREAM_NON_BLOCKING)?;
+    let (a, b) = (g.alloc(8)?, g.alloc(8)?);
+    g.memset32(a, 1, 8)?;
+    g.memset32(b, 0, 8)?;
+    let mut handles = Vec::new();
+    for round in 0..3 {
+        // add_i32(int* data, int n, int value): 8 + 4 + 4 bytes.
+        let (adder, add) = g.load_library(c".fake_cuda_module add_i32", c"add_i32")?;
+        g.launch(k.spin, stream, &[U64(1_000)])?;
+        g.launch(add.cast(), stream, &[Ptr(a), I32(8), I32(round + 1)])?;
+        g.sync(stream)?;
+        g.unload_library(adder)?;
+        // copy_i32(int* dst, const int* src, int n): 8 + 8 + 4 bytes.
+        let (copier, copy) = g.load_library(c".fake_cuda_module copy_i32", c"copy_i32")?;
+        handles.push(std::ptr::eq(add, copy));
+        g.launch(k.spin, stream, &[U64(1_000)])?;
+        g.launch(copy.cast(), stream, &[Ptr(b), Ptr(a), I32(8)])?;
+        g.sync(stream)?;
+        g.unload_library(copier)?;
+    }
+    let out = g.download(b, 8)?;
+    ensure(out == [7; 8], || format!("1 + 1 + 2 + 3 copied: {out:?}"))?;
+    g.destroy_stream(stream)?;
+    Ok(format!(
+        "reload ok values={} handles_reused={}",
+        join(&out),
+        handles.iter().filter(|h| **h).count()
+    ))
+}
+
+/// Events recorded by launch attributes (a launch-completion event, a programmatic event):
+/// another stream that waits on such an event must see the launch's work, even when the launch
+/// itself waits in a buffer.
+pub fn attr_events(s: &Session) -> Result<String, AppError> {
+    use baton_cuda_sys::{
+        CU_EVENT_DISABLE_TIMING, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
+        CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT, CUlaunchAttributeValue_launchCompletionEvent,
+    };
+    let (g, k) = (&s.gpu, &s.k);
+    let (producer, consumer) = (
+        g.stream(CU_STREAM_NON_BLOCKING)?,
+        g.stream(CU_STREAM_NON_BLOCKING)?,
+    );
+    let (data, out) = (g.alloc(4)?, g.alloc(4)?);
+    g.memset32(data, 0, 4)?;
+    g.memset32(out, 0, 4)?;
+    let mut seen = Vec::new();
+    for (round, id) in [
+        CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
+        CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let event = g.event(CU_EVENT_DISABLE_TIMING)?;
+        let mut attr = attribute(id, 0);
+        attr.value.launchCompletionEvent =
+            CUlaunchAttributeValue_launchCompletionEvent { event, flags: 0 };
+        g.launch(k.spin, producer, &[U64(2_000)])?;
+        g.launch_ex(k.add, producer, &mut [attr], &[Ptr(data), I32(4), I32(10)])?;
+        g.wait_event(consumer, event)?;
+        g.launch(k.copy, consumer, &[Ptr(out), Ptr(data), I32(4)])?;
+        g.sync(consumer)?;
+        let got = g.download(out, 4)?;
+        ensure(got == [10 * (round as i32 + 1); 4], || {
+            format!("round {round}: the waiting stream saw {got:?}")
+        })?;
+        seen.push(got[0]);
+        g.sync(producer)?;
+    }
+    Ok(format!("attr-events ok seen={}", join(&seen)))
+}

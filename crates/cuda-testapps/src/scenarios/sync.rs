@@ -153,6 +153,20 @@ pub fn sync(s: &Session) -> Result<String, AppError> {
     ensure(g.download(other, 32)? == [9; 32], || {
         "work finished by cuCtxSynchronize".into()
     })?;
+
+    // CUDA 13's form, which `cudaDeviceSynchronize` calls, waits for a non-blocking stream's
+    // work too: the copy on the legacy stream after it is not ordered after that stream.
+    let nonblocking = g.stream(CU_STREAM_NON_BLOCKING)?;
+    for _ in 0..8 {
+        g.launch(k.spin, nonblocking, &[U64(2_000)])?;
+        g.launch(k.add, nonblocking, &[Ptr(other), I32(32), I32(1)])?;
+    }
+    g.device_sync()?;
+    let after_v2 = g.download(other, 32)?;
+    ensure(after_v2 == [17; 32], || {
+        format!("work not finished by cuCtxSynchronize_v2: {after_v2:?}")
+    })?;
+    g.destroy_stream(nonblocking)?;
     g.destroy_stream(stream)?;
     g.free(other)?;
     g.free(buf)?;
@@ -223,4 +237,32 @@ pub fn wait_value(s: &Session) -> Result<String, AppError> {
         geq_blocked.0,
         and_blocked.0
     ))
+}
+
+/// Freeing memory waits for the work submitted before (CUDA's `cuMemFree` and `cuMemFreeHost`
+/// synchronize the device), so a program may free what it just used without synchronizing —
+/// PyTorch's `empty_cache` frees its cached blocks that way. A kernel and a pinned copy still
+/// pending at the free must still read valid memory.
+pub fn free_pending(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let stream = g.stream(CU_STREAM_NON_BLOCKING)?;
+    let keep = g.alloc(4)?;
+    g.memset32(keep, 0, 4)?;
+    let mut sums = Vec::new();
+    for round in 1..=4 {
+        let scratch = g.alloc(4)?;
+        let staged = g.pinned(4)?;
+        (0..4).for_each(|i| staged.set(i, round));
+        g.launch(k.spin, stream, &[U64(1_000)])?;
+        g.memcpy_async(scratch, staged.addr(), 4, stream)?;
+        g.launch(k.add, stream, &[Ptr(scratch), I32(4), I32(100)])?;
+        g.launch(k.copy, stream, &[Ptr(keep), Ptr(scratch), I32(4)])?;
+        g.free(scratch)?;
+        g.free_pinned(staged)?;
+        g.sync(stream)?;
+        sums.push(g.download(keep, 4)?.iter().sum::<i32>());
+    }
+    ensure(sums == [404, 408, 412, 416], || format!("sums {sums:?}"))?;
+    g.destroy_stream(stream)?;
+    Ok(format!("free-pending ok sums={}", join(&sums)))
 }

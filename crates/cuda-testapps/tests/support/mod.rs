@@ -311,3 +311,61 @@ impl Log {
         }
     }
 }
+
+/// The work a run executed: kernels (with their arguments), copies, fills and host functions,
+/// as a sorted list. Event records are left out: Baton adds its own sync points.
+pub fn executed_work(log: &Log) -> Vec<String> {
+    let mut v: Vec<String> = log
+        .execs()
+        .into_iter()
+        .filter(|l| {
+            matches!(
+                l["op"].as_str(),
+                Some("kernel" | "memcpy" | "memset" | "host_func")
+            )
+        })
+        .map(|l| {
+            // Addresses differ from run to run; everything else must match.
+            let args: Vec<String> = l["args"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|v| match v.as_u64() {
+                            Some(n) if n > u64::from(u32::MAX) => "ptr".to_owned(),
+                            _ => v.to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            format!("{} {} {}", l["op"], l["name"], args.join(","))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Each stream ran its commands in order, once each, without errors, and the work executed
+/// is exactly the native run's.
+pub fn check_log(what: &str, log: &Log, native: &Log) {
+    assert!(!log.lines.is_empty(), "{what}: empty driver log");
+    log.assert_streams_fifo();
+    log.assert_no_errors();
+    let (mine, theirs) = (executed_work(log), executed_work(native));
+    if mine != theirs {
+        let extra: Vec<_> = mine
+            .iter()
+            .filter(|w| !theirs.contains(w))
+            .take(5)
+            .collect();
+        let missing: Vec<_> = theirs
+            .iter()
+            .filter(|w| !mine.contains(w))
+            .take(5)
+            .collect();
+        panic!(
+            "{what}: executed work differs from native ({} vs {} items); extra {extra:?}, missing {missing:?}",
+            mine.len(),
+            theirs.len()
+        );
+    }
+}

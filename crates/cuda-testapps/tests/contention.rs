@@ -1,0 +1,194 @@
+//! Transparency under contention, against the fake driver: every scenario must give exactly its
+//! native result, with every command executed once in each stream's order, in the two roles
+//! where Baton acts, at Levels 1 and 2 (the fake driver has no Level 3):
+//!
+//! - **higher**: under `baton run --priority 10` beside a best-effort flood under
+//!   `--priority 0`, one daemon between them. The scenario is never suspended, but its queues
+//!   keep their launch window, sync points and idle watch while the flood is there (a stream
+//!   captured into a graph must then never be queried or given a sync point).
+//! - **suspended**: the chaos test mode (`BATON_POLICY=chaos:SEED`) suspends and resumes its
+//!   queues at random moments, from a seed, so every command may wait in a buffer and run later
+//!   from the launch worker, behind or ahead of other streams' work.
+//!
+//! The alone role is `interposer.rs`. A failure names the scenario, role, level and seed; the
+//! same seed replays the same sequence of choices (which command each lands on depends on
+//! timing, so run it a few times).
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{baton_binary, check_log, driver_dir, interposer_library, run, temp_dir};
+
+const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
+
+/// The scenarios judged under contention: everything an application does with streams.
+const SCENARIOS: &[&str] = &[
+    "order",
+    "legacy",
+    "ptds",
+    "events",
+    "sync",
+    "free-pending",
+    "wait-value",
+    "capture",
+    "capture-modes",
+    "async-alloc",
+    "params",
+    "reload",
+    "attr-events",
+    "host-func",
+    "fork",
+    "exit-pending",
+];
+
+/// Chaos seeds per level: each one a different sequence of suspensions.
+const SEEDS: &[(u8, &[u64])] = &[(1, &[11, 12, 13]), (2, &[21, 22])];
+
+fn native(scenario: &str) -> support::Run {
+    let native = run(RUNTIME_LIKE, &[scenario], &[]);
+    assert_eq!(
+        native.code,
+        Some(0),
+        "{scenario} natively: {}",
+        native.stderr
+    );
+    native
+}
+
+fn report(path: &Path) -> Value {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.lines().last().and_then(|l| serde_json::from_str(l).ok()))
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn every_scenario_suspended_and_resumed_at_random_gives_the_native_result() {
+    let preload = interposer_library()
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
+    let mut deferred = 0;
+    for scenario in SCENARIOS {
+        let native = native(scenario);
+        let expected = native.line().to_owned();
+        for (level, seeds) in SEEDS {
+            for seed in *seeds {
+                let what = format!("{scenario} suspended at random (level {level}, chaos:{seed})");
+                let report_path = temp_dir("chaos").join("report.json");
+                let (policy, level_s) = (format!("chaos:{seed}"), level.to_string());
+                let env = [
+                    ("LD_PRELOAD", preload.as_str()),
+                    ("BATON_SCHEDULER", "local"),
+                    ("BATON_POLICY", policy.as_str()),
+                    ("BATON_LEVEL", level_s.as_str()),
+                    ("BATON_REPORT", report_path.to_str().expect("a UTF-8 path")),
+                ];
+                let b = run(RUNTIME_LIKE, &[scenario], &env);
+                assert_eq!(b.code, Some(0), "{what}: {}", b.stderr);
+                assert_eq!(b.line(), expected, "{what}: result differs from native");
+                check_log(&what, &b.log, &native.log);
+                deferred += report(&report_path)["deferred"].as_u64().unwrap_or(0);
+            }
+        }
+    }
+    assert!(
+        deferred > 1_000,
+        "the chaos mode made only {deferred} commands wait: it did not suspend much"
+    );
+}
+
+/// The best-effort flood of the higher role, and the daemon it started.
+struct Flood {
+    child: Child,
+    socket: std::path::PathBuf,
+}
+
+impl Flood {
+    fn start(level: u8, dir: &Path) -> Flood {
+        let socket = dir.join("baton.sock");
+        let log = dir.join("flood.log");
+        let child = Command::new(baton_binary())
+            .args(["run", "--interposer"])
+            .arg(interposer_library())
+            .args(["--priority", "0", "--level", &level.to_string(), "--"])
+            .args([RUNTIME_LIKE, "be-flood"])
+            .env("LD_LIBRARY_PATH", driver_dir())
+            .env("FAKE_CUDA_LOG", &log)
+            .env("BATON_SOCKET", &socket)
+            .env("BATON_TEST_FLOOD_S", "120")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the flood");
+        // Its queue is registered and launching before any scenario starts.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let launched = std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("\"cuLaunchKernel\"");
+            if launched {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the flood never launched");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Flood { child, socket }
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = Command::new(baton_binary())
+            .args(["daemon", "--stop", "--socket"])
+            .arg(&self.socket)
+            .output();
+    }
+}
+
+#[test]
+fn every_scenario_at_higher_priority_beside_a_scheduled_flood_gives_the_native_result() {
+    let interposer = interposer_library()
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
+    let baton = baton_binary().to_str().expect("a UTF-8 path").to_owned();
+    for level in [1u8, 2] {
+        let dir = temp_dir("higher");
+        let flood = Flood::start(level, &dir);
+        let socket = flood.socket.to_str().expect("a UTF-8 path").to_owned();
+        let level_s = level.to_string();
+        for scenario in SCENARIOS {
+            let native = native(scenario);
+            let what = format!("{scenario} at higher priority beside a flood (level {level})");
+            let args = [
+                "run",
+                "--interposer",
+                &interposer,
+                "--priority",
+                "10",
+                "--level",
+                &level_s,
+                "--",
+                RUNTIME_LIKE,
+                scenario,
+            ];
+            let b = run(&baton, &args, &[("BATON_SOCKET", socket.as_str())]);
+            assert_eq!(b.code, Some(0), "{what}: {}", b.stderr);
+            assert_eq!(
+                b.line(),
+                native.line(),
+                "{what}: result differs from native"
+            );
+            check_log(&what, &b.log, &native.log);
+        }
+        drop(flood);
+    }
+}
