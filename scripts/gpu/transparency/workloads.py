@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Workloads for the transparency check under contention (scripts/gpu/transparency/run.py).
+
+  python3 workloads.py NAME      prints one JSON line: {"workload": NAME, "digest": ...}
+
+Each workload is deterministic natively (fixed seeds, deterministic algorithms), runs long
+enough on the GPU (a second or more of launches) for a scheduler to suspend and resume it many
+times, and digests everything it computed. The digest is taken from values copied to the host
+only after the program's own synchronization, so a command run out of order or a buffer reused
+too early changes it.
+
+  train-side      ResNet-18 (10 classes) SGD on a side stream, inputs made on the default
+                  stream; the losses gathered on the default stream after torch.cuda.synchronize()
+  train-default   ResNet-18 SGD on the default stream, batches copied from pinned memory with
+                  non_blocking=True, loss.item() every step
+  infer-side      ResNet-50 fp16 batch-8 inference on a side stream, inputs in and outputs out
+                  through pinned memory, each request waited for with an event
+  graph           ResNet-50 fp16 batch-8 captured with torch.cuda.graph (global capture mode),
+                  replayed per request with new inputs copied into the static input
+  hf-gpt2         a Hugging Face GPT-2 (random weights, fp16): greedy generate, 48 new tokens
+  multistream     three streams with events, record_stream, cross-stream reuse of the caching
+                  allocator's blocks, a high-priority stream, pinned copies reused after events
+  cupy            CuPy: matrix products and reductions on two streams joined by events, a raw
+                  kernel, pinned asynchronous copies
+  jax             JAX: an MLP trained by jitted SGD steps (XLA command buffers, cuGraphLaunch)
+  triton          Triton: a vector kernel and a blocked matrix product, accumulated in a loop
+"""
+import hashlib
+import json
+import os
+import sys
+
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+os.environ.setdefault(
+    "XLA_FLAGS", "--xla_gpu_deterministic_ops=true --xla_gpu_autotune_level=0")
+
+
+class Digest:
+    def __init__(self):
+        self.h = hashlib.sha256()
+
+    def add(self, *arrays):
+        for a in arrays:
+            self.h.update(memoryview(a).tobytes() if isinstance(a, (bytes, bytearray)) else a.tobytes())
+
+    def hex(self):
+        return self.h.hexdigest()[:16]
+
+
+def torch_setup():
+    import torch
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True)
+    return torch
+
+
+def host(t):
+    """A tensor's bytes, once it is on the host."""
+    return t.detach().float().contiguous().numpy()
+
+
+def train_side():
+    torch = torch_setup()
+    import torchvision
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(num_classes=10).cuda()
+    x = torch.randn(32, 3, 64, 64, device="cuda")
+    y = torch.randint(0, 10, (32,), device="cuda")
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    losses = []
+    with torch.cuda.stream(s):
+        for _ in range(10):
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach())
+    torch.cuda.synchronize()
+    d = Digest()
+    d.add(host(torch.stack(losses).cpu()), host(model.fc.weight.cpu()))
+    return d.hex()
+
+
+def train_default():
+    torch = torch_setup()
+    import torchvision
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(num_classes=10).cuda()
+    g = torch.Generator().manual_seed(1)
+    batches = [(torch.randn(32, 3, 64, 64, generator=g).pin_memory(),
+                torch.randint(0, 10, (32,), generator=g).pin_memory()) for _ in range(4)]
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    d = Digest()
+    for step in range(12):
+        xb, yb = batches[step % len(batches)]
+        x, y = xb.cuda(non_blocking=True), yb.cuda(non_blocking=True)
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        d.add(torch.tensor([loss.item()]).numpy())
+    d.add(host(model.fc.weight.cpu()))
+    return d.hex()
+
+
+def resnet50_half():
+    torch = torch_setup()
+    import torchvision
+    torch.manual_seed(0)
+    return torch, torchvision.models.resnet50(num_classes=1000).cuda().half().eval()
+
+
+def infer_side():
+    torch, model = resnet50_half()
+    g = torch.Generator().manual_seed(2)
+    inputs = [torch.randn(8, 3, 224, 224, generator=g).half().pin_memory() for _ in range(4)]
+    out = torch.empty(8, 1000, dtype=torch.half).pin_memory()
+    s = torch.cuda.Stream()
+    d = Digest()
+    with torch.no_grad(), torch.cuda.stream(s):
+        for i in range(24):
+            x = inputs[i % len(inputs)].cuda(non_blocking=True)
+            out.copy_(model(x), non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(s)
+            done.synchronize()
+            d.add(host(out))
+    return d.hex()
+
+
+def graph():
+    torch, model = resnet50_half()
+    g = torch.Generator().manual_seed(3)
+    inputs = [torch.randn(8, 3, 224, 224, generator=g).half().cuda() for _ in range(4)]
+    static_x = inputs[0].clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(s):
+        for _ in range(3):
+            model(static_x)
+    torch.cuda.current_stream().wait_stream(s)
+    cg = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(cg):
+        static_y = model(static_x)
+    d = Digest()
+    for i in range(24):
+        static_x.copy_(inputs[i % len(inputs)])
+        cg.replay()
+        d.add(host(static_y.cpu()))
+    return d.hex()
+
+
+def hf_gpt2():
+    torch = torch_setup()
+    import transformers
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=12, n_embd=768, n_head=12, vocab_size=50257)
+    model = transformers.GPT2LMHeadModel(cfg).cuda().half().eval()
+    prompt = torch.randint(0, cfg.vocab_size, (1, 64), generator=torch.Generator().manual_seed(4)).cuda()
+    d = Digest()
+    with torch.no_grad():
+        for _ in range(2):
+            out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=48,
+                                 min_new_tokens=48, do_sample=False, pad_token_id=0)
+            d.add(out.cpu().numpy())
+        d.add(host(model(out).logits[0, -1].cpu()))
+    return d.hex()
+
+
+def multistream():
+    torch = torch_setup()
+    torch.manual_seed(0)
+    lo, hi = torch.cuda.Stream(), torch.cuda.Stream(priority=-1)
+    third = torch.cuda.Stream()
+    w = torch.randn(1024, 1024, device="cuda")
+    pinned = torch.empty(1024, 1024).pin_memory()
+    d = Digest()
+    acc = torch.zeros(1024, 1024, device="cuda")
+    lo.wait_stream(torch.cuda.current_stream())
+    for i in range(30):
+        with torch.cuda.stream(lo):
+            a = torch.randn(1024, 1024, device="cuda") @ w       # allocated on lo
+            a = torch.tanh(a) * (i + 1)
+        hi.wait_stream(lo)
+        with torch.cuda.stream(hi):
+            b = a @ w.t()                                         # a used on hi
+            a.record_stream(hi)
+        del a                                                     # its block waits for hi
+        third.wait_stream(hi)
+        with torch.cuda.stream(third):
+            c = torch.empty(1024, 1024, device="cuda")            # may reuse blocks freed on third
+            c.copy_(b).mul_(0.5)
+            b.record_stream(third)
+            pinned.copy_(c, non_blocking=True)                    # into pinned memory, reused
+            ev = torch.cuda.Event()
+            ev.record(third)
+        del b
+        ev.synchronize()
+        d.add(pinned.numpy())
+        torch.cuda.current_stream().wait_stream(third)
+        acc += c
+        c.record_stream(torch.cuda.current_stream())
+    torch.cuda.synchronize()
+    d.add(host(acc.cpu()))
+    return d.hex()
+
+
+def cupy():
+    import cupy as cp
+    raw = cp.RawKernel(r'''
+    extern "C" __global__ void scale_add(const float* x, float* y, float a, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) y[i] = a * x[i] + y[i];
+    }''', "scale_add")
+    rs = cp.random.RandomState(seed=3)
+    a = rs.standard_normal((1024, 1024), dtype=cp.float32)
+    b = rs.standard_normal((1024, 1024), dtype=cp.float32)
+    s1, s2 = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    import numpy as np
+    pinned = cp.cuda.alloc_pinned_memory(1024 * 4)
+    host_out = np.frombuffer(pinned, np.float32, 1024)
+    d = Digest()
+    y = cp.zeros(1 << 20, dtype=cp.float32)
+    x = cp.arange(1 << 20, dtype=cp.float32)
+    for i in range(40):
+        with s1:
+            c = a @ b
+            a = cp.tanh(c * 1e-2) + a * 0.5
+            e = s1.record()
+        s2.wait_event(e)
+        with s2:
+            total = (a * a).sum(axis=0)
+            raw(((1 << 20) // 256,), (256,), (x, y, cp.float32(0.5 + i), cp.int32(1 << 20)))
+            total.get(stream=s2, out=host_out)
+        s2.synchronize()
+        d.add(host_out.copy())
+    cp.cuda.Device().synchronize()
+    d.add(cp.asnumpy(a), cp.asnumpy(y))
+    return d.hex()
+
+
+def jax():
+    import jax as jx
+    import jax.numpy as jnp
+    import numpy as np
+    k1, k2, k3 = jx.random.split(jx.random.PRNGKey(0), 3)
+    params = [jx.random.normal(k1, (512, 1024)) * 0.03, jx.random.normal(k2, (1024, 10)) * 0.03]
+    x = jx.random.normal(k3, (256, 512))
+    labels = jnp.arange(256) % 10
+
+    def loss(p, x):
+        h = jnp.tanh(x @ p[0])
+        logits = h @ p[1]
+        return -jnp.mean(jx.nn.log_softmax(logits)[jnp.arange(256), labels])
+
+    @jx.jit
+    def step(p, x):
+        l, g = jx.value_and_grad(loss)(p, x)
+        return [w - 0.1 * gw for w, gw in zip(p, g)], l
+
+    d = Digest()
+    for _ in range(60):
+        params, l = step(params, x)
+        d.add(np.asarray(l))
+    for p in params:
+        d.add(np.asarray(p))
+    return d.hex()
+
+
+def triton():
+    torch = torch_setup()
+    import triton as tr
+    import triton.language as tl
+
+    @tr.jit
+    def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out + offs, tl.load(x + offs, mask=mask) * 0.5 + tl.load(y + offs, mask=mask), mask=mask)
+
+    @tr.jit
+    def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        pm, pn = tl.program_id(0), tl.program_id(1)
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc += tl.dot(tl.load(a + rm[:, None] * K + (k + rk)[None, :]),
+                          tl.load(b + (k + rk)[:, None] * N + rn[None, :]))
+        tl.store(c + rm[:, None] * N + rn[None, :], acc)
+
+    torch.manual_seed(0)
+    n, M = 1 << 20, 512
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    a = torch.randn(M, M, device="cuda", dtype=torch.float16)
+    b = torch.randn(M, M, device="cuda", dtype=torch.float16)
+    c = torch.empty(M, M, device="cuda", dtype=torch.float32)
+    d = Digest()
+    for i in range(40):
+        add_kernel[(tr.cdiv(n, 1024),)](x, y, y, n, BLOCK=1024)
+        matmul_kernel[(M // 64, M // 64)](a, b, c, M, M, M, BM=64, BN=64, BK=32)
+        a = (c * 1e-3).half()
+        if i % 10 == 9:
+            d.add(host(y[:4096].cpu()), host(c[:8].cpu()))
+    torch.cuda.synchronize()
+    d.add(host(c.cpu()))
+    return d.hex()
+
+
+WORKLOADS = {
+    "train-side": train_side, "train-default": train_default, "infer-side": infer_side,
+    "graph": graph, "hf-gpt2": hf_gpt2, "multistream": multistream, "cupy": cupy,
+    "jax": jax, "triton": triton,
+}
+
+if __name__ == "__main__":
+    name = sys.argv[1]
+    print(json.dumps({"workload": name, "digest": WORKLOADS[name]()}), flush=True)
