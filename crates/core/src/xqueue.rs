@@ -663,6 +663,13 @@ impl<H: HwQueue> XQueue<H> {
         }
     }
 
+    /// Takes the error of a command launched on the application's behalf since the last time
+    /// one was reported (by [`XQueue::synchronize_with`] or here), if one failed: for
+    /// synchronizations that wait for the queue without going through it (a whole context's).
+    pub fn take_error(&self) -> Option<HwError> {
+        sync::lock(&self.shared.state).deferred_error.take()
+    }
+
     /// Asks the hardware through `f` whether all launched work is done (e.g. the driver's stream
     /// query), without blocking. False while commands are still buffered; true without asking
     /// when every submitted command is already known complete (the hardware may still be

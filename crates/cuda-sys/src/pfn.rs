@@ -561,6 +561,14 @@ pfn! {
     PFN_cuStreamSetAttribute(hStream: CUstream, attr: c_uint, value: *const c_void);
     /// `cuStreamCopyAttributes` (11.0), and `_ptsz`.
     PFN_cuStreamCopyAttributes(dst: CUstream, src: CUstream);
+    /// `cuFuncGetAttribute` (2.2); `attrib` is a `CUfunction_attribute`.
+    PFN_cuFuncGetAttribute(pi: *mut c_int, attrib: c_uint, hfunc: CUfunction);
+    /// `cuFuncSetAttribute` (9.0).
+    PFN_cuFuncSetAttribute(hfunc: CUfunction, attrib: c_uint, value: c_int);
+    /// `cuKernelGetAttribute` (12.0).
+    PFN_cuKernelGetAttribute(pi: *mut c_int, attrib: c_uint, kernel: CUkernel, dev: CUdevice);
+    /// `cuKernelSetAttribute` (12.0).
+    PFN_cuKernelSetAttribute(attrib: c_uint, val: c_int, kernel: CUkernel, dev: CUdevice);
     /// `cuLaunchGridAsync` (2.0; deprecated).
     PFN_cuLaunchGridAsync(f: CUfunction, grid_width: c_int, grid_height: c_int, hStream: CUstream);
     /// `cuLaunchCooperativeKernelMultiDevice` (9.0; deprecated); `launchParamsList` points to

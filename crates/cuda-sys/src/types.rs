@@ -346,6 +346,11 @@ pub const CU_CTX_LMEM_RESIZE_TO_MAX: c_uint = 0x10;
 /// Context flag: the mask of all context flags.
 pub const CU_CTX_FLAGS_MASK: c_uint = 0xFF;
 
+/// Function attribute (`CUfunction_attribute`): the most dynamic shared memory a launch of the
+/// function may ask for, set by `cuFuncSetAttribute`/`cuKernelSetAttribute` before launches
+/// that need more than the default 48 KiB.
+pub const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_uint = 8;
+
 /// End of the `extra` array of `cuLaunchKernel` (`CU_LAUNCH_PARAM_END`).
 pub const CU_LAUNCH_PARAM_END: *mut c_void = ptr::null_mut();
 /// `extra` key: the next entry points to a packed buffer of all kernel parameters.

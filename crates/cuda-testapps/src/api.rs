@@ -219,6 +219,7 @@ api! {
     cuKernelGetParamInfo: PFN_cuKernelGetParamInfo = "cuKernelGetParamInfo" @ 13000, "cuKernelGetParamInfo";
     cuFuncGetParamInfo: PFN_cuFuncGetParamInfo = "cuFuncGetParamInfo" @ 13000, "cuFuncGetParamInfo";
     cuFuncGetName: PFN_cuFuncGetName = "cuFuncGetName" @ 13000, "cuFuncGetName";
+    cuFuncSetAttribute: PFN_cuFuncSetAttribute = "cuFuncSetAttribute" @ 13000, "cuFuncSetAttribute";
     cuLaunchKernel: PFN_cuLaunchKernel = "cuLaunchKernel" @ 12000, "cuLaunchKernel";
     cuLaunchKernelEx: PFN_cuLaunchKernelEx = "cuLaunchKernelEx" @ 12000, "cuLaunchKernelEx";
     cuLaunchCooperativeKernel: PFN_cuLaunchCooperativeKernel = "cuLaunchCooperativeKernel" @ 12000, "cuLaunchCooperativeKernel";

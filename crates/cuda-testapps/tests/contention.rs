@@ -40,6 +40,7 @@ const SCENARIOS: &[&str] = &[
     "params",
     "reload",
     "attr-events",
+    "attributes",
     "host-func",
     "fork",
     "exit-pending",

@@ -374,3 +374,10 @@ fn captures_in_every_mode_tolerate_other_threads_and_forked_streams() {
     let run = scenario("capture-modes");
     assert_eq!(run.line(), "capture-modes ok results=29,29,29");
 }
+
+#[test]
+fn a_launch_keeps_the_function_limits_in_force_when_it_was_made() {
+    let run = scenario("attributes");
+    assert_eq!(run.line(), "attributes ok values=33,33,33,33");
+    run.log.assert_launches_executed();
+}

@@ -299,6 +299,10 @@ driver! {
     cuGraphInstantiateWithParams_ptsz: PFN_cuGraphInstantiateWithParams;
     cuLaunchGridAsync: PFN_cuLaunchGridAsync;
     cuFuncGetName: PFN_cuFuncGetName;
+    cuFuncGetAttribute: PFN_cuFuncGetAttribute;
+    cuFuncSetAttribute: PFN_cuFuncSetAttribute;
+    cuKernelGetAttribute: PFN_cuKernelGetAttribute;
+    cuKernelSetAttribute: PFN_cuKernelSetAttribute;
     cuKernelGetName: PFN_cuKernelGetName;
     cuStreamGetAttribute: PFN_cuStreamGetAttribute;
     cuStreamGetAttribute_ptsz: PFN_cuStreamGetAttribute;

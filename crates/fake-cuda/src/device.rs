@@ -34,7 +34,7 @@ pub(crate) const DRIVER_VERSION: c_int = 13000;
 /// The device's name.
 const NAME: &[u8] = b"Baton Fake CUDA Device (H100-like)";
 
-fn check_device(dev: CUdevice) -> CuResult<()> {
+pub(crate) fn check_device(dev: CUdevice) -> CuResult<()> {
     initialized()?;
     if dev == 0 {
         Ok(())

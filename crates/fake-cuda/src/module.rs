@@ -17,11 +17,12 @@
 //! that load and unload code while they run (cuDNN, PyTorch's training loop: measured 25
 //! unloads in ten ResNet-18 steps) see the same values again for other kernels.
 
-use std::ffi::{CStr, c_char, c_uint, c_void};
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use baton_cuda_sys::{
-    CUfunction, CUjit_option, CUkernel, CUlibrary, CUlibraryOption, CUmodule, CUresult,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CUdevice, CUfunction, CUjit_option, CUkernel,
+    CUlibrary, CUlibraryOption, CUmodule, CUresult,
 };
 
 use crate::entry::{CuResult, exports, put};
@@ -40,7 +41,14 @@ pub(crate) struct Function {
     /// Whether it was launched before (with `FAKE_CUDA_LAZY_LOADING`, the first launch loads
     /// it).
     pub loaded: std::sync::atomic::AtomicBool,
+    /// The most dynamic shared memory a launch may ask for (48 KiB until raised).
+    pub max_dynamic_shared: std::sync::atomic::AtomicU32,
 }
+
+/// Dynamic shared memory a function may use unless its attribute raises the limit.
+pub(crate) const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
+/// The most any function may be raised to (an H100's opt-in limit per block).
+const MAX_DYNAMIC_SHARED: i32 = 232_448;
 
 /// A loaded module: its functions by name.
 pub(crate) struct Module {
@@ -63,6 +71,7 @@ fn new_function(g: &Global, kind: Kind, def: &'static KernelDef) -> u64 {
         def,
         function: OnceLock::new(),
         loaded: std::sync::atomic::AtomicBool::new(false),
+        max_dynamic_shared: std::sync::atomic::AtomicU32::new(DEFAULT_DYNAMIC_SHARED),
     });
     let raw = function.handle.raw;
     g.functions.insert(raw, function);
@@ -305,6 +314,34 @@ unsafe fn param_info(raw: u64, index: usize, offset: *mut usize, size: *mut usiz
     }
 }
 
+/// Only the dynamic-shared-memory limit is modelled; other attributes are refused.
+unsafe fn get_attribute(out: *mut c_int, attrib: c_uint, raw: u64) -> CuResult<()> {
+    let function = find_function(raw)?;
+    if attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
+        return Err(CUresult::NOT_SUPPORTED);
+    }
+    let value = function
+        .max_dynamic_shared
+        .load(std::sync::atomic::Ordering::Acquire);
+    // SAFETY: the caller guarantees `out` is NULL or writable.
+    unsafe { put(out, i32::try_from(value).unwrap_or(i32::MAX)) }
+}
+
+fn set_attribute(attrib: c_uint, value: c_int, raw: u64) -> CuResult<()> {
+    let function = find_function(raw)?;
+    if attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
+        return Err(CUresult::NOT_SUPPORTED);
+    }
+    let value = u32::try_from(value)
+        .ok()
+        .filter(|_| value <= MAX_DYNAMIC_SHARED)
+        .ok_or(CUresult::INVALID_VALUE)?;
+    function
+        .max_dynamic_shared
+        .store(value, std::sync::atomic::Ordering::Release);
+    Ok(())
+}
+
 unsafe fn get_name(out: *mut *const c_char, raw: u64) -> CuResult<()> {
     let function = find_function(raw)?;
     // SAFETY: the caller guarantees `out` is NULL or writable; the name is a static C string.
@@ -341,6 +378,18 @@ exports! {
     /// Offset and size of a function parameter; `CUDA_ERROR_INVALID_VALUE` past the last one.
     fn cuFuncGetParamInfo(func: CUfunction, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize): PFN_cuFuncGetParamInfo
         => param_info(raw_of(func), paramIndex, paramOffset, paramSize);
+    /// A function attribute (only the dynamic shared memory limit).
+    fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_uint, hfunc: CUfunction): PFN_cuFuncGetAttribute
+        => get_attribute(pi, attrib, raw_of(hfunc));
+    /// Sets a function attribute (only the dynamic shared memory limit).
+    fn cuFuncSetAttribute(hfunc: CUfunction, attrib: c_uint, value: c_int): PFN_cuFuncSetAttribute
+        => set_attribute(attrib, value, raw_of(hfunc));
+    /// A kernel attribute on a device (only the dynamic shared memory limit).
+    fn cuKernelGetAttribute(pi: *mut c_int, attrib: c_uint, kernel: CUkernel, dev: CUdevice): PFN_cuKernelGetAttribute
+        => { crate::device::check_device(dev)?; get_attribute(pi, attrib, raw_of(kernel)) };
+    /// Sets a kernel attribute on a device (only the dynamic shared memory limit).
+    fn cuKernelSetAttribute(attrib: c_uint, val: c_int, kernel: CUkernel, dev: CUdevice): PFN_cuKernelSetAttribute
+        => { crate::device::check_device(dev)?; set_attribute(attrib, val, raw_of(kernel)) };
     /// The kernel's name.
     fn cuKernelGetName(name: *mut *const c_char, hfunc: CUkernel): PFN_cuKernelGetName => get_name(name, raw_of(hfunc));
     /// The function's name.

@@ -226,6 +226,10 @@ pub(crate) static TABLE: &[(&str, &[Version])] = &[
     ("cuKernelGetParamInfo", &[v(12040, "cuKernelGetParamInfo")]),
     ("cuFuncGetName", &[v(12030, "cuFuncGetName")]),
     ("cuFuncGetParamInfo", &[v(12040, "cuFuncGetParamInfo")]),
+    ("cuFuncGetAttribute", &[v(2020, "cuFuncGetAttribute")]),
+    ("cuFuncSetAttribute", &[v(9000, "cuFuncSetAttribute")]),
+    ("cuKernelGetAttribute", &[v(12000, "cuKernelGetAttribute")]),
+    ("cuKernelSetAttribute", &[v(12000, "cuKernelSetAttribute")]),
     (
         "cuDeviceGetDevResource",
         &[v(12040, "cuDeviceGetDevResource")],

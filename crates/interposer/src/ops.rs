@@ -374,12 +374,47 @@ impl Runtime {
             }
         }
         let r = real();
-        if r.is_success() {
-            for e in &entries {
-                let _ = e.xq.query_with(|_| Ok(true));
+        if !r.is_success() {
+            return r;
+        }
+        let mut failed = None;
+        for e in &entries {
+            let _ = e.xq.query_with(|_| Ok(true));
+            // A command Baton launched later for the application failed: the application
+            // learns it here, at a synchronization that covers it, as the launch's own call
+            // could no longer tell it.
+            if let Some(x) = e.xq.take_error() {
+                failed.get_or_insert(x);
             }
         }
-        r
+        failed.map_or(r, |x| status(&baton_core::XQueueError::Hw(x)))
+    }
+
+    /// Before a call that changes a function attribute (`cuFuncSetAttribute`,
+    /// `cuKernelSetAttribute`): CUDA applies it to the launches made after the call, while
+    /// Baton may still hold launches the application made before it — one asking for more
+    /// dynamic shared memory than the new limit would fail, or run differently. When the value
+    /// really changes (`current`, from the driver, differs or is unknown) and some queue holds
+    /// commands back, those are launched first, even from a suspended queue.
+    pub(crate) fn before_attribute_change(&self, current: Option<i32>, new: i32) {
+        if !self.cfg.enabled || current == Some(new) {
+            return;
+        }
+        let mut released = false;
+        for e in self.reg.all() {
+            if e.xq.has_pending()
+                && let Some(d) = e.xq.dependency_on_all()
+            {
+                d.wait_satisfied();
+                released = true;
+            }
+        }
+        if released {
+            self.stats.attribute_flushes.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                "a function attribute changed while commands were held back: launched them first"
+            );
+        }
     }
 
     /// `cuEventRecord[WithFlags]`.

@@ -26,6 +26,8 @@ pub(crate) struct Stats {
     pub(crate) streams: AtomicU64,
     /// Times the liveness guard let suspended queues through (see `guard_liveness`).
     pub(crate) liveness_releases: AtomicU64,
+    /// Times held-back commands were launched before a function attribute changed.
+    pub(crate) attribute_flushes: AtomicU64,
     /// Launch calls whose thread a queue held back, for how long in all (ns), and how many of
     /// them while the thread held Python's interpreter lock.
     pub(crate) held: [AtomicU64; 3],
@@ -493,6 +495,7 @@ impl Runtime {
             "bypassed": s.bypassed.load(Ordering::Relaxed),
             "streams": s.streams.load(Ordering::Relaxed),
             "liveness_releases": s.liveness_releases.load(Ordering::Relaxed),
+            "attribute_flushes": s.attribute_flushes.load(Ordering::Relaxed),
             "hooks": crate::profile::table()
                 .into_iter()
                 .map(|h| {

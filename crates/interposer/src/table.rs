@@ -145,6 +145,7 @@ hooks! {
     cuStreamGetAttribute, cuStreamGetAttribute_ptsz,
     cuStreamSetAttribute, cuStreamSetAttribute_ptsz,
     cuStreamCopyAttributes, cuStreamCopyAttributes_ptsz,
+    cuFuncSetAttribute, cuKernelSetAttribute,
 }
 
 /// Real function address → hook address, sorted by real address.

@@ -38,6 +38,46 @@ impl Gpu {
         )
     }
 
+    /// `cuLaunchKernel` with `shared` bytes of dynamic shared memory.
+    pub fn launch_shared(
+        &self,
+        f: CUfunction,
+        stream: CUstream,
+        shared: u32,
+        args: &[KArg],
+    ) -> Result<(), AppError> {
+        let mut args = args.to_vec();
+        let mut params: Vec<*mut c_void> = args.iter_mut().map(KArg::as_ptr).collect();
+        call!(
+            self,
+            cuLaunchKernel(
+                f,
+                1,
+                1,
+                1,
+                32,
+                1,
+                1,
+                shared,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut()
+            )
+        )
+    }
+
+    /// `cuFuncSetAttribute` for the dynamic shared memory limit.
+    pub fn set_max_dynamic_shared(&self, f: CUfunction, bytes: i32) -> Result<(), AppError> {
+        call!(
+            self,
+            cuFuncSetAttribute(
+                f,
+                baton_cuda_sys::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes
+            )
+        )
+    }
+
     /// `cuLaunchKernel` with a caller-owned argument array (the driver must copy it at launch).
     pub fn launch_with(
         &self,

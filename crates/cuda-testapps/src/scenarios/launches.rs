@@ -344,3 +344,28 @@ pub fn attr_events(s: &Session) -> Result<String, AppError> {
     }
     Ok(format!("attr-events ok seen={}", join(&seen)))
 }
+
+/// A function's dynamic shared memory limit raised before a launch that needs it and lowered
+/// again after, as libraries do around their launches: CUDA applies a limit to the launches
+/// made after it, so the big launch is valid even if it runs after the limit went down.
+pub fn attributes(s: &Session) -> Result<String, AppError> {
+    const BIG: u32 = 64 * 1024;
+    let (g, k) = (&s.gpu, &s.k);
+    let stream = g.stream(CU_STREAM_NON_BLOCKING)?;
+    let buf = g.alloc(4)?;
+    g.memset32(buf, 0, 4)?;
+    for _ in 0..3 {
+        g.set_max_dynamic_shared(k.add, BIG as i32)?;
+        g.launch(k.spin, stream, &[U64(1_000)])?;
+        g.launch_shared(k.add, stream, BIG, &[Ptr(buf), I32(4), I32(1)])?;
+        g.set_max_dynamic_shared(k.add, 48 * 1024)?;
+        g.launch_shared(k.add, stream, 0, &[Ptr(buf), I32(4), I32(10)])?;
+    }
+    g.sync(stream)?;
+    let out = g.download(buf, 4)?;
+    ensure(out == [33; 4], || {
+        format!("three rounds of 1 + 10: {out:?}")
+    })?;
+    g.destroy_stream(stream)?;
+    Ok(format!("attributes ok values={}", join(&out)))
+}

@@ -1,8 +1,10 @@
 //! Kernel launches and host functions.
 
-use std::ffi::{c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 
-use baton_cuda::sys::{CUfunction, CUhostFn, CUlaunchConfig, CUresult, CUstream, CUstreamCallback};
+use baton_cuda::sys::{
+    CUdevice, CUfunction, CUhostFn, CUkernel, CUlaunchConfig, CUresult, CUstream, CUstreamCallback,
+};
 use baton_cuda::{CudaCommand, HostPtr, KernelArgs};
 
 use crate::ops::Count;
@@ -197,3 +199,26 @@ macro_rules! stream_callback {
 
 stream_callback!(cuStreamAddCallback, Api::Plain);
 stream_callback!(cuStreamAddCallback_ptsz, Api::PerThread);
+
+// Function attributes apply to launches made after them: see `before_attribute_change`.
+hook!(cuFuncSetAttribute(f: CUfunction, attrib: c_uint, value: c_int) |rt, real| {
+    let current = rt.driver.cuFuncGetAttribute.and_then(|get| {
+        let mut v = 0;
+        // SAFETY: the application's function; `v` is a valid out-pointer.
+        unsafe { get(&mut v, attrib, f) }.is_success().then_some(v)
+    });
+    rt.before_attribute_change(current, value);
+    // SAFETY: the application's arguments, unchanged.
+    unsafe { real(f, attrib, value) }
+});
+
+hook!(cuKernelSetAttribute(attrib: c_uint, value: c_int, kernel: CUkernel, dev: CUdevice) |rt, real| {
+    let current = rt.driver.cuKernelGetAttribute.and_then(|get| {
+        let mut v = 0;
+        // SAFETY: the application's kernel and device; `v` is a valid out-pointer.
+        unsafe { get(&mut v, attrib, kernel, dev) }.is_success().then_some(v)
+    });
+    rt.before_attribute_change(current, value);
+    // SAFETY: the application's arguments, unchanged.
+    unsafe { real(attrib, value, kernel, dev) }
+});
