@@ -23,6 +23,7 @@ const SCENARIOS: &[&str] = &[
     "events",
     "sync",
     "free-pending",
+    "allocator-reuse",
     "wait-value",
     "capture",
     "capture-modes",

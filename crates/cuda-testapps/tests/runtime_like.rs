@@ -381,3 +381,13 @@ fn a_launch_keeps_the_function_limits_in_force_when_it_was_made() {
     assert_eq!(run.line(), "attributes ok values=33,33,33,33");
     run.log.assert_launches_executed();
 }
+
+#[test]
+fn blocks_reused_across_streams_after_an_event_poll_hold_each_rounds_values() {
+    let run = scenario("allocator-reuse");
+    assert_eq!(
+        run.line(),
+        "allocator-reuse ok values=1,11,21,31 polled=true"
+    );
+    run.log.assert_launches_executed();
+}

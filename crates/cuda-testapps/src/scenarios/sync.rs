@@ -266,3 +266,63 @@ pub fn free_pending(s: &Session) -> Result<String, AppError> {
     g.destroy_stream(stream)?;
     Ok(format!("free-pending ok sums={}", join(&sums)))
 }
+
+/// What a framework's caching allocator does across streams: a block written on one stream is
+/// read on another, which records an event; the block goes back to the first stream's pool and
+/// is reused only once a poll of that event says the read is done (PyTorch's `record_stream`).
+/// A pageable upload's source is overwritten as soon as the call returns. The reader must see
+/// every round's own values.
+pub fn allocator_reuse(s: &Session) -> Result<String, AppError> {
+    use baton_cuda_sys::{CU_EVENT_DISABLE_TIMING, CUresult};
+    let (g, k) = (&s.gpu, &s.k);
+    let (writer, reader) = (
+        g.stream(CU_STREAM_NON_BLOCKING)?,
+        g.stream(CU_STREAM_NON_BLOCKING)?,
+    );
+    let (block, out) = (g.alloc(8)?, g.alloc(8 * 4)?);
+    let read = g.event(CU_EVENT_DISABLE_TIMING)?;
+    let written = g.event(CU_EVENT_DISABLE_TIMING)?;
+    let mut polls = 0;
+    for round in 0..4 {
+        let mut source = vec![round * 10; 8];
+        g.upload_async(block, &source, writer)?;
+        source.fill(-1);
+        g.launch(k.spin, writer, &[U64(500)])?;
+        g.launch(k.add, writer, &[Ptr(block), I32(8), I32(1)])?;
+        g.record(written, writer)?;
+        g.wait_event(reader, written)?;
+        g.launch(
+            k.copy,
+            reader,
+            &[Ptr(out + 32 * round as u64), Ptr(block), I32(8)],
+        )?;
+        g.record(read, reader)?;
+        // The block is free for the writer once the read is done; the allocator polls.
+        loop {
+            match g.event_query(read) {
+                CUresult::SUCCESS => break,
+                CUresult::NOT_READY => polls += 1,
+                other => {
+                    return Err(AppError::Cuda {
+                        call: "cuEventQuery",
+                        code: other,
+                        expected: CUresult::SUCCESS,
+                    });
+                }
+            }
+            std::thread::yield_now();
+        }
+    }
+    g.sync(reader)?;
+    let got = g.download(out, 32)?;
+    let expected: Vec<i32> = (0..4).flat_map(|r| [r * 10 + 1; 8]).collect();
+    ensure(got == expected, || format!("rounds read {got:?}"))?;
+    for stream in [writer, reader] {
+        g.destroy_stream(stream)?;
+    }
+    Ok(format!(
+        "allocator-reuse ok values={} polled={}",
+        join(&got.iter().step_by(8).copied().collect::<Vec<_>>()),
+        polls > 0
+    ))
+}
