@@ -21,31 +21,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{baton_binary, check_log, driver_dir, interposer_library, run, temp_dir};
+use support::{SCENARIOS, baton_binary, check_log, driver_dir, interposer_library, run, temp_dir};
 
 const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
-
-/// The scenarios judged under contention: everything an application does with streams.
-const SCENARIOS: &[&str] = &[
-    "order",
-    "legacy",
-    "ptds",
-    "events",
-    "sync",
-    "free-pending",
-    "allocator-reuse",
-    "wait-value",
-    "capture",
-    "capture-modes",
-    "async-alloc",
-    "params",
-    "reload",
-    "attr-events",
-    "attributes",
-    "host-func",
-    "fork",
-    "exit-pending",
-];
 
 /// Chaos seeds per level: each one a different sequence of suspensions.
 const SEEDS: &[(u8, &[u64])] = &[(1, &[11, 12, 13]), (2, &[21, 22])];

@@ -10,32 +10,11 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use support::{
-    Log, Run, baton_binary, check_log, interposer_library, linked_program, num, run, temp_dir,
+    Log, Run, SCENARIOS, baton_binary, check_log, interposer_library, linked_program, num, run,
+    temp_dir,
 };
 
 const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
-
-/// Scenarios whose result must not change under Baton (all of them).
-const SCENARIOS: &[&str] = &[
-    "order",
-    "legacy",
-    "ptds",
-    "events",
-    "sync",
-    "free-pending",
-    "allocator-reuse",
-    "wait-value",
-    "capture",
-    "capture-modes",
-    "async-alloc",
-    "params",
-    "reload",
-    "attr-events",
-    "attributes",
-    "host-func",
-    "fork",
-    "exit-pending",
-];
 
 /// Launch windows: Baton's default, and windows small enough that most commands wait.
 const WINDOWS: &[(&str, &str)] = &[("16", "8"), ("1", "1"), ("2", "1"), ("3", "2")];

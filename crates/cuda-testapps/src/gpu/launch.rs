@@ -13,6 +13,17 @@ use crate::error::{AppError, expect_code};
 impl Gpu {
     /// `cuLaunchKernel` (1×1×1 grid of 32 threads) with `kernelParams`.
     pub fn launch(&self, f: CUfunction, stream: CUstream, args: &[KArg]) -> Result<(), AppError> {
+        self.launch_shared(f, stream, 0, args)
+    }
+
+    /// `cuLaunchKernel` with `shared` bytes of dynamic shared memory.
+    pub fn launch_shared(
+        &self,
+        f: CUfunction,
+        stream: CUstream,
+        shared: u32,
+        args: &[KArg],
+    ) -> Result<(), AppError> {
         let mut args = args.to_vec();
         let mut params: Vec<*mut c_void> = args.iter_mut().map(KArg::as_ptr).collect();
         let params_ptr = if params.is_empty() {
@@ -30,37 +41,9 @@ impl Gpu {
                 32,
                 1,
                 1,
-                0,
-                stream,
-                params_ptr,
-                std::ptr::null_mut()
-            )
-        )
-    }
-
-    /// `cuLaunchKernel` with `shared` bytes of dynamic shared memory.
-    pub fn launch_shared(
-        &self,
-        f: CUfunction,
-        stream: CUstream,
-        shared: u32,
-        args: &[KArg],
-    ) -> Result<(), AppError> {
-        let mut args = args.to_vec();
-        let mut params: Vec<*mut c_void> = args.iter_mut().map(KArg::as_ptr).collect();
-        call!(
-            self,
-            cuLaunchKernel(
-                f,
-                1,
-                1,
-                1,
-                32,
-                1,
-                1,
                 shared,
                 stream,
-                params.as_mut_ptr(),
+                params_ptr,
                 std::ptr::null_mut()
             )
         )

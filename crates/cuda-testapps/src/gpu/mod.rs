@@ -256,27 +256,8 @@ impl Gpu {
 
     /// Loads [`MODULE_IMAGE`] as a library and returns its kernel `name`.
     pub fn library_kernel(&self, name: &CStr) -> Result<CUkernel, AppError> {
-        let mut library: CUlibrary = std::ptr::null_mut();
-        let none = std::ptr::null_mut();
-        call!(
-            self,
-            cuLibraryLoadData(
-                &mut library,
-                MODULE_IMAGE.as_ptr().cast(),
-                none,
-                none.cast(),
-                0,
-                none.cast(),
-                none.cast(),
-                0
-            )
-        )?;
-        let mut kernel = std::ptr::null_mut();
-        call!(
-            self,
-            cuLibraryGetKernel(&mut kernel, library, name.as_ptr())
-        )?;
-        Ok(kernel)
+        self.load_library(MODULE_IMAGE, name)
+            .map(|(_, kernel)| kernel)
     }
 
     /// Loads the library `image` and returns it with its kernel `name`.
