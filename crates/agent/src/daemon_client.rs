@@ -1,6 +1,6 @@
 //! The agent's link to the daemon: global scheduling from inside an application process.
 //!
-//! [`DaemonClient`] plays the role [`SchedulerThread`](crate::SchedulerThread) plays in local
+//! [`DaemonClient`] plays the role [`SchedulerThread`](baton_scheduler::SchedulerThread) plays in local
 //! mode: queues report to its [`sink`](DaemonClient::sink), the process registers its queues
 //! with it, and a background thread (a plain `std` thread: it lives inside arbitrary
 //! applications) talks to the daemon:

@@ -9,10 +9,9 @@ use std::sync::Arc;
 use baton_core::{Clock, EventSink, Nanos, Priority, QueueControl, XQueueId};
 use baton_protocol::{DeviceRef, Hint, WirePriority};
 
-use crate::{
-    AgentConfig, ClientConfig, DaemonClient, LocalScheduler, QueueInfo, QueueMeta, SchedulerMode,
-    SchedulerThread,
-};
+use baton_scheduler::{LocalScheduler, QueueMeta, SchedulerThread};
+
+use crate::{AgentConfig, ClientConfig, DaemonClient, QueueInfo, SchedulerMode};
 
 /// What a backend knows about a new queue.
 #[derive(Clone, Debug)]

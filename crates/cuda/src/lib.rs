@@ -29,6 +29,7 @@ mod hwqueue;
 mod params;
 pub mod rm;
 
+pub use baton_core as core;
 pub use baton_cuda_sys as sys;
 pub use command::{CudaCommand, HostPtr, MemsetWidth, attribute_events, cooperative_attrs};
 pub use driver::{Driver, open_library};

@@ -11,7 +11,7 @@
 //!   **core** task, which alone owns the scheduling state and handles every connection's
 //!   messages in order (`core`). Everything runs on one tokio thread: the decision path has
 //!   no lock and no cross-thread hand-off.
-//! - The scheduling itself is `baton_agent::LocalScheduler`, the same code that schedules
+//! - The scheduling itself is `baton_scheduler::LocalScheduler`, the same code that schedules
 //!   inside a process, run over one `proxy::RemoteQueue` per remote queue: its suspend and
 //!   resume become [`Operations`](baton_protocol::Operations) for the queue's agent, batched so
 //!   each agent gets at most one frame per decision round, naming only changed queues.

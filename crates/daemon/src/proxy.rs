@@ -1,6 +1,6 @@
 //! Remote queues as the local scheduler sees them.
 //!
-//! The daemon runs `baton_agent::LocalScheduler`, the scheduler every process can run for
+//! The daemon runs `baton_scheduler::LocalScheduler`, the scheduler every process can run for
 //! itself, over one [`RemoteQueue`] per queue of every agent. A `RemoteQueue` implements
 //! [`QueueControl`]: `suspend` and `resume` record the wanted state in the shared
 //! [`Outbox`], and the core turns a decision round's worth of them into one

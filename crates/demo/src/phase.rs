@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use baton_agent::OpKind;
 use baton_core::Nanos;
+use baton_scheduler::OpKind;
 use baton_sim::Completion;
 
 /// One phase of the demo.

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use baton_agent::{Inbox, LocalScheduler, SchedulerThread};
 use baton_core::{Clock, CommandSeq, Drive, HwQueue, Nanos, XQueue};
 use baton_policies::Hpf;
+use baton_scheduler::{Inbox, LocalScheduler, SchedulerThread};
 use baton_sim::{Sim, SimQueue, SimSyncPoint, TimeMode};
 
 use crate::clients::{BeTracker, HpTracker, be_kernel, hp_request};

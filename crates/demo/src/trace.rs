@@ -3,8 +3,8 @@
 use std::io;
 use std::path::Path;
 
-use baton_agent::OpKind;
 use baton_core::Nanos;
+use baton_scheduler::OpKind;
 use serde_json::{Value, json};
 
 use crate::phase::Role;

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use baton_agent::{Inbox, LocalScheduler, QueueMeta};
 use baton_core::{Drive, HwQueue, Nanos, Priority, XQueue};
 use baton_policies::{DeviceId, Hpf, QueueHints};
+use baton_scheduler::{Inbox, LocalScheduler, QueueMeta};
 use baton_sim::{Sim, SimQueue, TimeMode};
 
 use crate::clients::{BeTracker, HpTracker, be_kernel, hp_request};

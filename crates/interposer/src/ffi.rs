@@ -26,8 +26,8 @@ pub(crate) fn fallback(real: impl FnOnce() -> CUresult) -> CUresult {
 }
 
 /// A core error as the CUDA status an application expects.
-pub(crate) fn status(e: &baton_core::XQueueError) -> CUresult {
-    use baton_core::{HwError, XQueueError};
+pub(crate) fn status(e: &baton_cuda::core::XQueueError) -> CUresult {
+    use baton_cuda::core::{HwError, XQueueError};
     match e {
         XQueueError::Hw(HwError::Backend { code, .. }) => {
             CUresult(u32::try_from(*code).unwrap_or(CUresult::UNKNOWN.0))
@@ -39,7 +39,7 @@ pub(crate) fn status(e: &baton_core::XQueueError) -> CUresult {
 }
 
 /// A core result as a CUDA status.
-pub(crate) fn to_status<T>(r: Result<T, baton_core::XQueueError>) -> CUresult {
+pub(crate) fn to_status<T>(r: Result<T, baton_cuda::core::XQueueError>) -> CUresult {
     match r {
         Ok(_) => CUresult::SUCCESS,
         Err(e) => status(&e),
@@ -47,6 +47,6 @@ pub(crate) fn to_status<T>(r: Result<T, baton_core::XQueueError>) -> CUresult {
 }
 
 /// A CUDA status as the error type hardware queues return.
-pub(crate) fn hw(call: &'static str, r: CUresult) -> Result<(), baton_core::HwError> {
+pub(crate) fn hw(call: &'static str, r: CUresult) -> Result<(), baton_cuda::core::HwError> {
     baton_cuda::check(call, r).map_err(Into::into)
 }

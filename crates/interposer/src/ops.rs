@@ -24,8 +24,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use baton_core::{CommandSeq, CommandState, Dependency};
 use baton_cuda::CudaCommand;
+use baton_cuda::core::{CommandSeq, CommandState, Dependency};
 use baton_cuda::sys::{
     CU_STREAM_CAPTURE_STATUS_ACTIVE, CUevent, CUfunction, CUresult, CUstream, CUstreamCaptureStatus,
 };
@@ -387,7 +387,7 @@ impl Runtime {
                 failed.get_or_insert(x);
             }
         }
-        failed.map_or(r, |x| status(&baton_core::XQueueError::Hw(x)))
+        failed.map_or(r, |x| status(&baton_cuda::core::XQueueError::Hw(x)))
     }
 
     /// Before a call that changes a function attribute (`cuFuncSetAttribute`,
@@ -809,7 +809,7 @@ impl Runtime {
             })
             .collect();
         for e in &entries {
-            let _ = e.xq.resume(baton_core::ResumeFlags::default());
+            let _ = e.xq.resume(baton_cuda::core::ResumeFlags::default());
             let _ = e.xq.flush();
             let _ = e.xq.wait_all();
             self.unregister(e);

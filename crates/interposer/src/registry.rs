@@ -16,14 +16,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
+use baton_agent::{DeviceId, QueueHints};
 use baton_agent::{QueueMeta, Registration};
-use baton_core::{HeldBackCount, Priority, XQueue};
+use baton_cuda::core::{HeldBackCount, Priority, XQueue};
 use baton_cuda::rm::{ContextSlice, Ioctl};
 use baton_cuda::sys::{
     CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
 };
 use baton_cuda::{CudaHwQueue, EventPool, SmPartition};
-use baton_policies::{DeviceId, QueueHints};
 
 use crate::runtime::Runtime;
 
@@ -311,7 +311,7 @@ impl Runtime {
             return Some(s.clone());
         }
         let device = self.context_device(ctx);
-        let slice = if self.cfg.level == baton_core::Level::L3 {
+        let slice = if self.cfg.level == baton_cuda::core::Level::L3 {
             self.start_slice(ctx)
         } else {
             None
@@ -570,7 +570,7 @@ impl Runtime {
         );
         if let Some(slice) = &state.slice {
             hw = hw.with_slice(slice.clone());
-        } else if self.cfg.level == baton_core::Level::L2 {
+        } else if self.cfg.level == baton_cuda::core::Level::L2 {
             // SAFETY: the registry's contexts are live while they have streams.
             match unsafe { baton_cuda::Gate::new(self.driver, state.ctx) } {
                 Ok(g) => hw = hw.with_gate(g),
@@ -592,7 +592,10 @@ impl Runtime {
                 ),
             }
         }
-        let level = self.cfg.level.min(baton_core::HwQueue::max_level(&hw));
+        let level = self
+            .cfg
+            .level
+            .min(baton_cuda::core::HwQueue::max_level(&hw));
         let mut b = XQueue::builder(hw)
             .level(level)
             .config(self.cfg.launch)
@@ -627,7 +630,7 @@ impl Runtime {
                 label: format!("{kind:?} stream {:#x}", handle as usize),
                 device: self.device_ref(state.device),
             };
-            s.register(xq.clone(), reg, baton_core::Clock::now(&*self.clock));
+            s.register(xq.clone(), reg, baton_cuda::core::Clock::now(&*self.clock));
         }
         self.stats.streams.fetch_add(1, Ordering::Relaxed);
         crate::runtime::ensure_exit_drain();
@@ -645,13 +648,13 @@ impl Runtime {
     /// Stops scheduling `e`'s queue (its stream is going away).
     pub(crate) fn unregister(&self, e: &StreamEntry) {
         if let Some(s) = &self.sched {
-            s.unregister(e.xq.id(), baton_core::Clock::now(&*self.clock));
+            s.unregister(e.xq.id(), baton_cuda::core::Clock::now(&*self.clock));
         }
     }
 
     /// Device `ordinal` as the daemon knows it: its UUID (`GPU-…`) when the driver reports
     /// one, else `cuda-ORDINAL`.
-    fn device_ref(&self, ordinal: i32) -> baton_protocol::DeviceRef {
+    fn device_ref(&self, ordinal: i32) -> baton_agent::DeviceRef {
         let uuid = (|| {
             let (get, uuid) = (self.driver.cuDeviceGet?, self.driver.cuDeviceGetUuid_v2?);
             let mut dev = 0;
@@ -672,8 +675,8 @@ impl Runtime {
                 hex(&b[10..16])
             ))
         })();
-        baton_protocol::DeviceRef {
-            backend: baton_protocol::Backend::Cuda,
+        baton_agent::DeviceRef {
+            backend: baton_agent::Backend::Cuda,
             id: uuid.unwrap_or_else(|| format!("cuda-{ordinal}")),
             ordinal: u32::try_from(ordinal).unwrap_or(0),
         }

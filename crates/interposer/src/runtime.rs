@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use baton_agent::{AgentConfig, AgentScheduler};
-use baton_core::{CommandSeq, MonotonicClock};
+use baton_cuda::core::{CommandSeq, MonotonicClock};
 use baton_cuda::{CaptureGate, Driver, ParamCache};
 
 use crate::registry::{Registry, StreamEntry};
@@ -170,7 +170,7 @@ fn build() -> Result<Runtime, String> {
         hot: Hot {
             enabled: cfg.enabled,
             profile: cfg.profile,
-            l2_gates: cfg.enabled && cfg.level == baton_core::Level::L2,
+            l2_gates: cfg.enabled && cfg.level == baton_cuda::core::Level::L2,
             kernels: AtomicU64::new(0),
             commands: AtomicU64::new(0),
         },
@@ -245,7 +245,7 @@ extern "C" fn at_exit() {
         let rt = unsafe { &*p };
         // No logging here: thread-local state may already be gone.
         for e in rt.reg.all() {
-            let _ = e.xq.resume(baton_core::ResumeFlags::default());
+            let _ = e.xq.resume(baton_cuda::core::ResumeFlags::default());
             let _ = e.xq.flush();
         }
     });
@@ -271,7 +271,7 @@ const LIVENESS_AFTER: std::time::Duration = std::time::Duration::from_millis(200
 /// behind it.
 struct Snapshot {
     entries: Vec<Arc<StreamEntry>>,
-    st: Vec<Option<baton_core::XQueueStatus>>,
+    st: Vec<Option<baton_cuda::core::XQueueStatus>>,
 }
 
 impl Snapshot {
@@ -282,7 +282,7 @@ impl Snapshot {
     }
 
     /// The states that could be read.
-    fn known(&self) -> impl Iterator<Item = &baton_core::XQueueStatus> {
+    fn known(&self) -> impl Iterator<Item = &baton_cuda::core::XQueueStatus> {
         self.st.iter().flatten()
     }
 

@@ -6,12 +6,12 @@
 //! python3 scripts/plot-policies.py [OUT_DIR]
 //! ```
 
-use baton_agent::ProcessFacts;
 use baton_core::{LaunchConfig, Level, Nanos};
 use baton_lab::{
     Action, Announce, ClientSpec, ContextSpec, LabResult, LabSpec, Span, Workload, run,
 };
 use baton_policies::{GlobalHint, Hint, ProcessHint, Slo, by_name};
+use baton_scheduler::ProcessFacts;
 use baton_sim::SimConfig;
 use serde_json::{Value, json};
 

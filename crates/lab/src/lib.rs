@@ -4,7 +4,7 @@
 //! stream (in a context of its own or shared with others) running a [`Workload`] — periodic
 //! jobs, closed-loop jobs, or a flood — with its hints, and timed [`Action`]s (hints, policy
 //! switches). [`run`] steps the simulated device, the clients' XQueues, a
-//! [`LocalScheduler`](baton_agent::LocalScheduler) and the clients together from event to
+//! [`LocalScheduler`](baton_scheduler::LocalScheduler) and the clients together from event to
 //! event, one thread, no clock but the device's, and returns a [`LabResult`]: each client's
 //! jobs and latencies, the work it completed over time, the scheduler's operations and the
 //! policy's counters. The same spec always gives the same result.

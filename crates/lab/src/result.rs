@@ -1,7 +1,7 @@
 //! What a lab run measured, and the statistics tests and plots need.
 
-use baton_agent::OpRecord;
 use baton_core::Nanos;
+use baton_scheduler::OpRecord;
 use serde_json::{Value, json};
 
 use crate::Job;

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use baton_agent::{Inbox, LocalScheduler, QueueMeta, StaticProcessInfo};
 use baton_core::{Drive, Nanos, XQueue};
 use baton_policies::{DeviceId, Hint, QueueHints};
+use baton_scheduler::{Inbox, LocalScheduler, QueueMeta, StaticProcessInfo};
 use baton_sim::{ContextId, Sim, StreamId, TimeMode};
 
 use crate::client::{Client, Path};

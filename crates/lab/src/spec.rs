@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use baton_agent::ProcessFacts;
 use baton_core::{LaunchConfig, Level, Nanos};
 use baton_policies::{GlobalHint, Hint, Policy, ProcessHint};
+use baton_scheduler::ProcessFacts;
 use baton_sim::SimConfig;
 
 /// An inclusive range of kernel durations, drawn uniformly.

@@ -10,9 +10,9 @@
 
 use std::sync::Arc;
 
-use baton_agent::{Inbox, LocalScheduler, QueueMeta, StaticProcessInfo};
 use baton_core::{CommandSeq, Drive, Level, Nanos, XQueue};
 use baton_policies::{Dependency, DeviceId, Hint, QueueHints, Until, by_name, catalog};
+use baton_scheduler::{Inbox, LocalScheduler, QueueMeta, StaticProcessInfo};
 use baton_sim::{EventId, Sim, SimCommand, SimConfig, SimQueue, TimeMode};
 use proptest::prelude::*;
 

@@ -7,10 +7,10 @@
 //! cut the drain short. HP releases 20 kernels of 50 µs every 20 ms under HPF; with the hint
 //! it announces each release 5 ms ahead (lapsing 1 ms after the expected arrival).
 
-use baton_agent::OpKind;
 use baton_core::{LaunchConfig, Level, Nanos};
 use baton_lab::{Action, Announce, ClientSpec, LabResult, LabSpec, Span, Workload, run};
 use baton_policies::{Hint, by_name};
+use baton_scheduler::OpKind;
 use baton_sim::SimConfig;
 
 fn spec(announce: Option<Announce>, with_be: bool, hp_until: Option<Nanos>) -> LabSpec {

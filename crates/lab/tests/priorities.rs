@@ -1,10 +1,10 @@
 //! The priority family in virtual time: HHPF orders work across devices, CHPF follows the OS
 //! niceness the agent reads.
 
-use baton_agent::ProcessFacts;
 use baton_core::Nanos;
 use baton_lab::{ClientSpec, LabResult, LabSpec, Span, Workload, run};
 use baton_policies::{Hint, by_name};
+use baton_scheduler::ProcessFacts;
 
 fn periodic(name: &str, pid: u32, device: u32) -> ClientSpec {
     let mut c = ClientSpec::new(

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use baton_agent::QueueMeta;
 use baton_core::{LaunchConfig, Level, QueueEvent, QueueState, XQueueId};
 use baton_policies::Hint as PolicyHint;
 use baton_protocol::{
@@ -12,6 +11,7 @@ use baton_protocol::{
     Hello, HelloReply, MAX_QUEUES_PER_CLIENT, PROTOCOL_VERSION, ProcessStarted, ProtocolError,
     QueueCreated, QueueId, QueueRef, QueueStats, RefusalReason, Refused, Role, Target, Welcome,
 };
+use baton_scheduler::QueueMeta;
 
 use super::{AgentTx, Client, Core, Counters, QueueRec};
 use crate::hints::{HintSet, effective};

@@ -21,13 +21,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use baton_agent::LocalScheduler;
 use baton_core::{Clock, LaunchConfig, Level, MonotonicClock, Nanos, QueueEvent, XQueueId};
 use baton_policies::DeviceId;
 use baton_protocol::{
     AgentMessage, ClientId, DaemonMessage, DecisionCause, DeviceRef, Hello, HelloReply, Operations,
     PolicyParam, ProtocolError, QueueId, QueueStats, Reply, Request,
 };
+use baton_scheduler::LocalScheduler;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::Authority;

@@ -126,6 +126,45 @@ impl Drop for Separate {
     }
 }
 
+/// `baton-sim-client` (of `baton-lab`), built into this test's target directory and profile
+/// once per test binary (a no-op when up to date); `BATON_SIM_CLIENT=<path>` skips the build.
+pub fn sim_client() -> &'static std::path::Path {
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(path) = std::env::var_os("BATON_SIM_CLIENT") {
+            return path.into();
+        }
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let profile = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .expect("the profile directory")
+            .to_path_buf();
+        let target = profile.parent().expect("the target directory");
+        let mut build = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        build
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "baton-lab",
+                "--bin",
+                "baton-sim-client",
+            ])
+            .env("CARGO_TARGET_DIR", target)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo to build baton-sim-client");
+        assert!(
+            status.success(),
+            "building baton-sim-client failed: {status}"
+        );
+        profile.join("baton-sim-client")
+    })
+}
+
 /// A `baton-sim-client` process.
 pub struct Sim {
     pub child: Child,
@@ -139,7 +178,7 @@ impl Sim {
     }
 
     pub fn start_with(socket: &Path, queues: usize, priority: i32, extra: &[&str]) -> Sim {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_baton-sim-client"))
+        let mut child = Command::new(sim_client())
             .arg("--socket")
             .arg(socket)
             .args(["--queues", &queues.to_string()])

@@ -7,10 +7,10 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use baton_agent::{LocalScheduler, QueueMeta, StaticProcessInfo};
 use baton_core::testing::ScriptedHwQueue;
 use baton_core::{Drive, Level, Nanos, Priority, QueueEvent, QueueState, XQueue};
 use baton_policies::{DeviceId, QueueHints};
+use baton_scheduler::{LocalScheduler, QueueMeta, StaticProcessInfo};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn decide(c: &mut Criterion) {

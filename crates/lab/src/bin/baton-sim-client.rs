@@ -1,5 +1,6 @@
 //! `baton-sim-client`: a process of simulated queues scheduled by the daemon through
-//! `baton_agent::DaemonClient`, for the daemon's integration tests and its benchmark.
+//! `baton_agent::DaemonClient`, for the daemon's integration tests and the decision-latency
+//! benchmark (`cargo bench -p baton-lab --bench decision_latency`).
 //!
 //! ```text
 //! baton-sim-client --socket PATH [--queues N] [--priority P] [--device ID]
