@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use crate::ConfigError;
-
 /// How a Level-1 XQueue paces its launches.
 ///
 /// At most `threshold` commands are in flight on the hardware at once, and a sync point is
@@ -139,4 +137,36 @@ mod tests {
         assert_eq!(Priority::clamped(-1_000), Priority::MIN);
         assert!(Priority::new(3).unwrap() > Priority::new(-3).unwrap());
     }
+}
+
+/// A configuration value was out of range. The message names the value and the valid range.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The in-flight threshold was outside its range.
+    #[error("invalid threshold {threshold}: it must be between 1 and {max}")]
+    Threshold {
+        /// The rejected threshold.
+        threshold: u32,
+        /// The largest accepted threshold.
+        max: u32,
+    },
+    /// The batch size did not fit the threshold.
+    #[error(
+        "invalid batch {batch} for threshold {threshold}: batch must be at least 1 and smaller \
+         than the threshold (threshold 1 takes batch 1)"
+    )]
+    Batch {
+        /// The threshold it was checked against.
+        threshold: u32,
+        /// The rejected batch size.
+        batch: u32,
+    },
+    /// A preemption level that does not exist.
+    #[error(
+        "invalid level {0:?}: use 1, 2 or 3 (L1 progressive launch, L2 deactivate, L3 interrupt)"
+    )]
+    Level(String),
+    /// A priority outside the valid range.
+    #[error("invalid priority {0}: it must be between -100 and 100 (higher runs first)")]
+    Priority(i64),
 }

@@ -33,9 +33,9 @@ pub mod testing;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, Nanos};
 pub use command::{CommandKind, CommandProps, CommandSeq, CommandState, HwCommand};
-pub use config::{LaunchConfig, Priority};
+pub use config::{ConfigError, LaunchConfig, Priority};
 pub use dependency::{Dependency, LaunchProgress};
-pub use error::{ConfigError, XQueueError};
+pub use error::XQueueError;
 pub use event::{EventSink, NullSink, QueueEvent, QueueState, XQueueId};
 pub use held_back::HeldBackCount;
 pub use hwqueue::{HwError, HwQueue, InflightRange};

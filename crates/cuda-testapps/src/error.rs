@@ -35,8 +35,13 @@ pub enum AppError {
     #[error("wrong result: {0}")]
     Mismatch(String),
     /// `argv[1]` names no scenario.
-    #[error("unknown scenario {0:?}; known: {known}", known = crate::scenarios::NAMES.join(", "))]
-    UnknownScenario(String),
+    #[error("unknown scenario {name:?}; known: {known}")]
+    UnknownScenario {
+        /// The name given.
+        name: String,
+        /// The scenarios there are, comma-separated.
+        known: String,
+    },
     /// An operating-system call failed.
     #[error("{call} failed: {source}")]
     Os {

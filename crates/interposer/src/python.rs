@@ -19,7 +19,7 @@ static CHECK: AtomicPtr<std::ffi::c_void> = AtomicPtr::new(std::ptr::null_mut())
 pub(crate) fn holds_gil() -> bool {
     let mut p = CHECK.load(Ordering::Acquire);
     if p.is_null() {
-        p = crate::dlsym::lookup(libc::RTLD_DEFAULT, c"PyGILState_Check".as_ptr());
+        p = crate::libdl::lookup(libc::RTLD_DEFAULT, c"PyGILState_Check".as_ptr());
         if p.is_null() {
             return false;
         }

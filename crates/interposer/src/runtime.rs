@@ -14,7 +14,6 @@ use baton_cuda::core::{CommandSeq, MonotonicClock};
 use baton_cuda::{CaptureGate, Driver, ParamCache};
 
 use crate::registry::{Registry, StreamEntry};
-use crate::table::HookMap;
 
 /// Counters reported at exit when `BATON_REPORT` names a file.
 #[derive(Default)]
@@ -68,7 +67,8 @@ pub(crate) struct Runtime {
     pub(crate) gate: Arc<CaptureGate>,
     pub(crate) reg: Registry,
     pub(crate) cfg: AgentConfig,
-    pub(crate) hooks: HookMap,
+    /// The real driver's `dlopen` handle.
+    pub(crate) library: usize,
     pub(crate) events: Mutex<HashMap<usize, EventTrack>>,
     pub(crate) params: ParamCache,
     /// Functions launched at least once (kept at Level 2 only; see `before_kernel`).
@@ -154,13 +154,11 @@ fn build() -> Result<Runtime, String> {
     // SAFETY: the lookup is the real dlsym on the driver's handle, which returns the driver's
     // own exports, whose signatures the table declares.
     let driver: &'static Driver = Box::leak(Box::new(unsafe {
-        Driver::resolve(|name| crate::dlsym::lookup(handle, name.as_ptr()))
+        Driver::resolve(|name| crate::libdl::lookup(handle, name.as_ptr()))
     }));
-    let hooks = HookMap::build(handle);
     let clock = Arc::new(MonotonicClock::new());
     let sched = AgentScheduler::start(&cfg, clock.clone())?;
     tracing::info!(
-        intercepted = hooks.len(),
         scheduler = %cfg.scheduler,
         enabled = cfg.enabled,
         "Baton interposer ready"
@@ -177,7 +175,7 @@ fn build() -> Result<Runtime, String> {
         gate: Arc::new(CaptureGate::default()),
         reg: Registry::default(),
         cfg,
-        hooks,
+        library: handle as usize,
         events: Mutex::new(HashMap::new()),
         params: ParamCache::new(),
         launched_functions: Default::default(),
@@ -510,9 +508,9 @@ impl Runtime {
             "submitter_held": s.held[0].load(Ordering::Relaxed),
             "submitter_held_ms": s.held[1].load(Ordering::Relaxed) as f64 / 1e6,
             "held_with_python_lock": s.held[2].load(Ordering::Relaxed),
-            "sync_points": self.sync_points(),
+            "sync_points": self.reg.sync_points(),
             "level": self.cfg.level.to_string(),
-            "level3_contexts": self.slices().iter().map(|c| {
+            "level3_contexts": self.reg.slices().iter().map(|c| {
                 let (st, err) = c.stats();
                 serde_json::json!({
                     "channel_group": c.group().handle,

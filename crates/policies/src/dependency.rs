@@ -12,41 +12,9 @@
 //! satisfied. The scheduler applies it to every policy's decision, so no policy can produce a
 //! circular wait, and a policy needs no code for it.
 
-use baton_core::{CommandSeq, XQueueId};
+use baton_core::XQueueId;
 
-use crate::{Decision, QueueView};
-
-/// How far the waited-on queue must get.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Until {
-    /// Until it has launched command `seq` (the device orders the rest, e.g. an event record
-    /// that a later wait refers to).
-    Launched(CommandSeq),
-    /// Until command `seq` has completed.
-    Completed(CommandSeq),
-}
-
-/// `waiter` cannot progress until `on` reaches `until`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Dependency {
-    /// The blocked queue.
-    pub waiter: XQueueId,
-    /// The queue it waits on.
-    pub on: XQueueId,
-    /// How far `on` must get.
-    pub until: Until,
-}
-
-impl Dependency {
-    /// Whether a queue that has launched `launched` commands and completed `completed`
-    /// satisfies it.
-    pub fn satisfied_by(&self, launched: u64, completed: u64) -> bool {
-        match self.until {
-            Until::Launched(s) => launched > s.0,
-            Until::Completed(s) => completed > s.0,
-        }
-    }
-}
+use crate::{Decision, Dependency, QueueView};
 
 /// Removes from `decision` every suspension of a queue that a running queue waits on, directly
 /// or through other waited-on queues; returns the queues so resumed.
@@ -83,9 +51,11 @@ pub fn inherit(
 
 #[cfg(test)]
 mod tests {
+    use baton_core::CommandSeq;
     use proptest::prelude::*;
 
     use super::*;
+    use crate::Until;
 
     fn dep(w: u64, on: u64) -> Dependency {
         Dependency {

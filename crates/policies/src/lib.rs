@@ -31,6 +31,7 @@ mod chaos;
 mod chpf;
 mod decision;
 mod dependency;
+mod edge;
 mod hhpf;
 mod hint;
 mod hpf;
@@ -50,7 +51,8 @@ pub use cfs::{Cfs, weight as cfs_weight};
 pub use chaos::{CHAOS_MAX_SPAN, CHAOS_MIN_SPAN, Chaos};
 pub use chpf::Chpf;
 pub use decision::Decision;
-pub use dependency::{Dependency, Until, inherit};
+pub use dependency::inherit;
+pub use edge::{Dependency, Until};
 pub use hhpf::Hhpf;
 pub use hint::{
     GlobalHint, GlobalHints, Hint, HintError, Laxity, ProcessHint, ProcessHints, QueueHints, Share,

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::handshake::check_stats_interval;
+use crate::values::check_config_change;
 use crate::{
     ErrorReply, LaunchWindow, MAX_FRAME_LEN, MAX_MESSAGE_LEN, MAX_QUEUES_PER_CLIENT, Message,
     ProtocolError, QueueId, WireLevel, check,
@@ -142,26 +143,6 @@ impl DaemonMessage {
             DaemonMessage::Release { .. } => "release",
         }
     }
-}
-
-/// At least one of a level or a launch window, each valid.
-pub(crate) fn check_config_change(
-    level: Option<WireLevel>,
-    launch: Option<LaunchWindow>,
-) -> Result<(), ProtocolError> {
-    if level.is_none() && launch.is_none() {
-        return Err(ProtocolError::invalid(
-            "level",
-            "nothing to change: give a level, a launch window (threshold and batch), or both",
-        ));
-    }
-    if let Some(l) = level {
-        l.validate()?;
-    }
-    if let Some(w) = launch {
-        w.validate()?;
-    }
-    Ok(())
 }
 
 impl Message for DaemonMessage {

@@ -1,6 +1,6 @@
 //! What can go wrong reading or writing a frame.
 
-use crate::RefusalReason;
+use serde::{Deserialize, Serialize};
 
 /// A frame could not be read, decoded, validated or written.
 ///
@@ -157,4 +157,20 @@ mod tests {
         .to_string();
         assert!(o.contains("65536") && o.contains("closed"), "{o}");
     }
+}
+
+/// Why the daemon refused a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalReason {
+    /// The peer speaks another protocol version.
+    VersionMismatch,
+    /// The peer's user may not use this daemon.
+    Unauthorized,
+    /// The daemon serves as many clients as it can.
+    TooManyClients,
+    /// The daemon is stopping.
+    ShuttingDown,
+    /// The first frame was not a valid [`Hello`].
+    BadHello,
 }

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     ClientId, MAX_FRAME_LEN, MAX_LABEL_LEN, MAX_MESSAGE_LEN, MAX_POLICY_NAME_LEN,
-    MAX_STATS_INTERVAL_MS, MIN_STATS_INTERVAL_MS, Message, PROTOCOL_VERSION, ProtocolError, check,
-    read_frame, sanitize_text, write_frame,
+    MAX_STATS_INTERVAL_MS, MIN_STATS_INTERVAL_MS, Message, PROTOCOL_VERSION, ProtocolError,
+    RefusalReason, check, read_frame, sanitize_text, write_frame,
 };
 
 /// What kind of peer is connecting.
@@ -130,22 +130,6 @@ pub struct Refused {
     pub reason: RefusalReason,
     /// Why, in words, and what to do.
     pub message: String,
-}
-
-/// Why the daemon refused a connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RefusalReason {
-    /// The peer speaks another protocol version.
-    VersionMismatch,
-    /// The peer's user may not use this daemon.
-    Unauthorized,
-    /// The daemon serves as many clients as it can.
-    TooManyClients,
-    /// The daemon is stopping.
-    ShuttingDown,
-    /// The first frame was not a valid [`Hello`].
-    BadHello,
 }
 
 impl Refused {

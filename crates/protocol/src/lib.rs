@@ -59,9 +59,9 @@ pub use check::sanitize_text;
 #[cfg(feature = "tokio")]
 pub use codec::FrameCodec;
 pub use daemon::{DaemonMessage, Operations};
-pub use error::ProtocolError;
+pub use error::{ProtocolError, RefusalReason};
 pub use frame::{decode_frame, encode_frame, read_frame, write_frame};
-pub use handshake::{Hello, HelloReply, RefusalReason, Refused, Role, Welcome, client_handshake};
+pub use handshake::{Hello, HelloReply, Refused, Role, Welcome, client_handshake};
 pub use hint::{Hint, HintKind, Scope};
 pub use limits::*;
 pub use listing::{MAX_COMMANDS_PER_SEC, ProcessList, ProcessRow, QueueRow};

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::daemon::check_config_change;
+use crate::values::check_config_change;
 use crate::{
     Hint, LaunchWindow, MAX_FRAME_LEN, MAX_LABEL_LEN, MAX_TRACE_CAPACITY, Message, PolicyParam,
     ProtocolError, QueueRef, Scope, WireLevel, WirePriority, check, policy::check_policy,

@@ -217,6 +217,26 @@ impl fmt::Display for DeviceRef {
     }
 }
 
+/// At least one of a level or a launch window, each valid.
+pub(crate) fn check_config_change(
+    level: Option<WireLevel>,
+    launch: Option<LaunchWindow>,
+) -> Result<(), ProtocolError> {
+    if level.is_none() && launch.is_none() {
+        return Err(ProtocolError::invalid(
+            "level",
+            "nothing to change: give a level, a launch window (threshold and batch), or both",
+        ));
+    }
+    if let Some(l) = level {
+        l.validate()?;
+    }
+    if let Some(w) = launch {
+        w.validate()?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,7 +102,10 @@ fn find(name: &str) -> Result<Scenario, AppError> {
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, scenario)| *scenario)
-        .ok_or_else(|| AppError::UnknownScenario(name.to_owned()))
+        .ok_or_else(|| AppError::UnknownScenario {
+            name: name.to_owned(),
+            known: NAMES.join(", "),
+        })
 }
 
 /// Opens the driver and probes `cuGetProcAddress_v2` as the CUDA runtime does, then uses the

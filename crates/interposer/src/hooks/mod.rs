@@ -46,6 +46,7 @@ mod memory;
 mod more;
 mod procaddr;
 mod streams;
+mod table;
 
 pub(crate) use context::*;
 pub(crate) use events::*;
@@ -54,3 +55,4 @@ pub(crate) use memory::*;
 pub(crate) use more::*;
 pub(crate) use procaddr::*;
 pub(crate) use streams::*;
+pub(crate) use table::substitute;

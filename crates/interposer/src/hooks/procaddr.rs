@@ -9,12 +9,12 @@ use baton_cuda::sys::{CUdriverProcAddressQueryResult, CUresult, cuuint64_t};
 ///
 /// # Safety
 /// `pfn` is null or valid for reads and writes.
-unsafe fn map(rt: &crate::runtime::Runtime, r: CUresult, pfn: *mut *mut c_void) -> CUresult {
+unsafe fn map(r: CUresult, pfn: *mut *mut c_void) -> CUresult {
     if r.is_success() && !pfn.is_null() {
         // SAFETY: the caller's contract.
         let p = unsafe { *pfn };
         if !p.is_null() {
-            if let Some(h) = rt.hooks.hook_for(p) {
+            if let Some(h) = super::table::map().and_then(|m| m.hook_for(p)) {
                 // SAFETY: as above.
                 unsafe { *pfn = h };
             }
@@ -29,13 +29,13 @@ hook!(cuGetProcAddress_v2(
     cuda_version: c_int,
     flags: cuuint64_t,
     status: *mut CUdriverProcAddressQueryResult,
-) |rt, real| {
+) |_rt, real| {
     // SAFETY: the application's arguments go to the real function; `pfn` is the application's
     // out-pointer, valid if the call succeeded.
     unsafe {
         let r = real(symbol, pfn, cuda_version, flags, status);
         trace_lookup(symbol, cuda_version, flags, r);
-        map(rt, r, pfn)
+        map(r, pfn)
     }
 });
 
@@ -44,12 +44,12 @@ hook!(cuGetProcAddress(
     pfn: *mut *mut c_void,
     cuda_version: c_int,
     flags: cuuint64_t,
-) |rt, real| {
+) |_rt, real| {
     // SAFETY: as for cuGetProcAddress_v2.
     unsafe {
         let r = real(symbol, pfn, cuda_version, flags);
         trace_lookup(symbol, cuda_version, flags, r);
-        map(rt, r, pfn)
+        map(r, pfn)
     }
 });
 

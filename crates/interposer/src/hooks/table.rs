@@ -1,7 +1,8 @@
 //! The functions Baton intercepts, by exported name, and the map from the real driver's
-//! functions to their hooks.
+//! functions to their hooks, built once from the driver the runtime opened.
 
 use std::ffi::{CStr, c_void};
+use std::sync::OnceLock;
 
 /// One intercepted function: its exported name and its hook.
 pub(crate) struct Hook {
@@ -21,7 +22,7 @@ macro_rules! hooks {
                     Ok(c) => c,
                     Err(_) => panic!("hook names are valid C strings"),
                 },
-                addr: crate::hooks::$name as *const (),
+                addr: super::$name as *const (),
             },
         )*];
     };
@@ -160,7 +161,7 @@ impl HookMap {
     pub(crate) fn build(handle: *mut c_void) -> HookMap {
         let reals: Vec<usize> = HOOKS
             .iter()
-            .map(|h| crate::dlsym::lookup(handle, h.name.as_ptr()) as usize)
+            .map(|h| crate::libdl::lookup(handle, h.name.as_ptr()) as usize)
             .collect();
         let mut pairs: Vec<(usize, usize)> = reals
             .iter()
@@ -191,16 +192,33 @@ impl HookMap {
     }
 }
 
+/// The map for the driver the runtime opened, built on first use.
+pub(crate) fn map() -> Option<&'static HookMap> {
+    static MAP: OnceLock<HookMap> = OnceLock::new();
+    if let Some(m) = MAP.get() {
+        return Some(m);
+    }
+    let rt = crate::runtime::get()?;
+    Some(MAP.get_or_init(|| {
+        let m = HookMap::build(rt.library as *mut c_void);
+        tracing::info!(
+            intercepted = m.len(),
+            "driver functions mapped to Baton's hooks"
+        );
+        m
+    }))
+}
+
 /// `found` is what the real `dlsym` returned for `name`: if it is the real driver's function
 /// and Baton intercepts it, the hook instead.
 pub(crate) fn substitute(name: &CStr, found: *mut c_void) -> *mut c_void {
     let Some(index) = HOOKS.iter().position(|h| h.name == name) else {
         return found;
     };
-    let Some(rt) = crate::runtime::get() else {
+    let Some(map) = map() else {
         return found;
     };
-    if rt.hooks.real_of(index) == found as usize {
+    if map.real_of(index) == found as usize {
         HOOKS[index].addr as *mut c_void
     } else {
         found
@@ -292,7 +310,7 @@ mod tests {
     #[test]
     fn every_stream_function_of_a_real_driver_is_intercepted_or_known_to_need_nothing() {
         let hooked: Vec<&str> = HOOKS.iter().filter_map(|h| h.name.to_str().ok()).collect();
-        let listed = include_str!("../tests/data/driver-stream-functions.txt");
+        let listed = include_str!("../../tests/data/driver-stream-functions.txt");
         let names: Vec<&str> = listed
             .lines()
             .filter(|l| !l.starts_with('#') && !l.trim().is_empty())

@@ -1,0 +1,238 @@
+//! Events: records and waits keep CUDA's cross-stream order (a wait follows the event's last
+//! record; a new record follows the earlier waits on it); queries and waits on the host see a
+//! held-back record as not yet done.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use baton_cuda::CudaCommand;
+use baton_cuda::core::{CommandSeq, CommandState, Dependency};
+use baton_cuda::sys::{CUevent, CUresult, CUstream};
+
+use super::Count;
+use crate::registry::{Api, StreamEntry};
+use crate::runtime::EventTrack;
+use crate::runtime::Runtime;
+
+impl Runtime {
+    /// `cuEventRecord[WithFlags]`.
+    pub(crate) fn event_record(
+        &self,
+        event: CUevent,
+        stream: CUstream,
+        api: Api,
+        flags: Option<u32>,
+        direct: impl FnOnce(CUstream) -> CUresult,
+    ) -> CUresult {
+        self.recording(&[event], stream, api, Count::Other, direct, || {
+            Some(CudaCommand::EventRecord { event, flags })
+        })
+    }
+
+    /// A stream operation that records `events` at its place in the stream: an event record,
+    /// or a kernel launch whose attributes name events. Waits on the events issued before it
+    /// reach the driver first (CUDA binds a wait to the record current when it was issued), and
+    /// the operation becomes each event's last record, which later waits and queries follow.
+    pub(crate) fn recording(
+        &self,
+        events: &[CUevent],
+        stream: CUstream,
+        api: Api,
+        count: Count,
+        direct: impl FnOnce(CUstream) -> CUresult,
+        defer: impl FnOnce() -> Option<CudaCommand>,
+    ) -> CUresult {
+        if !self.cfg.enabled {
+            return direct(stream);
+        }
+        let Some(e) = self.entry(stream, api) else {
+            return direct(stream);
+        };
+        if self.capturing(&e, Self::handle_for(&e, stream)) {
+            let r = direct(Self::handle_for(&e, stream));
+            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            for event in events {
+                let t = ev.entry(*event as usize).or_default();
+                t.record = None;
+                t.captured = true;
+            }
+            return r;
+        }
+        let mut waits: Vec<(Arc<StreamEntry>, CommandSeq)> = Vec::new();
+        {
+            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            for event in events {
+                if let Some(t) = ev.get_mut(&(*event as usize)) {
+                    waits.append(&mut t.waits);
+                }
+            }
+        }
+        let deps: Vec<Dependency> = waits
+            .iter()
+            .filter(|(q, _)| !Arc::ptr_eq(q, &e))
+            .filter_map(|(q, seq)| q.xq.dependency_on(*seq))
+            .collect();
+        let (r, seq) = self.scheduled_on(&e, stream, count, deps, direct, defer);
+        if let Some(seq) = seq {
+            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            for event in events {
+                let t = ev.entry(*event as usize).or_default();
+                t.record = Some((e.clone(), seq));
+                t.captured = false;
+            }
+        }
+        r
+    }
+
+    /// `cuStreamWaitEvent`.
+    pub(crate) fn stream_wait_event(
+        &self,
+        stream: CUstream,
+        api: Api,
+        event: CUevent,
+        flags: u32,
+        direct: impl FnOnce(CUstream) -> CUresult,
+    ) -> CUresult {
+        if !self.cfg.enabled {
+            return direct(stream);
+        }
+        let Some(e) = self.entry(stream, api) else {
+            return direct(stream);
+        };
+        let handle = Self::handle_for(&e, stream);
+        let key = event as usize;
+        let (record, captured) = {
+            let ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            ev.get(&key)
+                .map(|t| (t.record.clone(), t.captured))
+                .unwrap_or((None, false))
+        };
+        if captured && self.gate.active() {
+            // Waiting on captured work joins this stream to the capture: from now on its calls
+            // go to the capture.
+            self.before_recording(&e);
+            self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
+            return self.start_recording(&e, || direct(handle));
+        }
+        let deps: Vec<Dependency> = record
+            .iter()
+            .filter(|(q, _)| !Arc::ptr_eq(q, &e))
+            .filter_map(|(q, seq)| q.xq.dependency_on(*seq))
+            .collect();
+        let (r, seq) = self.scheduled_on(&e, stream, Count::Other, deps, direct, || {
+            Some(CudaCommand::WaitEvent { event, flags })
+        });
+        if let Some(seq) = seq {
+            if e.xq.query(seq) == Ok(CommandState::Pending) {
+                let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+                let t = ev.entry(key).or_default();
+                t.waits
+                    .retain(|(q, s)| q.xq.query(*s) == Ok(CommandState::Pending));
+                t.waits.push((e.clone(), seq));
+            }
+        }
+        r
+    }
+
+    /// The queue and position of `event`'s last record, if Baton knows it.
+    fn last_record(&self, event: CUevent) -> Option<(Arc<StreamEntry>, CommandSeq)> {
+        let ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        ev.get(&(event as usize)).and_then(|t| t.record.clone())
+    }
+
+    /// `cuEventQuery`: not ready while its record is still buffered.
+    pub(crate) fn event_query(&self, event: CUevent, real: impl FnOnce() -> CUresult) -> CUresult {
+        if let Some((q, seq)) = self.last_record(event) {
+            if q.xq.query(seq) == Ok(CommandState::Pending) {
+                return CUresult::NOT_READY;
+            }
+        }
+        real()
+    }
+
+    /// `cuEventSynchronize`: its record launched, then the driver's wait.
+    pub(crate) fn event_synchronize(
+        &self,
+        event: CUevent,
+        real: impl FnOnce() -> CUresult,
+    ) -> CUresult {
+        if let Some((q, seq)) = self.last_record(event) {
+            let _ = q.xq.wait_launched(seq);
+        }
+        real()
+    }
+
+    /// `cuEventElapsedTime`: not ready while either record is buffered.
+    pub(crate) fn event_elapsed(
+        &self,
+        a: CUevent,
+        b: CUevent,
+        real: impl FnOnce() -> CUresult,
+    ) -> CUresult {
+        for ev in [a, b] {
+            if let Some((q, seq)) = self.last_record(ev) {
+                if q.xq.query(seq) == Ok(CommandState::Pending) {
+                    return CUresult::NOT_READY;
+                }
+            }
+        }
+        real()
+    }
+
+    /// `cuEventDestroy`: the driver must not lose an event a buffered command still names, so
+    /// while one is buffered the destruction waits in the background (the call returns at once,
+    /// as the driver's does).
+    pub(crate) fn event_destroy(
+        &self,
+        event: CUevent,
+        real: impl FnOnce() -> CUresult + Send + 'static,
+    ) -> CUresult {
+        let t: Option<EventTrack> = self
+            .events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(event as usize));
+        let pending: Vec<(Arc<StreamEntry>, CommandSeq)> = t
+            .map(|t| t.waits.into_iter().chain(t.record).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(q, s)| q.xq.query(*s) == Ok(CommandState::Pending))
+            .collect();
+        if pending.is_empty() {
+            return real();
+        }
+        let driver = self.driver;
+        let spawned = std::thread::Builder::new()
+            .name("baton-retire".into())
+            .spawn(move || {
+                driver.relax_capture_mode();
+                for (q, seq) in pending {
+                    let _ = q.xq.wait_launched(seq);
+                }
+                real()
+            });
+        match spawned {
+            Ok(_) => CUresult::SUCCESS,
+            Err(_) => CUresult::OUT_OF_MEMORY,
+        }
+    }
+
+    /// `cuCtxRecordEvent`/`cuGreenCtxRecordEvent`: an event after everything submitted to the
+    /// context, so everything submitted reaches the driver first; the event's last record is
+    /// then in the driver, not in a queue.
+    pub(crate) fn context_event_record(
+        &self,
+        event: CUevent,
+        real: impl FnOnce() -> CUresult,
+    ) -> CUresult {
+        let r = self.after_submitted(real);
+        if r.is_success() {
+            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            let t = ev.entry(event as usize).or_default();
+            t.record = None;
+            t.waits.clear();
+            t.captured = false;
+        }
+        r
+    }
+}

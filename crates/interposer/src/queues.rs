@@ -1,0 +1,506 @@
+//! How a stream gets its XQueue: the entry for a stream as the application names it (regular,
+//! legacy, per-thread default), created on first use with its context's state, registered with
+//! the scheduler; a thread-local cache remembers the last entries a thread used.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use baton_agent::{DeviceId, QueueHints};
+use baton_agent::{QueueMeta, Registration};
+use baton_cuda::core::{HeldBackCount, Priority, XQueue};
+use baton_cuda::rm::{ContextSlice, Ioctl};
+use baton_cuda::sys::{
+    CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
+};
+use baton_cuda::{CudaHwQueue, EventPool, SmPartition};
+
+use crate::registry::{Api, CtxState, StreamEntry, StreamKind};
+use crate::runtime::Runtime;
+
+/// The calling thread's last lookups.
+#[derive(Default)]
+struct Cache {
+    owner: usize,
+    generation: u64,
+    stream: Option<(usize, Arc<StreamEntry>)>,
+    ctx: Option<(usize, Arc<StreamEntry>, Option<Arc<StreamEntry>>)>,
+}
+
+impl Cache {
+    const EMPTY: Cache = Cache {
+        owner: 0,
+        generation: 0,
+        stream: None,
+        ctx: None,
+    };
+}
+
+thread_local! {
+    // Initialized in place (no lazy-initialization check on each launch).
+    static CACHE: RefCell<Cache> = const { RefCell::new(Cache::EMPTY) };
+    static THREAD_NO: u64 = next_thread_no();
+}
+
+fn next_thread_no() -> u64 {
+    static N: AtomicU64 = AtomicU64::new(1);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Runtime {
+    /// The entry for `stream` as the application named it, or `None` when the call should go
+    /// straight to the driver (no current context, an invalid handle: the driver reports it).
+    pub(crate) fn entry(&self, stream: CUstream, api: Api) -> Option<Arc<StreamEntry>> {
+        let owner = self as *const Runtime as usize;
+        let generation = self.reg.current_generation();
+        let h = stream as usize;
+        let special = h == 0 || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+        if !special {
+            let hit = CACHE.with(|c| {
+                let c = c.borrow();
+                (c.owner == owner && c.generation == generation)
+                    .then(|| {
+                        c.stream
+                            .as_ref()
+                            .filter(|(k, _)| *k == h)
+                            .map(|(_, e)| e.clone())
+                    })
+                    .flatten()
+            });
+            if hit.is_some() {
+                return hit;
+            }
+            let e = self.regular(stream)?;
+            CACHE.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.owner != owner || c.generation != generation {
+                    *c = Cache {
+                        owner,
+                        generation,
+                        ..Cache::default()
+                    };
+                }
+                c.stream = Some((h, e.clone()));
+            });
+            return Some(e);
+        }
+        let per_thread = stream == CU_STREAM_PER_THREAD || (h == 0 && api == Api::PerThread);
+        let ctx = self.current_context()?;
+        let hit = CACHE.with(|c| {
+            let c = c.borrow();
+            if c.owner != owner || c.generation != generation {
+                return None;
+            }
+            let (k, legacy, ptds) = c.ctx.as_ref()?;
+            if *k != ctx as usize {
+                return None;
+            }
+            if per_thread {
+                ptds.clone()
+            } else {
+                Some(legacy.clone())
+            }
+        });
+        if hit.is_some() {
+            return hit;
+        }
+        let state = self.context(ctx)?;
+        let legacy = self.legacy(&state)?;
+        let ptds = if per_thread {
+            Some(self.per_thread(&state)?)
+        } else {
+            None
+        };
+        CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.owner != owner || c.generation != generation {
+                *c = Cache {
+                    owner,
+                    generation,
+                    ..Cache::default()
+                };
+            }
+            let keep = match &c.ctx {
+                Some((k, _, p)) if *k == ctx as usize => p.clone(),
+                _ => None,
+            };
+            c.ctx = Some((ctx as usize, legacy.clone(), ptds.clone().or(keep)));
+        });
+        if per_thread { ptds } else { Some(legacy) }
+    }
+
+    /// The calling thread's current context, if any.
+    pub(crate) fn current_context(&self) -> Option<CUcontext> {
+        let get = self.driver.cuCtxGetCurrent?;
+        let mut ctx: CUcontext = std::ptr::null_mut();
+        // SAFETY: `ctx` is a valid out-pointer.
+        let r = unsafe { get(&mut ctx) };
+        (r.is_success() && !ctx.is_null()).then_some(ctx)
+    }
+
+    /// The state of context `ctx`, created on first use.
+    pub(crate) fn context(&self, ctx: CUcontext) -> Option<Arc<CtxState>> {
+        if let Some(s) = self
+            .reg
+            .ctxs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(ctx as usize))
+        {
+            return Some(s.clone());
+        }
+        let device = self.context_device(ctx);
+        let slice = if self.cfg.level == baton_cuda::core::Level::L3 {
+            self.start_slice(ctx)
+        } else {
+            None
+        };
+        let state = Arc::new(CtxState {
+            ctx,
+            device,
+            pool: EventPool::new(self.driver, ctx),
+            legacy: OnceLock::new(),
+            blocking: RwLock::new(Vec::new()),
+            blocking_held_back: Arc::new(HeldBackCount::new()),
+            legacy_held_back: Arc::new(HeldBackCount::new()),
+            slice,
+            partition: OnceLock::new(),
+        });
+        let mut w = self.reg.ctxs.write().unwrap_or_else(|p| p.into_inner());
+        Some(w.entry(ctx as usize).or_insert(state).clone())
+    }
+
+    /// The SM partition of `state`'s context for `BATON_SMS=sms`, made on first use. Only a
+    /// device's primary context can have one: a green context shares the primary context's
+    /// memory and modules, not those of other contexts.
+    fn partition(&self, state: &CtxState, sms: u32) -> Option<Arc<SmPartition>> {
+        state
+            .partition
+            .get_or_init(|| {
+                let primary = (|| {
+                    let (retain, release) = (
+                        self.driver.cuDevicePrimaryCtxRetain?,
+                        self.driver.cuDevicePrimaryCtxRelease_v2?,
+                    );
+                    let mut p = std::ptr::null_mut();
+                    // SAFETY: a valid out-pointer; the retain is released at once (the
+                    // application holds its own).
+                    unsafe {
+                        if !retain(&mut p, state.device).is_success() {
+                            return None;
+                        }
+                        let _ = release(state.device);
+                    }
+                    Some(p)
+                })();
+                if primary != Some(state.ctx) {
+                    tracing::warn!(
+                        "BATON_SMS: context {:#x} is not its device's primary context; its kernels use the whole GPU",
+                        state.ctx as usize
+                    );
+                    return None;
+                }
+                // SAFETY: the device of a live primary context.
+                match unsafe { SmPartition::new(self.driver, state.device, sms) } {
+                    Ok(p) => {
+                        tracing::info!(
+                            "BATON_SMS: normal-priority kernels of device {} run on {} of its {} SMs",
+                            state.device,
+                            p.sms(),
+                            p.device_sms()
+                        );
+                        Some(Arc::new(p))
+                    }
+                    Err(e) => {
+                        tracing::warn!(
+                            "BATON_SMS={sms}: no SM partition on device {} ({e}); kernels use the whole GPU",
+                            state.device
+                        );
+                        None
+                    }
+                }
+            })
+            .clone()
+    }
+
+    /// Takes control of `ctx`'s time slice for Level 3, if its compute channel group is known
+    /// and the driver lets the slice change; otherwise its queues stay at Level 1.
+    fn start_slice(&self, ctx: CUcontext) -> Option<Arc<ContextSlice>> {
+        let channels = crate::channel::channels();
+        let Some(group) = channels.group_of(ctx) else {
+            let seen: Vec<String> = channels
+                .capture
+                .groups()
+                .iter()
+                .map(|g| format!("{:#x} engine {:#x} thread {}", g.handle, g.engine, g.thread))
+                .collect();
+            tracing::warn!(
+                "level 3 unavailable for context {:#x}: its compute channel group was not \
+                 identified among {} seen ({}); its queues use level 1",
+                ctx as usize,
+                seen.len(),
+                seen.join(", ")
+            );
+            return None;
+        };
+        match ContextSlice::start(Arc::new(Ioctl), group, self.cfg.yield_slice_us) {
+            Ok(s) => {
+                tracing::info!(
+                    "level 3 for context {:#x}: channel group {:#x}, time slice {} µs, {} µs while yielding",
+                    ctx as usize,
+                    group.handle,
+                    s.normal_us(),
+                    s.yield_us()
+                );
+                Some(Arc::new(s))
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "level 3 unavailable for context {:#x}: {e}; its queues use level 1",
+                    ctx as usize
+                );
+                None
+            }
+        }
+    }
+
+    fn context_device(&self, ctx: CUcontext) -> i32 {
+        let (Some(push), Some(pop), Some(dev)) = (
+            self.driver.cuCtxPushCurrent_v2,
+            self.driver.cuCtxPopCurrent_v2,
+            self.driver.cuCtxGetDevice,
+        ) else {
+            return 0;
+        };
+        let mut d = 0;
+        // SAFETY: push/pop are balanced; `d` and `old` are valid out-pointers.
+        unsafe {
+            if push(ctx).is_success() {
+                let _ = dev(&mut d);
+                let mut old = std::ptr::null_mut();
+                let _ = pop(&mut old);
+            }
+        }
+        d
+    }
+
+    fn legacy(&self, state: &Arc<CtxState>) -> Option<Arc<StreamEntry>> {
+        if let Some(e) = state.legacy.get() {
+            return Some(e.clone());
+        }
+        let e = self.new_entry(state, CU_STREAM_LEGACY, StreamKind::Legacy, 0)?;
+        Some(state.legacy.get_or_init(|| e).clone())
+    }
+
+    fn per_thread(&self, state: &Arc<CtxState>) -> Option<Arc<StreamEntry>> {
+        let key = (state.ctx as usize, THREAD_NO.with(|n| *n));
+        if let Some(e) = self
+            .reg
+            .per_thread
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Some(e.clone());
+        }
+        let create = self.driver.cuStreamCreate?;
+        let mut s: CUstream = std::ptr::null_mut();
+        // SAFETY: `s` is a valid out-pointer; the context is current on this thread.
+        if !unsafe { create(&mut s, 0) }.is_success() {
+            return None;
+        }
+        let e = self.new_entry(state, s, StreamKind::PerThread, 0)?;
+        state
+            .blocking
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(e.clone());
+        self.reg
+            .per_thread
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, e.clone());
+        Some(e)
+    }
+
+    /// The entry of a regular stream, created on first use.
+    pub(crate) fn regular(&self, stream: CUstream) -> Option<Arc<StreamEntry>> {
+        if let Some(e) = self
+            .reg
+            .streams
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(stream as usize))
+        {
+            return Some(e.clone());
+        }
+        let d = self.driver;
+        let mut ctx: CUcontext = std::ptr::null_mut();
+        let mut flags = 0u32;
+        let mut prio = 0i32;
+        // SAFETY: valid out-pointers; an invalid handle makes the driver return an error.
+        unsafe {
+            if !d.cuStreamGetCtx?(stream, &mut ctx).is_success() || ctx.is_null() {
+                return None;
+            }
+            if let Some(f) = d.cuStreamGetFlags {
+                let _ = f(stream, &mut flags);
+            }
+            if let Some(f) = d.cuStreamGetPriority {
+                let _ = f(stream, &mut prio);
+            }
+        }
+        let state = self.context(ctx)?;
+        let blocking = flags & CU_STREAM_NON_BLOCKING == 0;
+        let e = self.new_entry(&state, stream, StreamKind::Regular { blocking }, prio)?;
+        let mut w = self.reg.streams.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(existing) = w.get(&(stream as usize)) {
+            return Some(existing.clone());
+        }
+        w.insert(stream as usize, e.clone());
+        drop(w);
+        if blocking {
+            state
+                .blocking
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(e.clone());
+        }
+        Some(e)
+    }
+
+    /// A new XQueue over `handle`, registered with the local scheduler. `cuda_priority` is the
+    /// stream's CUDA priority (lower is more urgent).
+    fn new_entry(
+        &self,
+        state: &Arc<CtxState>,
+        handle: CUstream,
+        kind: StreamKind,
+        cuda_priority: i32,
+    ) -> Option<Arc<StreamEntry>> {
+        let mut hw = CudaHwQueue::new(
+            self.driver,
+            state.ctx,
+            handle,
+            state.pool.clone(),
+            self.gate.clone(),
+        );
+        if let Some(slice) = &state.slice {
+            hw = hw.with_slice(slice.clone());
+        } else if self.cfg.level == baton_cuda::core::Level::L2 {
+            // SAFETY: the registry's contexts are live while they have streams.
+            match unsafe { baton_cuda::Gate::new(self.driver, state.ctx) } {
+                Ok(g) => hw = hw.with_gate(g),
+                Err(e) => tracing::warn!(
+                    "level 2 unavailable for stream {:#x}: {e}; it uses level 1",
+                    handle as usize
+                ),
+            }
+        }
+        if let Some(sms) = self.cfg.sms.filter(|_| cuda_priority >= 0)
+            && let Some(part) = self.partition(state, sms)
+        {
+            // SAFETY: the partition was made for this primary context's device.
+            match unsafe { part.confine(state.ctx, cuda_priority) } {
+                Ok(c) => hw = hw.with_confinement(c),
+                Err(e) => tracing::warn!(
+                    "BATON_SMS: stream {:#x} keeps the whole GPU: {e}",
+                    handle as usize
+                ),
+            }
+        }
+        let level = self
+            .cfg
+            .level
+            .min(baton_cuda::core::HwQueue::max_level(&hw));
+        let mut b = XQueue::builder(hw)
+            .level(level)
+            .config(self.cfg.launch)
+            .keep_window(self.cfg.keep_window)
+            .max_buffered(self.cfg.max_buffered)
+            .clock(self.clock.clone());
+        if let Some(s) = &self.sched {
+            b = b.sink(s.sink());
+        }
+        match kind {
+            StreamKind::PerThread | StreamKind::Regular { blocking: true } => {
+                b = b.held_back_count(state.blocking_held_back.clone());
+            }
+            StreamKind::Legacy => b = b.held_back_count(state.legacy_held_back.clone()),
+            StreamKind::Regular { blocking: false } => {}
+        }
+        let xq = Arc::new(b.build().ok()?);
+        // CUDA stream priorities count down from 0 (least urgent); Baton's count up.
+        let priority =
+            Priority::clamped(i64::from(self.cfg.priority.get()) - i64::from(cuda_priority));
+        if let Some(s) = &self.sched {
+            let meta = QueueMeta {
+                pid: std::process::id(),
+                device: DeviceId(u32::try_from(state.device).unwrap_or(0)),
+                hints: QueueHints {
+                    priority,
+                    ..QueueHints::default()
+                },
+            };
+            let reg = Registration {
+                meta,
+                label: format!("{kind:?} stream {:#x}", handle as usize),
+                device: self.device_ref(state.device),
+            };
+            s.register(xq.clone(), reg, baton_cuda::core::Clock::now(&*self.clock));
+        }
+        self.stats.streams.fetch_add(1, Ordering::Relaxed);
+        crate::runtime::ensure_exit_drain();
+        Some(Arc::new(StreamEntry {
+            handle,
+            kind,
+            ctx: state.clone(),
+            xq,
+            capturing: AtomicBool::new(false),
+            priority: priority.get(),
+            counts: Default::default(),
+        }))
+    }
+
+    /// Stops scheduling `e`'s queue (its stream is going away).
+    pub(crate) fn unregister(&self, e: &StreamEntry) {
+        if let Some(s) = &self.sched {
+            s.unregister(e.xq.id(), baton_cuda::core::Clock::now(&*self.clock));
+        }
+    }
+
+    /// Device `ordinal` as the daemon knows it: its UUID (`GPU-…`) when the driver reports
+    /// one, else `cuda-ORDINAL`.
+    fn device_ref(&self, ordinal: i32) -> baton_agent::DeviceRef {
+        let uuid = (|| {
+            let (get, uuid) = (self.driver.cuDeviceGet?, self.driver.cuDeviceGetUuid_v2?);
+            let mut dev = 0;
+            let mut id = baton_cuda::sys::CUuuid { bytes: [0; 16] };
+            // SAFETY: valid out-pointers; an invalid ordinal makes the driver return an error.
+            unsafe {
+                if !get(&mut dev, ordinal).is_success() || !uuid(&mut id, dev).is_success() {
+                    return None;
+                }
+            }
+            let b = id.bytes.map(|x| x as u8);
+            Some(format!(
+                "GPU-{}-{}-{}-{}-{}",
+                hex(&b[0..4]),
+                hex(&b[4..6]),
+                hex(&b[6..8]),
+                hex(&b[8..10]),
+                hex(&b[10..16])
+            ))
+        })();
+        baton_agent::DeviceRef {
+            backend: baton_agent::Backend::Cuda,
+            id: uuid.unwrap_or_else(|| format!("cuda-{ordinal}")),
+            ordinal: u32::try_from(ordinal).unwrap_or(0),
+        }
+    }
+}
+
+/// Lowercase hexadecimal.
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
