@@ -8,7 +8,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use baton_core::Clock;
 
 use baton_protocol::{
     AgentMessage, ClientId, ErrorReply, Hello, HelloReply, Message, PROTOCOL_VERSION,
@@ -21,24 +23,26 @@ use tokio::net::UnixStream;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::auth::Authority;
-use crate::core::Event;
+use crate::event::Event;
 use crate::peer::{self, Peer};
 
 /// How long a peer has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What every connection task shares: the rules, and a count of live writers so shutdown
-/// can wait for them.
+/// What every connection task shares: the rules, the core's clock (to stamp arrivals), and a
+/// count of live writers so shutdown can wait for them.
 pub(crate) struct Shared {
     auth: Authority,
+    clock: Arc<dyn Clock>,
     writers: AtomicUsize,
     done: Notify,
 }
 
 impl Shared {
-    pub(crate) fn new(auth: Authority) -> Shared {
+    pub(crate) fn new(auth: Authority, clock: Arc<dyn Clock>) -> Shared {
         Shared {
             auth,
+            clock,
             writers: AtomicUsize::new(0),
             done: Notify::new(),
         }
@@ -160,7 +164,7 @@ async fn agent(
         client,
         peer,
         hello,
-        tx: out_tx,
+        tx: Box::new(out_tx),
         reply: reply_tx,
     };
     if core.send(hello_event).is_err() {
@@ -190,7 +194,7 @@ async fn agent(
             }
         })
     };
-    let why = read_agent(&mut rd, &mut buf, client, &core).await;
+    let why = read_agent(&mut rd, &mut buf, client, &core, sh.clock.as_ref()).await;
     death.abort();
     let _ = core.send(Event::AgentGone { client, why });
 }
@@ -201,8 +205,9 @@ async fn read_agent(
     buf: &mut BytesMut,
     client: ClientId,
     core: &CoreTx,
+    clock: &dyn Clock,
 ) -> &'static str {
-    let mut arrived = Instant::now();
+    let mut arrived = clock.now();
     loop {
         let mut msgs = Vec::new();
         loop {
@@ -246,7 +251,7 @@ async fn read_agent(
         }
         match rd.read_buf(buf).await {
             Ok(0) => return "its connection closed",
-            Ok(_) => arrived = Instant::now(),
+            Ok(_) => arrived = clock.now(),
             Err(_) => return "its connection failed",
         }
     }

@@ -9,8 +9,9 @@
 //! - [`Daemon`] binds the socket (per-user 0600, or `--system` 0660 group-restricted) and
 //!   runs: an accept loop, one reader and one writer task per connection, and the
 //!   **core** task, which alone owns the scheduling state and handles every connection's
-//!   messages in order (`core`). Everything runs on one tokio thread: the decision path has
-//!   no lock and no cross-thread hand-off.
+//!   messages in order (`core`, fed by `event`). Everything runs on one tokio thread: the
+//!   decision path has no lock and no cross-thread hand-off. The core itself is plain state
+//!   with an injected clock, so its tests run in virtual time.
 //! - The scheduling itself is `baton_scheduler::LocalScheduler`, the same code that schedules
 //!   inside a process, run over one `proxy::RemoteQueue` per remote queue: its suspend and
 //!   resume become [`Operations`](baton_protocol::Operations) for the queue's agent, batched so
@@ -30,6 +31,7 @@ mod config;
 mod conn;
 mod core;
 mod error;
+mod event;
 mod hints;
 mod latency;
 mod listen;

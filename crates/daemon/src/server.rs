@@ -5,13 +5,16 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use baton_core::{Clock, MonotonicClock, Nanos};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::auth::Authority;
 use crate::conn::{self, Shared};
-use crate::core::{Core, Event, Identity};
+use crate::core::{Core, Identity};
+use crate::event::Event;
 use crate::listen::{self, Bound};
 use crate::{DaemonConfig, DaemonError};
 
@@ -113,9 +116,10 @@ impl Daemon {
             stats_interval_ms: cfg.stats_interval_ms,
             auth,
         };
-        let mut core = Core::new(ident, policy);
+        let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
+        let mut core = Core::new(ident, policy, Arc::clone(&clock));
         let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
-        let shared = Arc::new(Shared::new(auth));
+        let shared = Arc::new(Shared::new(auth, Arc::clone(&clock)));
         let accept = tokio::spawn(accept_loop(listener, tx.clone(), Arc::clone(&shared)));
         let metrics_task = match metrics {
             Some(l) => {
@@ -129,31 +133,33 @@ impl Daemon {
         tracing::info!(socket = %bound.path.display(), policy = %cfg.policy, metrics = ?metrics_addr, "Baton daemon ready");
         tokio::pin!(stop);
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
+        // The core's times, on tokio's timer.
+        let at = |t: Nanos| Instant::now() + Duration::from(t - clock.now());
         loop {
-            let wake = core.next_wake();
+            let wake = core.next_wake().map(at);
             let idle = cfg
                 .idle_exit
                 .zip(core.idle_since)
-                .map(|(d, since)| since + d);
+                .map(|(d, since)| at(since + Nanos::from(d)));
             tokio::select! {
                 biased;
                 () = &mut stop => break,
                 ev = rx.recv() => {
                     let Some(ev) = ev else { break };
-                    core.handle(ev);
+                    ev.apply(&mut core);
                     for _ in 1..MAX_ROUND {
                         match rx.try_recv() {
-                            Ok(ev) => core.handle(ev),
+                            Ok(ev) => ev.apply(&mut core),
                             Err(_) => break,
                         }
                     }
                     core.end_round();
                 }
-                () = tokio::time::sleep_until(wake.unwrap_or(far).into()), if wake.is_some() => {
+                () = tokio::time::sleep_until(wake.unwrap_or(far)), if wake.is_some() => {
                     core.on_timer();
                     core.end_round();
                 }
-                () = tokio::time::sleep_until(idle.unwrap_or(far).into()), if idle.is_some() => {
+                () = tokio::time::sleep_until(idle.unwrap_or(far)), if idle.is_some() => {
                     tracing::info!("no agent for a while; the daemon exits (it was started on demand)");
                     break;
                 }

@@ -1,10 +1,6 @@
 //! What the core does with agents: welcome them, take in their messages, forget them.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::Instant;
-
-use baton_core::{LaunchConfig, Level, QueueEvent, QueueState, XQueueId};
+use baton_core::{LaunchConfig, Level, Nanos, QueueEvent, QueueState, XQueueId};
 use baton_policies::Hint as PolicyHint;
 use baton_protocol::{
     AgentMessage, AgentTarget, ClientId, DaemonMessage, DecisionCause, ErrorKind, ErrorReply,
@@ -12,6 +8,8 @@ use baton_protocol::{
     QueueCreated, QueueId, QueueRef, QueueStats, RefusalReason, Refused, Role, Target, Welcome,
 };
 use baton_scheduler::QueueMeta;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::{AgentTx, Client, Core, Counters, QueueRec};
 use crate::hints::{HintSet, effective};
@@ -24,7 +22,7 @@ pub(crate) const MAX_CLIENTS: usize = 4096;
 
 impl Core {
     /// Welcomes an agent, or says why not.
-    pub(super) fn agent_hello(
+    pub(crate) fn agent_hello(
         &mut self,
         id: ClientId,
         peer: Peer,
@@ -60,7 +58,7 @@ impl Core {
                 peer,
                 name: format!("pid {}", peer.pid),
                 command: String::new(),
-                connected: Instant::now(),
+                connected: self.now(),
                 tx,
                 queues: BTreeMap::new(),
                 hints: HintSet::default(),
@@ -88,20 +86,20 @@ impl Core {
         m: &str,
     ) {
         if let Some(c) = self.clients.get(&client) {
-            let _ = c.tx.send(DaemonMessage::Rejected {
+            c.tx.send(DaemonMessage::Rejected {
                 queue,
                 error: ErrorReply::new(kind, m),
             });
         }
     }
 
-    pub(super) fn agent_refused(&mut self, client: ClientId, error: &ProtocolError) {
+    pub(crate) fn agent_refused(&mut self, client: ClientId, error: &ProtocolError) {
         tracing::warn!(client = client.0, error = %error, "refused an agent frame");
         self.reject(client, None, ErrorKind::InvalidArgument, &error.to_string());
     }
 
     /// Takes in one agent message.
-    pub(super) fn agent_message(&mut self, client: ClientId, msg: AgentMessage, arrived: Instant) {
+    pub(crate) fn agent_message(&mut self, client: ClientId, msg: AgentMessage, arrived: Nanos) {
         if !self.clients.contains_key(&client) {
             return;
         }
@@ -135,7 +133,7 @@ impl Core {
                 let Some(gid) = self.gid(client, s.queue) else {
                     return self.unknown_queue(client, s.queue);
                 };
-                let now_ns = self.nanos_at(arrived);
+                let now_ns = arrived.0;
                 let Some(r) = self.queues.get_mut(&gid) else {
                     return;
                 };
@@ -204,7 +202,7 @@ impl Core {
         self.clients.get(&client)?.queues.get(&queue).copied()
     }
 
-    fn process_started(&mut self, client: ClientId, p: ProcessStarted, arrived: Instant) {
+    fn process_started(&mut self, client: ClientId, p: ProcessStarted, arrived: Nanos) {
         let Some(c) = self.clients.get_mut(&client) else {
             return;
         };
@@ -220,7 +218,7 @@ impl Core {
         self.refresh(&gids);
     }
 
-    fn queue_created(&mut self, client: ClientId, q: QueueCreated, arrived: Instant) {
+    fn queue_created(&mut self, client: ClientId, q: QueueCreated, arrived: Nanos) {
         let c = &self.clients[&client];
         if c.queues.contains_key(&q.queue) {
             return self.reject(
@@ -258,7 +256,7 @@ impl Core {
             device,
             hints: effective(&hints, &self.clients[&client].hints),
         };
-        let now_ns = self.nanos_at(arrived);
+        let now_ns = arrived.0;
         if let Trace::Recording(t) = &mut self.trace {
             let info = TrackInfo {
                 pid,
@@ -322,7 +320,7 @@ impl Core {
             return;
         };
         let (pid, gids): (u32, Vec<XQueueId>) = (c.peer.pid, c.queues.values().copied().collect());
-        self.mark(Instant::now(), DecisionCause::Client);
+        self.mark(self.now(), DecisionCause::Client);
         for gid in gids {
             self.remove_queue(gid);
         }
@@ -357,9 +355,9 @@ impl Core {
 }
 
 /// Derives rates from the previous report and keeps this one.
-fn update_counters(c: &mut Counters, s: QueueStats, at: Instant) {
+fn update_counters(c: &mut Counters, s: QueueStats, at: Nanos) {
     if let Some((t0, prev)) = c.last {
-        let dt = at.saturating_duration_since(t0).as_secs_f64();
+        let dt = at.0.saturating_sub(t0.0) as f64 / 1e9;
         if dt > 0.0 {
             let done = s.completed.saturating_sub(prev.completed) as f64;
             let busy = s.busy_ns.saturating_sub(prev.busy_ns) as f64 / 1e9;

@@ -1,11 +1,14 @@
 //! The core: the one task that owns the scheduling state.
 //!
-//! Connection tasks send it [`Event`]s; it handles them in arrival order, draining whatever
+//! Connection tasks send it events (`crate::event`); it handles them in arrival order, draining whatever
 //! is queued before it ends a **round**: queue events of the round go to the scheduler
 //! together (one decision), then every operation the round decided is sent, one
 //! [`Operations`] frame per agent naming only the queues whose state changes, agents with
 //! queues to suspend first. Decision latency is measured from the arrival of the round's
 //! first event to the hand-off of its frames.
+//!
+//! The core knows no runtime: every time it reads comes from an injected [`Clock`] (the
+//! monotonic clock in the daemon, a manual one in tests), and agents are [`AgentLink`]s.
 //!
 //! State, by owner: `clients` (one per agent connection, by [`ClientId`]; `by_pid` finds a
 //! process's current connection), `queues` (every remote queue by its daemon-wide id, with
@@ -16,19 +19,15 @@ mod agents;
 mod requests;
 mod views;
 
+use baton_core::{Clock, LaunchConfig, Level, Nanos, QueueEvent, XQueueId};
+use baton_policies::DeviceId;
+use baton_protocol::{
+    ClientId, DaemonMessage, DecisionCause, DeviceRef, Operations, PolicyParam, QueueId, QueueStats,
+};
+use baton_scheduler::LocalScheduler;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
-
-use baton_core::{Clock, LaunchConfig, Level, MonotonicClock, Nanos, QueueEvent, XQueueId};
-use baton_policies::DeviceId;
-use baton_protocol::{
-    AgentMessage, ClientId, DaemonMessage, DecisionCause, DeviceRef, Hello, HelloReply, Operations,
-    PolicyParam, ProtocolError, QueueId, QueueStats, Reply, Request,
-};
-use baton_scheduler::LocalScheduler;
-use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::Authority;
 use crate::hints::HintSet;
@@ -39,43 +38,14 @@ use crate::trace::Trace;
 
 pub(crate) use views::Snapshot;
 
-/// Where a client's outgoing messages go (its writer task).
-pub(crate) type AgentTx = mpsc::UnboundedSender<DaemonMessage>;
-
-/// What connection tasks tell the core.
-pub(crate) enum Event {
-    /// An agent said hello; the core answers with a welcome or a refusal.
-    AgentHello {
-        client: ClientId,
-        peer: Peer,
-        hello: Hello,
-        tx: AgentTx,
-        reply: oneshot::Sender<HelloReply>,
-    },
-    /// Frames from an agent, decoded at `arrived`.
-    Agent {
-        client: ClientId,
-        msgs: Vec<AgentMessage>,
-        arrived: Instant,
-    },
-    /// An agent's frame was refused (it was consumed; the connection goes on).
-    AgentRefused {
-        client: ClientId,
-        error: ProtocolError,
-    },
-    /// An agent's connection closed, or its process exited.
-    AgentGone { client: ClientId, why: &'static str },
-    /// A CLI connection opened or closed.
-    Cli { open: bool },
-    /// A CLI request.
-    Request {
-        peer: Peer,
-        request: Request,
-        reply: oneshot::Sender<Reply>,
-    },
-    /// The metrics endpoint wants a snapshot.
-    Snapshot { reply: oneshot::Sender<Snapshot> },
+/// Where a client's outgoing messages go: its connection's writer task, or a test's inbox.
+pub(crate) trait AgentLink: Send {
+    /// Queues `m` for the agent; false if the connection is gone.
+    fn send(&self, m: DaemonMessage) -> bool;
 }
+
+/// A client's outgoing link.
+pub(crate) type AgentTx = Box<dyn AgentLink>;
 
 /// One agent connection and the process behind it.
 pub(crate) struct Client {
@@ -83,7 +53,7 @@ pub(crate) struct Client {
     pub(crate) peer: Peer,
     pub(crate) name: String,
     pub(crate) command: String,
-    pub(crate) connected: Instant,
+    pub(crate) connected: Nanos,
     pub(crate) tx: AgentTx,
     pub(crate) queues: BTreeMap<QueueId, XQueueId>,
     pub(crate) hints: HintSet,
@@ -93,7 +63,7 @@ pub(crate) struct Client {
 /// Counters from an agent's stats, and rates derived from two reports.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) last: Option<(Instant, QueueStats)>,
+    pub(crate) last: Option<(Nanos, QueueStats)>,
     pub(crate) commands_per_sec: f64,
     pub(crate) device_share: f64,
 }
@@ -110,12 +80,12 @@ pub(crate) struct QueueRec {
     pub(crate) launch: LaunchConfig,
     pub(crate) ready: bool,
     pub(crate) transition: u64,
-    pub(crate) since: Instant,
+    pub(crate) since: Nanos,
     /// Suspended as last sent to the agent.
     pub(crate) suspended: bool,
     /// Time spent suspended before `suspended_since`.
     pub(crate) suspended_ns: u64,
-    pub(crate) suspended_since: Option<Instant>,
+    pub(crate) suspended_since: Option<Nanos>,
     pub(crate) hints: HintSet,
     pub(crate) counters: Counters,
     pub(crate) proxy: Arc<RemoteQueue>,
@@ -144,8 +114,10 @@ pub(crate) struct Core {
     device_hints: BTreeMap<String, HintSet>,
     all_hints: HintSet,
     outbox: Arc<Outbox>,
-    clock: MonotonicClock,
-    started: Instant,
+    /// Every time the core reads: injected, so tests run it in virtual time.
+    clock: Arc<dyn Clock>,
+    /// When the core started, for the status's uptime.
+    started: Nanos,
     pub(crate) latencies: Latencies,
     pub(crate) operations_sent: u64,
     pub(crate) clis: u32,
@@ -153,16 +125,21 @@ pub(crate) struct Core {
     /// Queue events of the current round.
     round_events: Vec<QueueEvent>,
     /// The arrival of the round's first scheduling input, and what it was.
-    round_start: Option<(Instant, DecisionCause)>,
+    round_start: Option<(Nanos, DecisionCause)>,
     /// Set by a shutdown request.
     pub(crate) stopping: bool,
     /// Since when no agent has been connected.
-    pub(crate) idle_since: Option<Instant>,
+    pub(crate) idle_since: Option<Nanos>,
 }
 
 impl Core {
-    /// A core running `policy`.
-    pub(crate) fn new(ident: Identity, policy: Box<dyn baton_policies::Policy>) -> Core {
+    /// A core running `policy`, reading time from `clock`.
+    pub(crate) fn new(
+        ident: Identity,
+        policy: Box<dyn baton_policies::Policy>,
+        clock: Arc<dyn Clock>,
+    ) -> Core {
+        let now = clock.now();
         Core {
             ident,
             sched: LocalScheduler::new(policy),
@@ -175,8 +152,8 @@ impl Core {
             device_hints: BTreeMap::new(),
             all_hints: HintSet::default(),
             outbox: Arc::new(Outbox::default()),
-            clock: MonotonicClock::new(),
-            started: Instant::now(),
+            clock,
+            started: now,
             latencies: Latencies::new(),
             operations_sent: 0,
             clis: 0,
@@ -184,7 +161,7 @@ impl Core {
             round_events: Vec::new(),
             round_start: None,
             stopping: false,
-            idle_since: Some(Instant::now()),
+            idle_since: Some(now),
         }
     }
 
@@ -193,64 +170,22 @@ impl Core {
         self.clock.now()
     }
 
-    fn nanos_at(&self, t: Instant) -> u64 {
-        u64::try_from(t.saturating_duration_since(self.started).as_nanos()).unwrap_or(u64::MAX)
+    /// When the policy wants to decide again, on the core's clock.
+    pub(crate) fn next_wake(&self) -> Option<Nanos> {
+        self.sched.next_wake()
     }
 
-    /// When the policy wants to decide again, as an instant.
-    pub(crate) fn next_wake(&self) -> Option<Instant> {
-        self.sched
-            .next_wake()
-            .map(|t| self.started + std::time::Duration::from(t))
-    }
-
-    /// Handles one event of the current round.
-    pub(crate) fn handle(&mut self, ev: Event) {
-        match ev {
-            Event::AgentHello {
-                client,
-                peer,
-                hello,
-                tx,
-                reply,
-            } => {
-                let r = self.agent_hello(client, peer, &hello, tx);
-                let _ = reply.send(r);
-            }
-            Event::Agent {
-                client,
-                msgs,
-                arrived,
-            } => {
-                for m in msgs {
-                    self.agent_message(client, m, arrived);
-                }
-            }
-            Event::AgentRefused { client, error } => self.agent_refused(client, &error),
-            Event::AgentGone { client, why } => self.drop_client(client, why),
-            Event::Cli { open } => {
-                if open {
-                    self.clis += 1;
-                } else {
-                    self.clis = self.clis.saturating_sub(1);
-                }
-            }
-            Event::Request {
-                peer,
-                request,
-                reply,
-            } => {
-                let r = self.request(peer, request);
-                let _ = reply.send(r);
-            }
-            Event::Snapshot { reply } => {
-                let _ = reply.send(self.snapshot());
-            }
+    /// A CLI connection opened or closed.
+    pub(crate) fn cli(&mut self, open: bool) {
+        if open {
+            self.clis += 1;
+        } else {
+            self.clis = self.clis.saturating_sub(1);
         }
     }
 
     /// A scheduling input arrived at `at` (the round's latency counts from the first).
-    fn mark(&mut self, at: Instant, cause: DecisionCause) {
+    fn mark(&mut self, at: Nanos, cause: DecisionCause) {
         if self.round_start.is_none() {
             self.round_start = Some((at, cause));
         }
@@ -258,7 +193,7 @@ impl Core {
 
     /// The policy's wake-up time came.
     pub(crate) fn on_timer(&mut self) {
-        self.mark(Instant::now(), DecisionCause::Timer);
+        self.mark(self.now(), DecisionCause::Timer);
         let now = self.now();
         self.sched.on_timer(now);
     }
@@ -272,18 +207,15 @@ impl Core {
         }
         let (suspended, resumed) = self.flush();
         if let Some((start, cause)) = self.round_start.take() {
-            let done = Instant::now();
-            let latency = done.saturating_duration_since(start);
-            self.latencies.record(latency);
-            let at = self.nanos_at(start);
+            let latency = self.now() - start;
+            self.latencies.record(latency.into());
             if let Trace::Recording(r) = &mut self.trace {
-                let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
-                r.decision(at, ns, cause, suspended, resumed);
+                r.decision(start.0, latency.0, cause, suspended, resumed);
             }
         }
         self.idle_since = match (self.clients.is_empty(), self.idle_since) {
             (false, _) => None,
-            (true, None) => Some(Instant::now()),
+            (true, None) => Some(self.now()),
             (true, since) => since,
         };
     }
@@ -307,8 +239,7 @@ impl Core {
                 }
             }
         }
-        let now_i = Instant::now();
-        let now_ns = self.nanos_at(now_i);
+        let now = self.now();
         let mut per_client: BTreeMap<ClientId, (Vec<QueueId>, Vec<QueueId>)> = BTreeMap::new();
         let (mut suspended, mut resumed) = (0u32, 0u32);
         for (gid, want) in last {
@@ -321,20 +252,18 @@ impl Core {
             rec.suspended = want;
             let e = per_client.entry(rec.client).or_default();
             if want {
-                rec.suspended_since = Some(now_i);
+                rec.suspended_since = Some(now);
                 e.1.push(rec.queue);
                 suspended += 1;
             } else {
                 if let Some(s) = rec.suspended_since.take() {
-                    rec.suspended_ns +=
-                        u64::try_from(now_i.saturating_duration_since(s).as_nanos())
-                            .unwrap_or(u64::MAX);
+                    rec.suspended_ns = rec.suspended_ns.saturating_add((now - s).0);
                 }
                 e.0.push(rec.queue);
                 resumed += 1;
             }
             if let Trace::Recording(r) = &mut self.trace {
-                r.span(gid, want, now_ns);
+                r.span(gid, want, now.0);
             }
         }
         // Suspensions leave first, so a device never runs both sides of a switch at once.
@@ -357,7 +286,7 @@ impl Core {
                 run,
                 suspend,
             });
-            if client.tx.send(msg).is_ok() {
+            if client.tx.send(msg) {
                 self.operations_sent += 1;
             }
         }
@@ -366,7 +295,7 @@ impl Core {
                 continue;
             };
             if let Some(client) = self.clients.get(&rec.client) {
-                let _ = client.tx.send(DaemonMessage::Attention {
+                client.tx.send(DaemonMessage::Attention {
                     queue: rec.queue,
                     report: a.report,
                     unbounded: a.unbounded,
@@ -395,7 +324,7 @@ impl Core {
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
         for c in ids {
             if let Some(client) = self.clients.get(&c) {
-                let _ = client.tx.send(DaemonMessage::Release {
+                client.tx.send(DaemonMessage::Release {
                     message: why.to_string(),
                 });
             }

@@ -1,9 +1,7 @@
 //! What the core does with CLI requests. Each is checked against the caller's uid first;
 //! a refused or failed request changes nothing.
 
-use std::time::Instant;
-
-use baton_core::{Level, XQueueId};
+use baton_core::{Level, Nanos, XQueueId};
 use baton_protocol::{
     ClientId, DaemonMessage, DecisionCause, ErrorKind, ErrorReply, Hint, LaunchWindow,
     MAX_TRACE_CAPACITY, PolicyEntry, PolicyParam, PolicyReport, Reply, Request, Target, WireLevel,
@@ -19,8 +17,8 @@ fn error(kind: ErrorKind, message: &str) -> Reply {
 
 impl Core {
     /// Answers one request.
-    pub(super) fn request(&mut self, peer: Peer, req: Request) -> Reply {
-        let arrived = Instant::now();
+    pub(crate) fn request(&mut self, peer: Peer, req: Request) -> Reply {
+        let arrived = self.now();
         match req {
             Request::List { pid } => Reply::List(self.list(pid)),
             Request::Status => Reply::Status(self.status()),
@@ -135,7 +133,7 @@ impl Core {
         }
     }
 
-    fn operator_hint(&mut self, peer: Peer, target: Target, hint: Hint, at: Instant) -> Reply {
+    fn operator_hint(&mut self, peer: Peer, target: Target, hint: Hint, at: Nanos) -> Reply {
         let client = match &target {
             Target::Queue(_) | Target::Process { .. } => match self.owned_queues(peer, &target) {
                 Ok((c, _)) => Some(c),
@@ -242,13 +240,7 @@ impl Core {
         }
     }
 
-    fn set_policy(
-        &mut self,
-        peer: Peer,
-        name: &str,
-        params: Vec<PolicyParam>,
-        at: Instant,
-    ) -> Reply {
+    fn set_policy(&mut self, peer: Peer, name: &str, params: Vec<PolicyParam>, at: Nanos) -> Reply {
         if !self.ident.auth.may_administer(peer.uid) {
             return self.unauthorized(peer, "change the policy");
         }
@@ -312,7 +304,7 @@ impl Core {
         let c = &self.clients[&client];
         for g in &gids {
             if let Some(r) = self.queues.get(g) {
-                let _ = c.tx.send(DaemonMessage::Configure {
+                c.tx.send(DaemonMessage::Configure {
                     queue: r.queue,
                     level,
                     launch,

@@ -1,7 +1,6 @@
 //! What the core shows: process lists, its status, and snapshots for the metrics endpoint.
 
-use std::time::Instant;
-
+use baton_core::Nanos;
 use baton_protocol::{
     DaemonStatus, LaunchWindow, MAX_LIST_PROCESSES, MAX_LIST_QUEUES, PROTOCOL_VERSION, ProcessList,
     ProcessRow, QueueRow, WireLevel, sanitize_text,
@@ -20,12 +19,8 @@ pub(crate) struct Snapshot {
     pub(crate) latency: Histogram,
 }
 
-fn nanos(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 impl QueueRec {
-    fn row(&self, now: Instant) -> QueueRow {
+    fn row(&self, now: Nanos) -> QueueRow {
         let last = self.counters.last.map(|(_, s)| s);
         QueueRow {
             queue: self.queue,
@@ -33,7 +28,7 @@ impl QueueRec {
             device: self.device.clone(),
             ready: self.ready,
             suspended: self.suspended,
-            since_ns: nanos(now.saturating_duration_since(self.since)),
+            since_ns: (now - self.since).0,
             level: WireLevel::from(self.level),
             max_level: WireLevel::from(self.max_level),
             launch: LaunchWindow::from(self.launch),
@@ -48,10 +43,8 @@ impl QueueRec {
     }
 
     /// Seconds spent suspended so far.
-    fn suspended_secs(&self, now: Instant) -> f64 {
-        let open = self
-            .suspended_since
-            .map_or(0, |s| nanos(now.saturating_duration_since(s)));
+    fn suspended_secs(&self, now: Nanos) -> f64 {
+        let open = self.suspended_since.map_or(0, |s| (now - s).0);
         (self.suspended_ns + open) as f64 / 1e9
     }
 }
@@ -59,7 +52,7 @@ impl QueueRec {
 impl Core {
     /// Every scheduled process (or one), by pid, within the list limits.
     pub(crate) fn list(&self, only: Option<u32>) -> ProcessList {
-        let now = Instant::now();
+        let now = self.now();
         let mut clients: Vec<_> = self
             .clients
             .values()
@@ -91,7 +84,7 @@ impl Core {
                 client: c.id,
                 name: sanitize_text(&c.name, baton_protocol::MAX_NAME_LEN),
                 command: c.command.clone(),
-                connected_ns: nanos(now.saturating_duration_since(c.connected)),
+                connected_ns: (now - c.connected).0,
                 hints: c.hints.to_vec(),
                 queues: rows,
             });
@@ -116,7 +109,7 @@ impl Core {
             protocol: PROTOCOL_VERSION,
             pid: self.ident.pid,
             policy: self.sched.policy_name().to_string(),
-            uptime_ns: nanos(self.started.elapsed()),
+            uptime_ns: (self.now() - self.started).0,
             agents: n(self.clients.len()),
             clis: self.clis,
             processes: n(self.by_pid.len()),
@@ -138,7 +131,7 @@ impl Core {
 
     /// A snapshot for the metrics endpoint.
     pub(crate) fn snapshot(&self) -> Snapshot {
-        let now = Instant::now();
+        let now = self.now();
         Snapshot {
             status: self.status(),
             list: self.list(None),
