@@ -5,7 +5,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::testing::{ScriptedHwQueue, TestCommand};
-use crate::{ManualClock, Nanos, QueueEvent};
+use crate::{
+    CommandSeq, CommandState, EventSink, HwError, InflightRange, ManualClock, Nanos, QueueEvent,
+};
 
 /// Records every event it receives.
 #[derive(Default)]

@@ -1,0 +1,196 @@
+//! Control: suspension and resumption at each level, and the settings a scheduler changes
+//! (level, launch window, idle watch, reporting, unbounded launching).
+
+use super::shared::Pending;
+use super::{Drive, ResumeFlags, SuspendFlags, XQueue};
+use crate::sync::{self};
+use crate::{CommandSeq, HwQueue, InflightRange, LaunchConfig, Level, QueueState, XQueueError};
+
+impl<H: HwQueue> XQueue<H> {
+    /// Stops the queue from running: nothing more is launched; at Level 2 the hardware stops
+    /// starting launched commands, at Level 3 it also stops the running one. Suspending a
+    /// suspended queue does nothing.
+    ///
+    /// If the hardware step fails the queue stays suspended at Level 1 and the error is
+    /// returned.
+    pub fn suspend(&self, flags: SuspendFlags) -> Result<(), XQueueError> {
+        let sh = &*self.shared;
+        let _control = sync::lock(&sh.control);
+        let level = {
+            let mut st = sync::lock(&sh.state);
+            if st.suspended {
+                return Ok(());
+            }
+            st.suspended = true;
+            st.level
+        };
+        match level {
+            Level::L1 => {}
+            Level::L2 => {
+                sh.hw.deactivate()?;
+                sh.gated.store(true, std::sync::atomic::Ordering::Release);
+                // Commands another queue already waits for may be behind the gate now: the
+                // worker reopens it until they complete.
+                let mut st = sync::lock(&sh.state);
+                sh.count_held_back(&mut st);
+                st.gate_open = false;
+                if sh.progress.demanded() > st.completed {
+                    sh.wake_worker(&st);
+                }
+            }
+            Level::L3 => sh.hw.interrupt()?,
+        }
+        if flags.sync_hw && level == Level::L1 {
+            let last = {
+                let st = sync::lock(&sh.state);
+                (st.launched > st.completed).then(|| st.launched - 1)
+            };
+            if let Some(last) = last {
+                self.wait(CommandSeq(last))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Lets a suspended queue run again, continuing with its oldest buffered command. Resuming
+    /// a running queue does nothing.
+    ///
+    /// The queue runs again even if the hardware step fails; the error is returned.
+    pub fn resume(&self, _flags: ResumeFlags) -> Result<(), XQueueError> {
+        let sh = &*self.shared;
+        let _control = sync::lock(&sh.control);
+        let (level, inflight) = {
+            let st = sync::lock(&sh.state);
+            if !st.suspended {
+                return Ok(());
+            }
+            let range = InflightRange {
+                start: CommandSeq(st.completed),
+                end: CommandSeq(st.launched),
+            };
+            (st.level, range)
+        };
+        let hw_result = match level {
+            Level::L1 => Ok(()),
+            Level::L2 => sh.hw.reactivate(inflight),
+            Level::L3 => sh.hw.restore(inflight),
+        };
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&sh.state);
+        st.suspended = false;
+        st.gate_open = false;
+        sh.gated.store(false, std::sync::atomic::Ordering::Release);
+        sh.count_held_back(&mut st);
+        match sh.drive {
+            Drive::Worker => sh.wake_worker(&st),
+            Drive::External => sh.poll_locked(&mut st, &mut ev),
+        }
+        sh.unlock_and_emit(st, ev);
+        hw_result.map_err(Into::into)
+    }
+
+    /// Chooses the level suspension uses. Refused above the hardware's maximum and while the
+    /// queue is suspended.
+    pub fn set_level(&self, level: Level) -> Result<(), XQueueError> {
+        let sh = &*self.shared;
+        let max = sh.hw.max_level();
+        if !sh.hw.supports(level) {
+            return Err(XQueueError::LevelUnsupported {
+                requested: level,
+                max,
+            });
+        }
+        let _control = sync::lock(&sh.control);
+        let mut st = sync::lock(&sh.state);
+        if st.suspended {
+            return Err(XQueueError::SuspendedLevelChange);
+        }
+        st.level = level;
+        Ok(())
+    }
+
+    /// Whether the launch worker follows the in-flight tail so the queue reports Idle even when
+    /// the application never synchronizes (default: yes). A scheduler turns it off while no
+    /// decision depends on this queue going idle: the worker then stays asleep through a burst
+    /// of launches instead of polling the hardware.
+    pub fn set_idle_watch(&self, on: bool) {
+        let sh = &*self.shared;
+        let mut st = sync::lock(&sh.state);
+        if st.watch_idle != on {
+            st.watch_idle = on;
+            if on && st.inflight() > 0 {
+                sh.wake_worker(&st);
+            }
+        }
+        drop(st);
+    }
+
+    /// Whether Idle/Ready transitions are reported to the sink (default: yes). A scheduler
+    /// turns reporting off for queues none of its decisions depend on, sparing a wake-up per
+    /// transition. Turning it back on reports the current state at once (with the current
+    /// transition number), so the receiver is never left with a stale view.
+    pub fn set_reporting(&self, on: bool) {
+        let sh = &*self.shared;
+        let mut st = sync::lock(&sh.state);
+        if st.reporting == on {
+            return;
+        }
+        st.reporting = on;
+        let mut ev = Pending::new();
+        if on && st.transitions > 0 {
+            ev.push(crate::QueueEvent {
+                queue: sh.id,
+                state: if st.submitted == st.completed {
+                    QueueState::Idle
+                } else {
+                    QueueState::Ready
+                },
+                at: sh.clock.now(),
+                transition: st.transitions,
+            });
+        }
+        sh.unlock_and_emit(st, ev);
+    }
+
+    /// Whether the queue may run without its in-flight window and sync points (default: no).
+    /// Progressive launching only bounds how long a *suspension* waits for in-flight work; a
+    /// scheduler sets this for queues none of its decisions can suspend (under HPF, the
+    /// top-priority queue of a device), whose launches then cost only the lock and the launch.
+    /// Turning it off makes the next launch add a sync point, so the window applies from there.
+    /// A queue built with [`XQueueBuilder::keep_window`] keeps its window regardless; either
+    /// way the hardware queue learns whether a suspension may come
+    /// ([`HwQueue::set_preemptible`]).
+    pub fn set_unbounded(&self, on: bool) {
+        let sh = &*self.shared;
+        let mut st = sync::lock(&sh.state);
+        if st.preemptible == on {
+            st.preemptible = !on;
+            sh.hw.set_preemptible(!on);
+        }
+        if on && sh.keep_window {
+            return;
+        }
+        if st.unbounded == on {
+            return;
+        }
+        st.unbounded = on;
+        if !on {
+            st.since_sync = st.config.batch();
+        }
+        sh.wake_worker(&st);
+        drop(st);
+    }
+
+    /// Changes the launch window; takes effect with the next launch.
+    pub fn set_launch_config(&self, config: LaunchConfig) {
+        let sh = &*self.shared;
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&sh.state);
+        st.config = config;
+        match sh.drive {
+            Drive::Worker => sh.wake_worker(&st),
+            Drive::External => sh.poll_locked(&mut st, &mut ev),
+        }
+        sh.unlock_and_emit(st, ev);
+    }
+}
