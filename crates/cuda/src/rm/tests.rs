@@ -1,4 +1,10 @@
+// The RM ABI carries sizes as 32-bit integers; the structures here are a few bytes long.
+#![allow(clippy::cast_possible_truncation)]
+
 use std::sync::Mutex as StdMutex;
+
+use std::ffi::{c_int, c_ulong};
+use std::time::Duration;
 
 use super::*;
 
