@@ -11,7 +11,7 @@
 #
 # Counts do not depend on the machine's load, so they compare commits where timings on a
 # shared machine cannot. What a launch costs in time on a GPU is measured by
-# scripts/gpu/interposer_check.sh.
+# scripts/gpu/interposer/run.sh.
 #
 #   scripts/launch_cost.sh            prints one JSON line
 #   scripts/launch_cost.sh legacy     the same on the legacy default stream, beside 16 idle

@@ -14,5 +14,5 @@ echo "== loom model check (XQueue interleavings)"
 LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p baton-core --release --lib --locked loom
 echo "== GPU-script analysis self-tests"
-python3 scripts/gpu/preemption_timeline.py --self-test
+python3 scripts/gpu/levels/preemption_timeline.py --self-test
 echo "== all tests passed"

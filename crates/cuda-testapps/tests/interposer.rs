@@ -468,7 +468,7 @@ fn same_line_under(
 #[test]
 fn loading_a_kernel_opens_the_gates_it_waits_for() {
     // With lazy loading, a kernel's first launch waits for all pending work of its context
-    // (as on the GPU: scripts/gpu/gate_calls.sh). At Level 2 a suspended stream's launched
+    // (as on the GPU: scripts/gpu/levels/gate_calls.sh). At Level 2 a suspended stream's launched
     // work sits behind its closed gate: the launch must open it, or it never returns.
     same_line_under(
         "lazy-gated",

@@ -395,9 +395,9 @@ impl Driver {
     /// Puts the calling thread in relaxed stream-capture mode: the application's captures, in
     /// whatever mode, then never forbid it the calls that are merely "potentially unsafe"
     /// during a capture (querying or synchronizing other streams and events, allocating).
-    /// Measured on an H100 (`scripts/gpu/apps/capture_probe.cu`): while any thread captures in
-    /// global mode, such a call from a thread in the default mode fails and invalidates the
-    /// capture; from a relaxed thread it succeeds. For Baton's own threads, which act for the
+    /// Measured on an H100 (`scripts/gpu/transparency/capture_probe.cu`): while any thread
+    /// captures in global mode, such a call from a thread in the default mode fails and
+    /// invalidates the capture; from a relaxed thread it succeeds. For Baton's own threads, which act for the
     /// application at moments it did not choose.
     pub fn relax_capture_mode(&self) {
         if let Some(exchange) = self.cuThreadExchangeStreamCaptureMode {

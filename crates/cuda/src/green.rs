@@ -3,7 +3,7 @@
 //! An [`SmPartition`] is a green context over `n` of the device's SMs. Kernels of the
 //! application's primary context run on a green context's stream as they are: the runtime's
 //! `<<<>>>` launch, its `CUfunction` and its `CUkernel` all do, on the partition's SMs only
-//! (measured on an H100, `scripts/gpu/apps/green_probe.cu`). A [`Confined`] stream keeps the
+//! (measured on an H100, `scripts/gpu/spatial/green_probe.cu`). A [`Confined`] stream keeps the
 //! application's order with two events: `enter`, recorded on the application's stream and
 //! waited for by the green stream before the kernel; `leave`, recorded on the green stream
 //! after it and waited for by the application's stream. Everything else (copies, event

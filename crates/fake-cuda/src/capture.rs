@@ -11,7 +11,7 @@
 //!
 //! "Potentially unsafe" calls ([`potentially_unsafe`]: event and stream queries and
 //! synchronizations, allocating and freeing) follow the modes measured on an H100
-//! (`scripts/gpu/apps/capture_probe.cu`): the thread that began a global or thread-local
+//! (`scripts/gpu/transparency/capture_probe.cu`): the thread that began a global or thread-local
 //! capture may not make them, nor may any other thread in the default global mode while a
 //! global capture runs; a thread switched to relaxed or thread-local mode with
 //! `cuThreadExchangeStreamCaptureMode` ignores other threads' captures. A refused call fails

@@ -76,8 +76,8 @@ impl Context {
         {
             let streams = lock(&self.order);
             for stream in streams.blocking.iter().chain(&streams.nonblocking) {
-                // Whatever the capture's mode (measured on an H100: scripts/gpu/apps/
-                // capture_probe.cu).
+                // Whatever the capture's mode (measured on an H100:
+                // scripts/gpu/transparency/capture_probe.cu).
                 if stream.is_capturing() {
                     stream.invalidate_capture();
                     return Err(CUresult::STREAM_CAPTURE_UNSUPPORTED);

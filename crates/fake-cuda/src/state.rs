@@ -102,7 +102,7 @@ pub(crate) struct Global {
     pub kernel_extra: Duration,
     /// `FAKE_CUDA_LAZY_LOADING`: a function's first launch loads it, which waits for all
     /// pending work of its context, as CUDA's lazy loading does (measured on an H100:
-    /// `scripts/gpu/gate_calls.sh`).
+    /// `scripts/gpu/levels/gate_calls.sh`).
     pub lazy_loading: bool,
     pub contexts: Registry<Context>,
     pub primary: Mutex<Primary>,

@@ -3,8 +3,8 @@
 //! A thread Baton holds back inside a launch while it holds the interpreter lock stops every
 //! other Python thread of the process too. The report counts such holds per stream, so a
 //! one-process slowdown can be told apart from the GPU's (PyTorch releases the lock around
-//! its operators, and measured none: docs/benchmarks/one-process.md). Python is found by name
-//! in the process (`PyGILState_Check`, exported by the interpreter or libpython) when the
+//! its operators, and measured none: docs/benchmarks/one-process/README.md). Python is found by
+//! name in the process (`PyGILState_Check`, exported by the interpreter or libpython) when the
 //! first hold happens; without Python the answer is always no.
 
 use std::ffi::c_int;

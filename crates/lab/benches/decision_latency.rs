@@ -2,8 +2,8 @@
 //! to the resulting operation reaching the agent, over real Unix sockets.
 //!
 //! ```text
-//! cargo bench -p baton-daemon --bench decision_latency            # prints JSON
-//! BATON_BENCH_OUT=docs/benchmarks/daemon.json cargo bench -p baton-daemon --bench decision_latency
+//! cargo bench -p baton-lab --bench decision_latency            # prints JSON
+//! BATON_BENCH_OUT=docs/benchmarks/daemon/daemon-vm.json cargo bench -p baton-lab --bench decision_latency
 //! ```
 //!
 //! Setup: the daemon (HPF) on a thread of this process; 99 `baton-sim-client` processes with

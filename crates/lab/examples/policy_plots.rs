@@ -1,9 +1,9 @@
 //! Runs one scenario per policy in virtual time and writes `docs/policies/NAME.json`, which
-//! `scripts/plot-policies.py` turns into `docs/policies/NAME.png`.
+//! `scripts/plot_policies.py` turns into `docs/policies/NAME.png`.
 //!
 //! ```text
 //! cargo run --release -p baton-lab --example policy_plots [OUT_DIR]
-//! python3 scripts/plot-policies.py [OUT_DIR]
+//! python3 scripts/plot_policies.py [OUT_DIR]
 //! ```
 
 use baton_core::{LaunchConfig, Level, Nanos};

@@ -3,7 +3,7 @@
 //! each iteration is one queue turning ready or idle, which re-decides over all 400 queues and
 //! re-evaluates what each queue must report and whether it may skip its window.
 //!
-//!   cargo bench -p baton-agent --bench decide
+//!   cargo bench -p baton-scheduler --bench decide
 use std::hint::black_box;
 use std::sync::Arc;
 

@@ -150,8 +150,9 @@ synchronous!(cuMemsetD2D16_v2_ptds(dst: CUdeviceptr, pitch: usize, v: c_ushort, 
 synchronous!(cuMemsetD2D32_v2(dst: CUdeviceptr, pitch: usize, v: c_uint, w: usize, h_: usize), Api::Plain);
 synchronous!(cuMemsetD2D32_v2_ptds(dst: CUdeviceptr, pitch: usize, v: c_uint, w: usize, h_: usize), Api::PerThread);
 
-// Calls that wait for all pending work of the device (measured: scripts/gpu/gate_calls.sh). At
-// Level 2 a suspended queue's launched commands wait behind its gate: it must open first.
+// Calls that wait for all pending work of the device (measured:
+// scripts/gpu/levels/gate_calls.sh). At Level 2 a suspended queue's launched commands wait behind
+// its gate: it must open first.
 macro_rules! device_wide {
     ($name:ident($($a:ident: $t:ty),*)) => {
         hook!($name($($a: $t),*) |rt, real| {

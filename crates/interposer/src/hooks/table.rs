@@ -304,8 +304,8 @@ mod tests {
     ];
 
     /// Every function a real driver exports that takes a stream (the list comes from the GPU
-    /// machine's driver and header: `scripts/gpu/discover.sh`) is intercepted, or known to need
-    /// no scheduling. A stream operation that reached the driver unseen would overtake the work
+    /// machine's driver and header: `scripts/gpu/transparency/discover.sh`) is intercepted, or
+    /// known to need no scheduling. A stream operation that reached the driver unseen would overtake the work
     /// Baton holds back for its stream, and compute with what is not there yet.
     #[test]
     fn every_stream_function_of_a_real_driver_is_intercepted_or_known_to_need_nothing() {

@@ -141,7 +141,7 @@ impl Runtime {
 
     /// Before a call that waits for all pending work of the device (freeing or registering
     /// memory, loading a module, a kernel's first launch under lazy loading: measured by
-    /// `scripts/gpu/gate_calls.sh`): at Level 2, every queue lets the commands it already
+    /// `scripts/gpu/levels/gate_calls.sh`): at Level 2, every queue lets the commands it already
     /// launched through its gate, even if suspended (or about to be), or the call would wait
     /// for a gate that only its own return could open. Buffered commands stay buffered.
     pub(crate) fn release_gates(&self) {
