@@ -54,6 +54,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use baton_core::locks;
 use baton_core::{Clock, EventSink, Nanos, QueueControl, QueueEvent, QueueState, XQueueId};
 use baton_protocol::{
     AgentMessage, AgentTarget, DeviceRef, Hint, ProtocolError, QueueId, QueueStateChange,
@@ -201,11 +202,11 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.state)
     }
 
     fn lock_apply(&self) -> MutexGuard<'_, ()> {
-        self.apply.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.apply)
     }
 
     /// Whether this is the process that created the client (not a forked child).

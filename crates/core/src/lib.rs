@@ -25,6 +25,7 @@ mod event;
 mod held_back;
 mod hwqueue;
 mod level;
+pub mod locks;
 mod sync;
 mod xqueue;
 

@@ -17,24 +17,30 @@ pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 #[cfg(not(loom))]
 pub(crate) use std::thread;
 
-/// Locks `m`, recovering the data if a panicking thread poisoned it: every state change in the
-/// XQueue is completed before any call that could panic, so the data stays consistent.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+// Outside loom the project-wide helpers are used as they are.
+#[cfg(not(loom))]
+pub(crate) use crate::locks::{lock, wait, wait_timeout};
 
 /// Locks `m` if no other thread holds it (a poisoned lock counts as held).
 pub(crate) fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
     m.try_lock().ok()
 }
 
+/// Locks `m`, recovering the data if a panicking thread poisoned it (as [`crate::locks::lock`]).
+#[cfg(loom)]
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Waits on `cv`, recovering from poisoning like [`lock`].
+#[cfg(loom)]
 pub(crate) fn wait<'a, T>(cv: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
     cv.wait(guard)
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Waits on `cv` for at most `timeout`, recovering from poisoning like [`lock`].
+#[cfg(loom)]
 pub(crate) fn wait_timeout<'a, T>(
     cv: &Condvar,
     guard: MutexGuard<'a, T>,

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use baton_core::locks;
 use baton_cuda_sys::{CU_EVENT_BLOCKING_SYNC, CU_EVENT_DISABLE_TIMING, CUcontext, CUevent};
 
 use crate::{Driver, DriverError, check};
@@ -52,7 +53,7 @@ impl EventPool {
     pub fn get(self: &Arc<Self>) -> Result<PooledEvent, DriverError> {
         self.handed
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let reused = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let reused = locks::lock(&self.free).pop();
         let event = match reused {
             Some(e) => e,
             None => self.create()?,
@@ -85,12 +86,7 @@ impl EventPool {
 impl Drop for EventPool {
     fn drop(&mut self) {
         if let Some(destroy) = self.driver.cuEventDestroy_v2 {
-            for e in self
-                .free
-                .get_mut()
-                .unwrap_or_else(|p| p.into_inner())
-                .drain(..)
-            {
+            for e in locks::get_mut(&mut self.free).drain(..) {
                 // SAFETY: the event came from cuEventCreate and no PooledEvent refers to it
                 // (they hold the pool alive); destroying is allowed from any thread.
                 let _ = unsafe { destroy(e) };
@@ -108,10 +104,6 @@ impl PooledEvent {
 
 impl Drop for PooledEvent {
     fn drop(&mut self) {
-        self.pool
-            .free
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(self.event);
+        locks::lock(&self.pool.free).push(self.event);
     }
 }

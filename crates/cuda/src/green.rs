@@ -10,8 +10,9 @@
 //! records, synchronization) stays on the application's stream, which therefore sees each
 //! kernel exactly where the application put it.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
+use baton_core::locks;
 use baton_cuda_sys::{
     CU_DEV_RESOURCE_TYPE_SM, CU_EVENT_DISABLE_TIMING, CU_GREEN_CTX_DEFAULT_STREAM,
     CU_STREAM_NON_BLOCKING, CUcontext, CUdevResource, CUdevice, CUevent, CUgreenCtx, CUresult,
@@ -200,7 +201,7 @@ impl Confined {
         let d = self.part.driver;
         let record = Driver::require(d.cuEventRecord, "cuEventRecord")?;
         let wait = Driver::require(d.cuStreamWaitEvent, "cuStreamWaitEvent")?;
-        let _one = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _one = locks::lock(&self.lock);
         // SAFETY: live events of the application's context and live streams; a wait takes the
         // event's state at the call, so each event can be recorded again right after.
         unsafe {

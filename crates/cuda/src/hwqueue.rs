@@ -4,9 +4,10 @@
 
 use std::cell::Cell;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
 
+use baton_core::locks;
 use baton_core::{HwError, HwQueue, Level};
 use baton_cuda_sys::{
     CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_LEGACY, CUcontext, CUresult, CUstream,
@@ -209,7 +210,7 @@ impl CudaHwQueue {
     /// or stopped running freely.
     fn set_l3(&self, f: impl FnOnce(&mut (bool, bool))) {
         let Some(slice) = &self.slice else { return };
-        let mut s = self.l3.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut s = locks::lock(&self.l3);
         let was = !s.0 && !s.1;
         f(&mut s);
         let now = !s.0 && !s.1;
@@ -406,8 +407,7 @@ impl HwQueue for CudaHwQueue {
 impl Drop for CudaHwQueue {
     fn drop(&mut self) {
         if let Some(s) = &self.slice {
-            let (interrupted, preemptible) =
-                *self.l3.lock().unwrap_or_else(PoisonError::into_inner);
+            let (interrupted, preemptible) = *locks::lock(&self.l3);
             s.detach(!interrupted && !preemptible);
         }
     }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, RwLock};
 
+use baton_core::locks;
 use baton_cuda_sys::{
     CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END, CUfunction,
     CUkernel,
@@ -62,10 +63,7 @@ impl ParamCache {
     /// Forgets every layout: code was unloaded, and the driver may hand its functions' handles
     /// to other functions, with other parameters.
     pub fn forget_all(&self) {
-        self.layouts
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        locks::write(&self.layouts).clear();
     }
 
     /// The layout of `f`'s parameters, or `None` if the driver cannot tell (then the launch
@@ -73,26 +71,20 @@ impl ParamCache {
     pub fn layout(&self, d: &Driver, f: CUfunction) -> Option<Arc<ParamLayout>> {
         let key = f as usize;
         let name = name_of(d, f);
-        if let Some(c) = self
-            .layouts
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
+        if let Some(c) = locks::read(&self.layouts)
             .get(&key)
             .filter(|c| name.is_some() && c.name == name)
         {
             return c.layout.clone();
         }
         let layout = query(d, f).map(Arc::new);
-        self.layouts
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(
-                key,
-                Cached {
-                    name,
-                    layout: layout.clone(),
-                },
-            );
+        locks::write(&self.layouts).insert(
+            key,
+            Cached {
+                name,
+                layout: layout.clone(),
+            },
+        );
         layout
     }
 }

@@ -32,16 +32,10 @@ mod capture;
 mod control;
 mod slice;
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
 pub use abi::*;
 pub use capture::{Capture, ChannelGroup, ComputeGroupOf, ExportedGroup, thread_id};
 pub use control::{Ioctl, RmControl, RmError, get_timeslice, preempt, set_timeslice};
 pub use slice::{ContextSlice, SliceStats};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use baton_core::locks;
 use baton_core::{
     LaunchConfig, Level, QueueControl, QueueState, ResumeFlags, SuspendFlags, XQueueError,
     XQueueId, XQueueStatus,
@@ -54,15 +55,12 @@ pub(crate) struct Outbox(Mutex<Vec<(XQueueId, Wanted)>>);
 
 impl Outbox {
     fn push(&self, q: XQueueId, w: Wanted) {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((q, w));
+        locks::lock(&self.0).push((q, w));
     }
 
     /// Everything recorded since the last call.
     pub(crate) fn take(&self) -> Vec<(XQueueId, Wanted)> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *locks::lock(&self.0))
     }
 }
 
@@ -114,7 +112,7 @@ impl RemoteQueue {
     }
 
     fn attend(&self, change: impl FnOnce(&mut Attention)) {
-        let mut a = self.attention.lock().unwrap_or_else(|p| p.into_inner());
+        let mut a = locks::lock(&self.attention);
         let before = *a;
         change(&mut a);
         if *a != before {

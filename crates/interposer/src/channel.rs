@@ -14,9 +14,10 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_ulong, c_void};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Mutex, PoisonError};
 
+use baton_cuda::core::locks;
 use baton_cuda::rm::{Capture, ChannelGroup, ComputeGroupOf, ExportedGroup, is_rm_request};
 use baton_cuda::sys::CUcontext;
 
@@ -65,10 +66,7 @@ impl Channels {
     /// meanwhile, if one was.
     pub(crate) fn claim(&self, ctx: CUcontext, mark: u64) {
         if let Some(g) = self.capture.compute_since(mark).last() {
-            self.claims
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(ctx as usize, *g);
+            locks::lock(&self.claims).insert(ctx as usize, *g);
         }
     }
 
@@ -76,7 +74,7 @@ impl Channels {
     /// unclaimed compute group of the process.
     pub(crate) fn group_of(&self, ctx: CUcontext) -> Option<ChannelGroup> {
         let live = self.capture.groups();
-        let claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
+        let claims = locks::lock(&self.claims);
         if let Some(g) = claims.get(&(ctx as usize)) {
             return live.contains(g).then_some(*g);
         }

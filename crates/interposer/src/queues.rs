@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use baton_agent::{DeviceId, QueueHints};
 use baton_agent::{QueueMeta, Registration};
+use baton_cuda::core::locks;
 use baton_cuda::core::{HeldBackCount, Priority, XQueue};
 use baton_cuda::rm::{ContextSlice, Ioctl};
 use baton_cuda::sys::{
@@ -140,13 +141,7 @@ impl Runtime {
 
     /// The state of context `ctx`, created on first use.
     pub(crate) fn context(&self, ctx: CUcontext) -> Option<Arc<CtxState>> {
-        if let Some(s) = self
-            .reg
-            .ctxs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&(ctx as usize))
-        {
+        if let Some(s) = locks::read(&self.reg.ctxs).get(&(ctx as usize)) {
             return Some(s.clone());
         }
         let device = self.context_device(ctx);
@@ -166,7 +161,7 @@ impl Runtime {
             slice,
             partition: OnceLock::new(),
         });
-        let mut w = self.reg.ctxs.write().unwrap_or_else(|p| p.into_inner());
+        let mut w = locks::write(&self.reg.ctxs);
         Some(w.entry(ctx as usize).or_insert(state).clone())
     }
 
@@ -294,13 +289,7 @@ impl Runtime {
 
     fn per_thread(&self, state: &Arc<CtxState>) -> Option<Arc<StreamEntry>> {
         let key = (state.ctx as usize, THREAD_NO.with(|n| *n));
-        if let Some(e) = self
-            .reg
-            .per_thread
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
+        if let Some(e) = locks::read(&self.reg.per_thread).get(&key) {
             return Some(e.clone());
         }
         let create = self.driver.cuStreamCreate?;
@@ -310,28 +299,14 @@ impl Runtime {
             return None;
         }
         let e = self.new_entry(state, s, StreamKind::PerThread, 0)?;
-        state
-            .blocking
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(e.clone());
-        self.reg
-            .per_thread
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, e.clone());
+        locks::write(&state.blocking).push(e.clone());
+        locks::write(&self.reg.per_thread).insert(key, e.clone());
         Some(e)
     }
 
     /// The entry of a regular stream, created on first use.
     pub(crate) fn regular(&self, stream: CUstream) -> Option<Arc<StreamEntry>> {
-        if let Some(e) = self
-            .reg
-            .streams
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&(stream as usize))
-        {
+        if let Some(e) = locks::read(&self.reg.streams).get(&(stream as usize)) {
             return Some(e.clone());
         }
         let d = self.driver;
@@ -353,18 +328,14 @@ impl Runtime {
         let state = self.context(ctx)?;
         let blocking = flags & CU_STREAM_NON_BLOCKING == 0;
         let e = self.new_entry(&state, stream, StreamKind::Regular { blocking }, prio)?;
-        let mut w = self.reg.streams.write().unwrap_or_else(|p| p.into_inner());
+        let mut w = locks::write(&self.reg.streams);
         if let Some(existing) = w.get(&(stream as usize)) {
             return Some(existing.clone());
         }
         w.insert(stream as usize, e.clone());
         drop(w);
         if blocking {
-            state
-                .blocking
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(e.clone());
+            locks::write(&state.blocking).push(e.clone());
         }
         Some(e)
     }

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
+use baton_cuda::core::locks;
 use baton_cuda::core::{HeldBackCount, XQueue};
 use baton_cuda::rm::ContextSlice;
 use baton_cuda::sys::{CUcontext, CUstream};
@@ -96,21 +97,9 @@ impl Registry {
 
     /// Every entry (for context-wide synchronization, destruction and exit).
     pub(crate) fn all(&self) -> Vec<Arc<StreamEntry>> {
-        let mut v: Vec<Arc<StreamEntry>> = self
-            .streams
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        v.extend(
-            self.per_thread
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .values()
-                .cloned(),
-        );
-        for c in self.ctxs.read().unwrap_or_else(|p| p.into_inner()).values() {
+        let mut v: Vec<Arc<StreamEntry>> = locks::read(&self.streams).values().cloned().collect();
+        v.extend(locks::read(&self.per_thread).values().cloned());
+        for c in locks::read(&self.ctxs).values() {
             if let Some(l) = c.legacy.get() {
                 v.push(l.clone());
             }
@@ -128,17 +117,9 @@ impl Registry {
 
     /// Forgets a regular stream's entry (it is being destroyed) and returns it.
     pub(crate) fn remove_stream(&self, handle: CUstream) -> Option<Arc<StreamEntry>> {
-        let e = self
-            .streams
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&(handle as usize));
+        let e = locks::write(&self.streams).remove(&(handle as usize));
         if let Some(e) = &e {
-            e.ctx
-                .blocking
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|b| !Arc::ptr_eq(b, e));
+            locks::write(&e.ctx.blocking).retain(|b| !Arc::ptr_eq(b, e));
             self.generation.fetch_add(1, Ordering::AcqRel);
         }
         e
@@ -147,27 +128,16 @@ impl Registry {
     /// Forgets every entry of context `ctx` (it is being destroyed) and returns them.
     pub(crate) fn remove_context(&self, ctx: CUcontext) -> Vec<Arc<StreamEntry>> {
         let gone = self.of_context(ctx);
-        self.streams
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|_, e| e.ctx.ctx != ctx);
-        self.per_thread
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|(c, _), _| *c != ctx as usize);
-        self.ctxs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&(ctx as usize));
+        locks::write(&self.streams).retain(|_, e| e.ctx.ctx != ctx);
+        locks::write(&self.per_thread).retain(|(c, _), _| *c != ctx as usize);
+        locks::write(&self.ctxs).remove(&(ctx as usize));
         self.generation.fetch_add(1, Ordering::AcqRel);
         gone
     }
 
     /// The time slices under Baton's control (Level 3), one per context.
     pub(crate) fn slices(&self) -> Vec<Arc<ContextSlice>> {
-        self.ctxs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
+        locks::read(&self.ctxs)
             .values()
             .filter_map(|c| c.slice.clone())
             .collect()
@@ -175,9 +145,7 @@ impl Registry {
 
     /// Sync points recorded so far, over every context.
     pub(crate) fn sync_points(&self) -> u64 {
-        self.ctxs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
+        locks::read(&self.ctxs)
             .values()
             .map(|c| c.pool.handed_out())
             .sum()

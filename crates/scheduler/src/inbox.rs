@@ -2,6 +2,7 @@
 
 use std::sync::{Condvar, Mutex};
 
+use baton_core::locks;
 use baton_core::{EventSink, QueueEvent};
 
 /// A mailbox of queue events, drained by the scheduler.
@@ -27,13 +28,8 @@ impl Inbox {
         let mut g = self.lock();
         if g.is_empty() {
             g = match timeout {
-                Some(t) => {
-                    self.bell
-                        .wait_timeout(g, t)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-                None => self.bell.wait(g).unwrap_or_else(|p| p.into_inner()),
+                Some(t) => locks::wait_timeout(&self.bell, g, t),
+                None => locks::wait(&self.bell, g),
             };
         }
         std::mem::take(&mut *g)
@@ -46,7 +42,7 @@ impl Inbox {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<QueueEvent>> {
-        self.events.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.events)
     }
 }
 

@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use baton_core::locks;
 use baton_core::{Clock, Nanos};
 
 use crate::{Inbox, LocalScheduler};
@@ -49,7 +50,7 @@ impl SchedulerThread {
 
     /// Exclusive access to the scheduler (to register queues, give hints…). Events wait.
     pub fn lock(&self) -> MutexGuard<'_, LocalScheduler> {
-        self.shared.sched.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.shared.sched)
     }
 
     /// The scheduler's clock.
@@ -63,7 +64,7 @@ impl SchedulerThread {
         let shared = Arc::clone(&self.shared);
         drop(self);
         match Arc::try_unwrap(shared) {
-            Ok(s) => s.sched.into_inner().unwrap_or_else(|p| p.into_inner()),
+            Ok(s) => locks::into_inner(s.sched),
             Err(_) => unreachable!("the thread was joined; no other owner remains"),
         }
     }
@@ -93,7 +94,7 @@ fn run(s: &Shared) {
     let mut next_refresh = s.clock.now() + PROCESS_REFRESH;
     while !s.stop.load(std::sync::atomic::Ordering::Acquire) {
         let timeout = {
-            let sched = s.sched.lock().unwrap_or_else(|p| p.into_inner());
+            let sched = locks::lock(&s.sched);
             let due = sched
                 .next_wake()
                 .map_or(next_refresh, |w| w.min(next_refresh));
@@ -101,7 +102,7 @@ fn run(s: &Shared) {
         };
         let events = s.inbox.wait(timeout);
         let now = s.clock.now();
-        let mut sched = s.sched.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sched = locks::lock(&s.sched);
         if !events.is_empty() {
             sched.on_events(events, now);
         }

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use baton_core::locks;
 use baton_core::{
     Clock, HwError, HwQueue, InflightRange, Level, ManualClock, MonotonicClock, Nanos,
 };
@@ -29,7 +30,7 @@ struct Shared {
 impl Shared {
     /// The device, brought up to the current time in real-time mode.
     fn lock(&self) -> MutexGuard<'_, SimDevice> {
-        let mut d = self.device.lock().unwrap_or_else(|p| p.into_inner());
+        let mut d = locks::lock(&self.device);
         if self.mode == TimeMode::RealTime {
             d.advance_to(self.clock.now());
         }
@@ -56,13 +57,10 @@ impl Shared {
             }
             let next = d.next_event_time();
             d = if next == Nanos::MAX {
-                self.changed.wait(d).unwrap_or_else(|p| p.into_inner())
+                locks::wait(&self.changed, d)
             } else {
                 let wait = next.saturating_sub(self.clock.now());
-                self.changed
-                    .wait_timeout(d, wait.into())
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0
+                locks::wait_timeout(&self.changed, d, wait.into())
             };
             d.advance_to(self.clock.now());
         }

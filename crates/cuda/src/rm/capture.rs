@@ -9,8 +9,9 @@ use std::ffi::{c_int, c_ulong, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use baton_core::locks;
+
 use super::abi::*;
-use super::lock;
 
 /// A channel group libcuda allocated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,7 +169,7 @@ impl Capture {
                     thread: thread_id(),
                     seq: self.seq.fetch_add(1, Ordering::Relaxed),
                 };
-                lock(&self.groups).push(g);
+                locks::lock(&self.groups).push(g);
             }
             NV_ESC_RM_FREE if size == size_of::<Nvos00>() => {
                 // SAFETY: an RM_FREE carries an NVOS00.
@@ -176,7 +177,7 @@ impl Capture {
                 if f.status != NV_OK {
                     return;
                 }
-                lock(&self.groups).retain(|g| {
+                locks::lock(&self.groups).retain(|g| {
                     !(g.client == f.h_root
                         && (g.handle == f.h_object_old
                             || g.parent == f.h_object_old
@@ -189,7 +190,7 @@ impl Capture {
 
     /// Every live group, in allocation order.
     pub fn groups(&self) -> Vec<ChannelGroup> {
-        lock(&self.groups).clone()
+        locks::lock(&self.groups).clone()
     }
 
     /// Where the allocation counter stands now: groups allocated later have a `seq` at least
@@ -201,7 +202,7 @@ impl Capture {
     /// The live compute groups allocated by the calling thread since `mark`.
     pub fn compute_since(&self, mark: u64) -> Vec<ChannelGroup> {
         let me = thread_id();
-        lock(&self.groups)
+        locks::lock(&self.groups)
             .iter()
             .filter(|g| g.seq >= mark && g.thread == me && g.is_compute())
             .copied()

@@ -2,12 +2,13 @@
 //! applied by a background thread that keeps only the latest wish.
 
 use std::fmt;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+use baton_core::locks;
 
 use super::capture::ChannelGroup;
 use super::control::{RmControl, RmError, get_timeslice, set_timeslice};
-use super::lock;
 
 /// Counters of a [`ContextSlice`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -149,12 +150,12 @@ impl ContextSlice {
 
     /// Whether the slice is (or is about to be) the yield value.
     pub fn yielding(&self) -> bool {
-        lock(&self.inner.state).want_yield
+        locks::lock(&self.inner.state).want_yield
     }
 
     /// Counters so far, and the last refusal if any.
     pub fn stats(&self) -> (SliceStats, Option<RmError>) {
-        let st = lock(&self.inner.state);
+        let st = locks::lock(&self.inner.state);
         (st.stats, st.last_error)
     }
 
@@ -162,18 +163,13 @@ impl ContextSlice {
     /// and measurements). Returns whether it matches.
     pub fn settle(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        let mut st = lock(&self.inner.state);
+        let mut st = locks::lock(&self.inner.state);
         while st.yielded != st.want_yield && st.last_error.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
-            st = self
-                .inner
-                .cv
-                .wait_timeout(st, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            st = locks::wait_timeout(&self.inner.cv, st, left);
         }
         st.yielded == st.want_yield
     }
@@ -187,7 +183,7 @@ impl Drop for ContextSlice {
 
 impl SliceInner {
     fn change(&self, f: impl FnOnce(&mut SliceState)) {
-        let mut st = lock(&self.state);
+        let mut st = locks::lock(&self.state);
         f(&mut st);
         st.want_yield = st.queues > 0 && st.running == 0;
         self.cv.notify_all();
@@ -199,7 +195,7 @@ impl SliceInner {
     fn apply_loop(&self, ctl: &dyn RmControl) {
         loop {
             let target = {
-                let mut st = lock(&self.state);
+                let mut st = locks::lock(&self.state);
                 loop {
                     if st.shutdown {
                         return;
@@ -207,7 +203,7 @@ impl SliceInner {
                     if st.want_yield != st.yielded && st.last_error.is_none() {
                         break st.want_yield;
                     }
-                    st = self.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+                    st = locks::wait(&self.cv, st);
                 }
             };
             let us = if target {
@@ -218,7 +214,7 @@ impl SliceInner {
             let t0 = Instant::now();
             let r = set_timeslice(ctl, &self.group, us);
             let took = t0.elapsed();
-            let mut st = lock(&self.state);
+            let mut st = locks::lock(&self.state);
             st.stats.busy += took;
             st.stats.longest = st.stats.longest.max(took);
             match r {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use baton_cuda::CudaCommand;
+use baton_cuda::core::locks;
 use baton_cuda::core::{CommandSeq, CommandState, Dependency};
 use baton_cuda::sys::{CUevent, CUresult, CUstream};
 
@@ -50,7 +51,7 @@ impl Runtime {
         };
         if self.capturing(&e, Self::handle_for(&e, stream)) {
             let r = direct(Self::handle_for(&e, stream));
-            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            let mut ev = locks::lock(&self.events);
             for event in events {
                 let t = ev.entry(*event as usize).or_default();
                 t.record = None;
@@ -60,7 +61,7 @@ impl Runtime {
         }
         let mut waits: Vec<(Arc<StreamEntry>, CommandSeq)> = Vec::new();
         {
-            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            let mut ev = locks::lock(&self.events);
             for event in events {
                 if let Some(t) = ev.get_mut(&(*event as usize)) {
                     waits.append(&mut t.waits);
@@ -74,7 +75,7 @@ impl Runtime {
             .collect();
         let (r, seq) = self.scheduled_on(&e, stream, count, deps, direct, defer);
         if let Some(seq) = seq {
-            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            let mut ev = locks::lock(&self.events);
             for event in events {
                 let t = ev.entry(*event as usize).or_default();
                 t.record = Some((e.clone(), seq));
@@ -102,7 +103,7 @@ impl Runtime {
         let handle = Self::handle_for(&e, stream);
         let key = event as usize;
         let (record, captured) = {
-            let ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            let ev = locks::lock(&self.events);
             ev.get(&key)
                 .map(|t| (t.record.clone(), t.captured))
                 .unwrap_or((None, false))
@@ -124,7 +125,7 @@ impl Runtime {
         });
         if let Some(seq) = seq {
             if e.xq.query(seq) == Ok(CommandState::Pending) {
-                let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+                let mut ev = locks::lock(&self.events);
                 let t = ev.entry(key).or_default();
                 t.waits
                     .retain(|(q, s)| q.xq.query(*s) == Ok(CommandState::Pending));
@@ -136,7 +137,7 @@ impl Runtime {
 
     /// The queue and position of `event`'s last record, if Baton knows it.
     fn last_record(&self, event: CUevent) -> Option<(Arc<StreamEntry>, CommandSeq)> {
-        let ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        let ev = locks::lock(&self.events);
         ev.get(&(event as usize)).and_then(|t| t.record.clone())
     }
 
@@ -187,11 +188,7 @@ impl Runtime {
         event: CUevent,
         real: impl FnOnce() -> CUresult + Send + 'static,
     ) -> CUresult {
-        let t: Option<EventTrack> = self
-            .events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&(event as usize));
+        let t: Option<EventTrack> = locks::lock(&self.events).remove(&(event as usize));
         let pending: Vec<(Arc<StreamEntry>, CommandSeq)> = t
             .map(|t| t.waits.into_iter().chain(t.record).collect::<Vec<_>>())
             .unwrap_or_default()
@@ -227,7 +224,7 @@ impl Runtime {
     ) -> CUresult {
         let r = self.after_submitted(real);
         if r.is_success() {
-            let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            let mut ev = locks::lock(&self.events);
             let t = ev.entry(event as usize).or_default();
             t.record = None;
             t.waits.clear();

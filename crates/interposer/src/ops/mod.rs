@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use baton_cuda::CudaCommand;
+use baton_cuda::core::locks;
 use baton_cuda::core::{CommandSeq, Dependency};
 use baton_cuda::sys::{CU_STREAM_CAPTURE_STATUS_ACTIVE, CUresult, CUstream, CUstreamCaptureStatus};
 
@@ -81,14 +82,12 @@ impl Runtime {
     /// were given already reached the driver, which orders it itself.
     pub(super) fn implicit_deps(&self, e: &StreamEntry) -> Vec<Dependency> {
         match e.kind {
-            StreamKind::Legacy if !e.ctx.blocking_held_back.is_zero() => e
-                .ctx
-                .blocking
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .filter_map(|s| s.xq.dependency_on_all())
-                .collect(),
+            StreamKind::Legacy if !e.ctx.blocking_held_back.is_zero() => {
+                locks::read(&e.ctx.blocking)
+                    .iter()
+                    .filter_map(|s| s.xq.dependency_on_all())
+                    .collect()
+            }
             StreamKind::PerThread | StreamKind::Regular { blocking: true }
                 if !e.ctx.legacy_held_back.is_zero() =>
             {

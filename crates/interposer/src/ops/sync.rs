@@ -5,6 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
+use baton_cuda::core::locks;
 use baton_cuda::sys::{CUfunction, CUresult, CUstream};
 
 use crate::ffi::{hw, status, to_status};
@@ -169,10 +170,7 @@ impl Runtime {
     /// name other functions from now on.
     pub(crate) fn forget_functions(&self) {
         self.params.forget_all();
-        self.launched_functions
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        locks::write(&self.launched_functions).clear();
     }
 
     /// At Level 2, before launching `f`: its first launch may load it, which waits for the
@@ -182,19 +180,11 @@ impl Runtime {
             return;
         }
         let key = f as usize;
-        if self
-            .launched_functions
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&key)
-        {
+        if locks::read(&self.launched_functions).contains(&key) {
             return;
         }
         self.release_gates();
-        self.launched_functions
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key);
+        locks::write(&self.launched_functions).insert(key);
     }
 
     /// Before a call that changes a function attribute (`cuFuncSetAttribute`,
