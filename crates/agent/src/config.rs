@@ -20,7 +20,7 @@
 //! | `BATON_SOCKET` | the daemon's socket (global mode) | per-user, then system socket |
 //! | `BATON_CUDA_LIB` (`XSCHED_CUDA_LIB`) | absolute path of the real `libcuda.so.1` | searched |
 //! | `BATON_ENABLE` (`XSCHED_AUTO_XQUEUE`: `ON`/`OFF`) | `0`/`off` passes every call straight through | on |
-//! | `BATON_LOG` | log filter (`info`, `debug`, `baton=trace`…); silent when unset | unset |
+//! | `BATON_LOG` | log filter (`info`, `debug`, `baton=trace`, `off`…); unset, only notices (see [`crate::log`]) | unset |
 //!
 //! An invalid value never stops the application: it is reported once (see
 //! [`AgentConfig::warnings`]) and the default is used.

@@ -8,12 +8,14 @@
 //! - [`DaemonClient`] schedules the process's queues through the daemon (global mode), failing
 //!   open when the daemon is absent or dies.
 //! - [`socket_candidates`] says where the daemon listens.
+//! - [`log`] is what Baton says inside the process: logs when `BATON_LOG` asks, and notices.
 //!
 //! The types a backend needs to describe its queues (their hints, device, process facts) are
 //! re-exported here, so a backend depends on this crate alone for scheduling.
 
 mod config;
 mod daemon_client;
+pub mod log;
 mod scheduler;
 mod socket;
 
@@ -22,7 +24,7 @@ pub use baton_protocol::{Backend, DeviceRef};
 pub use baton_scheduler::{QueueMeta, SchedulerThread};
 pub use config::{AgentConfig, SchedulerMode};
 pub use daemon_client::{ClientConfig, DaemonClient, QueueInfo};
-pub use scheduler::{AgentScheduler, Registration};
+pub use scheduler::{AgentScheduler, Registration, StartError};
 pub use socket::{
     SOCKET_NAME, SYSTEM_SOCKET, socket_candidates, user_socket_path, user_socket_path_with,
 };

@@ -24,6 +24,22 @@ pub struct Registration {
     pub device: DeviceRef,
 }
 
+/// The scheduler a process's settings ask for could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// `BATON_POLICY` names no policy.
+    #[error(transparent)]
+    UnknownPolicy(#[from] baton_policies::UnknownPolicy),
+    /// The scheduler's thread could not be created.
+    #[error("cannot start the {what} thread: {source}")]
+    Thread {
+        /// Which thread.
+        what: &'static str,
+        /// Why the system refused.
+        source: std::io::Error,
+    },
+}
+
 /// The scheduler a process's settings ask for.
 pub enum AgentScheduler {
     /// A policy on a thread of this process (`BATON_SCHEDULER=local`).
@@ -40,21 +56,28 @@ pub enum AgentScheduler {
 impl AgentScheduler {
     /// Starts the scheduler `cfg` asks for; `None` when the application schedules its queues
     /// itself (`app`) or Baton is disabled.
-    pub fn start(cfg: &AgentConfig, clock: Arc<dyn Clock>) -> Result<Option<Self>, String> {
+    pub fn start(cfg: &AgentConfig, clock: Arc<dyn Clock>) -> Result<Option<Self>, StartError> {
         if !cfg.enabled {
             return Ok(None);
         }
         match cfg.scheduler {
             SchedulerMode::App => Ok(None),
             SchedulerMode::Local => {
-                let policy = baton_policies::by_name(&cfg.policy).map_err(|e| e.to_string())?;
-                let t = SchedulerThread::start(LocalScheduler::new(policy), clock)
-                    .map_err(|e| format!("cannot start the scheduler thread: {e}"))?;
+                let policy = baton_policies::by_name(&cfg.policy)?;
+                let t = SchedulerThread::start(LocalScheduler::new(policy), clock).map_err(
+                    |source| StartError::Thread {
+                        what: "scheduler",
+                        source,
+                    },
+                )?;
                 Ok(Some(AgentScheduler::Local(t)))
             }
             SchedulerMode::Global => {
                 let client = DaemonClient::start(ClientConfig::from_agent_config(cfg, clock))
-                    .map_err(|e| format!("cannot start the daemon link thread: {e}"))?;
+                    .map_err(|source| StartError::Thread {
+                        what: "daemon link",
+                        source,
+                    })?;
                 Ok(Some(AgentScheduler::Global {
                     client,
                     priority: cfg.priority,

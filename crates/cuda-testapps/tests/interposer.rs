@@ -602,6 +602,7 @@ fn disabled_baton_passes_every_call_through() {
     assert_eq!(b.run.line(), native.line());
     assert_eq!(b.report["commands"].as_u64(), Some(0), "{}", b.report);
     assert_eq!(b.report["enabled"], false);
+    assert_eq!(b.report["schema"], "baton.interposer-report/1");
 }
 
 #[test]
@@ -619,6 +620,29 @@ fn invalid_settings_warn_once_and_the_application_runs() {
         lines.iter().all(|l| l.starts_with("baton: ignoring")),
         "{lines:?}"
     );
+}
+
+#[test]
+fn a_baton_that_cannot_start_says_so_once_and_the_application_runs_natively() {
+    let native = run(RUNTIME_LIKE, &["order"], &[]);
+    let missing = [("BATON_CUDA_LIB", "/nonexistent/libcuda.so.1")];
+    let b = under_baton(RUNTIME_LIKE, &["order"], &missing);
+    assert_eq!(b.run.line(), native.line());
+    let lines: Vec<&str> = b.run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("baton: cannot open the CUDA driver /nonexistent/libcuda.so.1")
+            && lines[0].ends_with("; running without Baton"),
+        "{lines:?}"
+    );
+    // The notice is a log event like any other: BATON_LOG=off silences it.
+    let quiet = under_baton(
+        RUNTIME_LIKE,
+        &["order"],
+        &[missing[0], ("BATON_LOG", "off")],
+    );
+    assert_eq!(quiet.run.line(), native.line());
+    assert!(quiet.run.stderr.is_empty(), "{}", quiet.run.stderr);
 }
 
 #[test]

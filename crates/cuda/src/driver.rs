@@ -5,7 +5,7 @@ use std::path::Path;
 
 use baton_cuda_sys::*;
 
-use crate::DriverError;
+use crate::{DriverError, LibraryError};
 
 macro_rules! driver {
     ($($name:ident: $pfn:ty;)*) => {
@@ -333,10 +333,10 @@ driver! {
 /// Opens the CUDA driver library: `path` if given (it must be absolute), otherwise
 /// `libcuda.so.1` as the dynamic loader finds it. Reuses the copy already loaded if there is one.
 /// Returns the `dlopen` handle.
-pub fn open_library(path: Option<&Path>) -> Result<*mut c_void, String> {
+pub fn open_library(path: Option<&Path>) -> Result<*mut c_void, LibraryError> {
     let name = match path {
         Some(p) => std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
-            .map_err(|_| format!("the driver path {} contains a NUL byte", p.display()))?,
+            .map_err(|_| LibraryError::NulInPath(p.to_path_buf()))?,
         None => c"libcuda.so.1".to_owned(),
     };
     // SAFETY: `name` is a valid C string; dlopen has no other preconditions.
@@ -356,10 +356,10 @@ pub fn open_library(path: Option<&Path>) -> Result<*mut c_void, String> {
                 .to_string_lossy()
                 .into_owned()
         };
-        return Err(format!(
-            "cannot open the CUDA driver {}: {why}",
-            name.to_string_lossy()
-        ));
+        return Err(LibraryError::Open {
+            name: name.to_string_lossy().into_owned(),
+            why,
+        });
     }
     Ok(h)
 }
@@ -432,7 +432,14 @@ mod tests {
 
     #[test]
     fn a_missing_library_is_an_error_not_a_panic() {
+        use std::os::unix::ffi::OsStrExt;
         let e = open_library(Some(Path::new("/nonexistent/libcuda.so.1"))).unwrap_err();
-        assert!(e.contains("cannot open the CUDA driver"), "{e}");
+        assert!(matches!(e, LibraryError::Open { .. }), "{e:?}");
+        assert!(e.to_string().contains("cannot open the CUDA driver"), "{e}");
+        let nul = std::ffi::OsStr::from_bytes(b"/a\0b");
+        assert_eq!(
+            open_library(Some(Path::new(nul))).unwrap_err(),
+            LibraryError::NulInPath(nul.into())
+        );
     }
 }

@@ -30,6 +30,22 @@ impl From<DriverError> for baton_core::HwError {
     }
 }
 
+/// The CUDA driver library could not be opened.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LibraryError {
+    /// The path given cannot be passed to the loader.
+    #[error("the driver path {} contains a NUL byte", .0.display())]
+    NulInPath(std::path::PathBuf),
+    /// The dynamic loader refused it.
+    #[error("cannot open the CUDA driver {name}: {why}")]
+    Open {
+        /// The name or path asked for.
+        name: String,
+        /// What the loader said.
+        why: String,
+    },
+}
+
 /// `Ok` if `code` is `CUDA_SUCCESS`, otherwise the error naming `call`.
 pub fn check(call: &'static str, code: CUresult) -> Result<(), DriverError> {
     if code.is_success() {

@@ -33,7 +33,7 @@ pub use baton_core as core;
 pub use baton_cuda_sys as sys;
 pub use command::{CudaCommand, HostPtr, MemsetWidth, attribute_events, cooperative_attrs};
 pub use driver::{Driver, open_library};
-pub use error::{DriverError, check};
+pub use error::{DriverError, LibraryError, check};
 pub use events::{EventPool, PooledEvent};
 pub use gate::Gate;
 pub use green::{Confined, SmPartition};

@@ -22,6 +22,17 @@ use crate::event::Event;
 const MAX_REQUEST: usize = 8 * 1024;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The version of `/status`'s shape.
+const STATUS_SCHEMA: &str = "baton.daemon-status/1";
+
+/// What `/status` answers: the daemon's state and every scheduled process.
+#[derive(serde::Serialize)]
+struct StatusDocument<'a> {
+    schema: &'static str,
+    status: &'a baton_protocol::DaemonStatus,
+    processes: &'a baton_protocol::ProcessList,
+}
+
 /// Serves the endpoint until the task is aborted.
 pub(crate) async fn serve(listener: TcpListener, core: mpsc::UnboundedSender<Event>) {
     loop {
@@ -85,8 +96,13 @@ async fn respond(mut s: TcpStream, core: mpsc::UnboundedSender<Event>) {
                     render(&snap),
                 )
             } else {
-                let v = serde_json::json!({ "status": snap.status, "processes": snap.list });
-                ("200 OK", "application/json", format!("{v}\n"))
+                let doc = StatusDocument {
+                    schema: STATUS_SCHEMA,
+                    status: &snap.status,
+                    processes: &snap.list,
+                };
+                let body = serde_json::to_string(&doc).unwrap_or_default() + "\n";
+                ("200 OK", "application/json", body)
             }
         }
         Some(_) => (

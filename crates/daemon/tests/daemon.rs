@@ -385,6 +385,7 @@ fn metrics_endpoint_serves_prometheus_and_json_on_loopback() {
     let j = get("/status");
     let body = j.split("\r\n\r\n").nth(1).unwrap();
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(v["schema"], "baton.daemon-status/1");
     assert_eq!(v["status"]["queues"], 2);
     let pids: Vec<&serde_json::Value> = v["processes"]["processes"]
         .as_array()

@@ -26,7 +26,8 @@
 //! # Safety of the host process
 //!
 //! No panic crosses `extern "C"` (every hook runs under `catch_unwind` and falls back to the
-//! real driver); nothing is printed unless `BATON_LOG` asks; a child after `fork` starts with
+//! real driver); nothing is printed but a notice (Baton is not active, a setting was ignored)
+//! unless `BATON_LOG` asks, and never to stdout; a child after `fork` starts with
 //! fresh state; buffered work is launched before exit and before its context is destroyed.
 
 mod channel;
@@ -39,4 +40,5 @@ mod profile;
 mod python;
 mod queues;
 mod registry;
+mod report;
 mod runtime;

@@ -127,8 +127,8 @@ fn init() -> Option<&'static Runtime> {
                 Some(rt)
             }
             Err(why) => {
-                // One line, to stderr: the application runs on, unscheduled.
-                eprintln!("baton: {why}; running without Baton");
+                // One line: the application runs on, unscheduled.
+                baton_agent::log::notice(&format!("baton: {why}; running without Baton"));
                 BROKEN.store(true, Ordering::Release);
                 None
             }
@@ -138,17 +138,22 @@ fn init() -> Option<&'static Runtime> {
     result
 }
 
-fn build() -> Result<Runtime, String> {
+/// Why Baton cannot run in this process.
+#[derive(Debug, thiserror::Error)]
+enum InitError {
+    /// The real driver cannot be opened.
+    #[error(transparent)]
+    Library(#[from] baton_cuda::LibraryError),
+    /// The scheduler the settings ask for cannot start.
+    #[error(transparent)]
+    Scheduler(#[from] baton_agent::StartError),
+}
+
+fn build() -> Result<Runtime, InitError> {
     let cfg = AgentConfig::from_env();
+    baton_agent::log::init(&cfg);
     for w in cfg.warnings() {
-        eprintln!("{w}");
-    }
-    if let Some(filter) = &cfg.log {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .with_ansi(false)
-            .with_writer(std::io::stderr)
-            .try_init();
+        baton_agent::log::notice(w);
     }
     let handle = baton_cuda::open_library(cfg.cuda_lib.as_deref())?;
     // SAFETY: the lookup is the real dlsym on the driver's handle, which returns the driver's
@@ -255,7 +260,7 @@ extern "C" fn report_at_exit() {
         let p = STATE.load(Ordering::Acquire);
         if !p.is_null() {
             // SAFETY: see `get`.
-            unsafe { &*p }.write_report();
+            crate::report::Report::write_if_asked(unsafe { &*p });
         }
     });
 }
@@ -439,98 +444,11 @@ impl Runtime {
                             Some(_) => {}
                         }
                     }
-                    eprintln!("{}", lines.join("\n"));
+                    baton_agent::log::notice(&lines.join("\n"));
                 }
             });
         if let Err(e) = spawned {
-            eprintln!("baton: no stall report ({e})");
+            baton_agent::log::notice(&format!("baton: no stall report ({e})"));
         }
-    }
-
-    fn write_report(&self) {
-        let Some(path) = std::env::var_os("BATON_REPORT") else {
-            return;
-        };
-        let s = &self.stats;
-        // The busiest queues: where commands went, and which of them waited.
-        let mut queues: Vec<_> = self
-            .reg
-            .all()
-            .into_iter()
-            .map(|e| {
-                let n = |i: usize| e.counts[i].load(Ordering::Relaxed);
-                (n(0), n(1), n(2), n(3), e)
-            })
-            .filter(|q| q.0 > 0)
-            .collect();
-        queues.sort_by_key(|q| std::cmp::Reverse(q.0));
-        let queues: Vec<_> = queues
-            .iter()
-            .take(12)
-            .map(|(commands, deferred, behind, held_with_gil, e)| {
-                let (held, held_ns) = e.xq.submitter_held();
-                serde_json::json!({
-                    "stream": format!("{:?} {:#x}", e.kind, e.handle as usize),
-                    "priority": e.priority,
-                    "commands": commands,
-                    "deferred": deferred,
-                    "behind_other_streams": behind,
-                    "submitter_held": held,
-                    "submitter_held_ms": held_ns.0 as f64 / 1e6,
-                    "held_with_python_lock": held_with_gil,
-                    "confined_sms": e.xq.hw().confined_sms(),
-                    "confined_kernels": e.xq.hw().confined_kernels(),
-                })
-            })
-            .collect();
-        let v = serde_json::json!({
-            "pid": std::process::id(),
-            "kernels": self.hot.kernels.load(Ordering::Relaxed),
-            "graph_launches": s.graphs.load(Ordering::Relaxed),
-            "commands": self.hot.commands.load(Ordering::Relaxed),
-            "deferred": s.deferred.load(Ordering::Relaxed),
-            "in_order": s.in_order.load(Ordering::Relaxed),
-            "bypassed": s.bypassed.load(Ordering::Relaxed),
-            "streams": s.streams.load(Ordering::Relaxed),
-            "liveness_releases": s.liveness_releases.load(Ordering::Relaxed),
-            "attribute_flushes": s.attribute_flushes.load(Ordering::Relaxed),
-            "hooks": crate::profile::table()
-                .into_iter()
-                .map(|h| {
-                    let mut v = serde_json::json!({"call": h.name, "calls": h.calls, "us": h.us});
-                    if h.driver_calls > 0 {
-                        v["driver_calls"] = h.driver_calls.into();
-                        v["driver_us"] = h.driver_us.into();
-                    }
-                    v
-                })
-                .collect::<Vec<_>>(),
-            "submitter_held": s.held[0].load(Ordering::Relaxed),
-            "submitter_held_ms": s.held[1].load(Ordering::Relaxed) as f64 / 1e6,
-            "held_with_python_lock": s.held[2].load(Ordering::Relaxed),
-            "sync_points": self.reg.sync_points(),
-            "level": self.cfg.level.to_string(),
-            "level3_contexts": self.reg.slices().iter().map(|c| {
-                let (st, err) = c.stats();
-                serde_json::json!({
-                    "channel_group": c.group().handle,
-                    "normal_us": c.normal_us(),
-                    "yield_us": c.yield_us(),
-                    "changes": st.changes,
-                    "busy_us": u64::try_from(st.busy.as_micros()).unwrap_or(u64::MAX),
-                    "longest_us": u64::try_from(st.longest.as_micros()).unwrap_or(u64::MAX),
-                    "failures": st.failures,
-                    "error": err.map(|e| e.to_string()),
-                })
-            }).collect::<Vec<_>>(),
-            "queues": queues,
-            "scheduler": self.cfg.scheduler.to_string(),
-            "enabled": self.cfg.enabled,
-        });
-        let mut p = std::path::PathBuf::from(path);
-        if p.is_dir() {
-            p.push(format!("baton-report-{}.json", std::process::id()));
-        }
-        let _ = std::fs::write(p, format!("{v}\n"));
     }
 }

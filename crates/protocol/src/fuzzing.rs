@@ -60,8 +60,13 @@ pub fn seeds() -> Vec<Vec<u8>> {
     s
 }
 
-/// What a reader produced, comparable across readers.
-type Outcome<M> = Result<M, String>;
+/// What a reader produced, comparable across readers: a message, or a refusal as it would be
+/// reported (two readers must refuse the same frames for the same reasons).
+#[derive(Debug, PartialEq)]
+enum Outcome<M> {
+    Message(M),
+    Refused(String),
+}
 
 /// A reader that hands out at most `piece` bytes per call.
 struct Trickle<'a> {
@@ -79,7 +84,7 @@ impl Read for Trickle<'_> {
 }
 
 fn outcome_of_error<M>(e: &ProtocolError) -> Outcome<M> {
-    Err(e.to_string())
+    Outcome::Refused(e.to_string())
 }
 
 fn check_stream<M: Message + PartialEq + Debug>(stream: &[u8], piece: usize) {
@@ -91,7 +96,7 @@ fn check_stream<M: Message + PartialEq + Debug>(stream: &[u8], piece: usize) {
     let mut blocking: Vec<Outcome<M>> = Vec::new();
     loop {
         match read_frame::<M, _>(&mut r) {
-            Ok(Some(m)) => blocking.push(Ok(m)),
+            Ok(Some(m)) => blocking.push(Outcome::Message(m)),
             Ok(None) => break,
             // The incremental reader just waits for more bytes here.
             Err(ProtocolError::Truncated { .. }) => break,
@@ -110,7 +115,7 @@ fn check_stream<M: Message + PartialEq + Debug>(stream: &[u8], piece: usize) {
         buf.extend_from_slice(chunk);
         loop {
             match decode_frame::<M>(&mut buf) {
-                Ok(Some(m)) => incremental.push(Ok(m)),
+                Ok(Some(m)) => incremental.push(Outcome::Message(m)),
                 Ok(None) => break,
                 Err(e) => {
                     incremental.push(outcome_of_error(&e));
@@ -122,7 +127,11 @@ fn check_stream<M: Message + PartialEq + Debug>(stream: &[u8], piece: usize) {
         }
     }
     assert_eq!(blocking, incremental, "the two readers disagree");
-    for m in blocking.into_iter().flatten() {
+    let messages = blocking.into_iter().filter_map(|o| match o {
+        Outcome::Message(m) => Some(m),
+        Outcome::Refused(_) => None,
+    });
+    for m in messages {
         m.validate().expect("a decoded message must be valid");
         let mut frame = Vec::new();
         encode_frame(&m, &mut frame).expect("a decoded message must re-encode");

@@ -91,15 +91,39 @@ impl Write for NoSigpipe<'_> {
     }
 }
 
+/// Why one socket did not give a connection.
+#[derive(Debug, thiserror::Error)]
+enum Attempt {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Handshake {
+        path: std::path::PathBuf,
+        source: baton_protocol::ProtocolError,
+    },
+}
+
+/// No socket gave a connection: why, for each.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+struct NoDaemon(Vec<Attempt>);
+
 /// Connects to the first socket that answers and handshakes; on success the process and its
 /// queues are announced (queued on the new link, ahead of any later event).
-fn connect(sh: &Shared) -> Result<(Arc<UnixStream>, Welcome), String> {
+fn connect(sh: &Shared) -> Result<(Arc<UnixStream>, Welcome), NoDaemon> {
     let mut errors = Vec::new();
     for path in &sh.cfg.sockets {
+        let io_error = |source| Attempt::Io {
+            path: path.clone(),
+            source,
+        };
         let sock = match UnixStream::connect(path) {
             Ok(s) => s,
             Err(e) => {
-                errors.push(format!("{}: {e}", path.display()));
+                errors.push(io_error(e));
                 continue;
             }
         };
@@ -109,18 +133,22 @@ fn connect(sh: &Shared) -> Result<(Arc<UnixStream>, Welcome), String> {
         let hello = Hello::new(Role::Agent, sh.pid, &sh.cfg.software);
         let welcome = match client_handshake(&mut NoSigpipe(&sock), &hello) {
             Ok(w) => w,
-            Err(e) => {
-                errors.push(format!("{}: {e}", path.display()));
+            Err(source) => {
+                errors.push(Attempt::Handshake {
+                    path: path.clone(),
+                    source,
+                });
                 continue;
             }
         };
-        sock.set_nonblocking(true)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Err(e) = sock.set_nonblocking(true) {
+            return Err(NoDaemon(vec![io_error(e)]));
+        }
         let sock = Arc::new(sock);
         install(sh, &sock);
         return Ok((sock, welcome));
     }
-    Err(errors.join("; "))
+    Err(NoDaemon(errors))
 }
 
 /// Every queue's status, read without holding the client's lock (a status takes the queue's).
@@ -373,23 +401,28 @@ fn apply_operations(sh: &Shared, ops: &Operations) {
     st.send(&AgentMessage::Applied { seq: ops.seq });
 }
 
+/// A configuration change the agent could not apply.
+#[derive(Debug, thiserror::Error)]
+enum ConfigureError {
+    /// A value out of range.
+    #[error(transparent)]
+    Value(#[from] baton_protocol::ProtocolError),
+    /// The queue refused it.
+    #[error(transparent)]
+    Queue(#[from] baton_core::XQueueError),
+}
+
 /// Applies a configuration change and reports the result.
 fn configure(sh: &Shared, queue: QueueId, level: Option<WireLevel>, launch: Option<LaunchWindow>) {
     let id = XQueueId::from(queue);
     let Some(ctl) = sh.lock().queues.get(&id).map(|t| Arc::clone(&t.ctl)) else {
         return;
     };
-    let result = (|| -> Result<(), String> {
-        let level = level
-            .map(Level::try_from)
-            .transpose()
-            .map_err(|e| e.to_string())?;
-        let launch = launch
-            .map(LaunchConfig::try_from)
-            .transpose()
-            .map_err(|e| e.to_string())?;
+    let result = (|| -> Result<(), ConfigureError> {
+        let level = level.map(Level::try_from).transpose()?;
+        let launch = launch.map(LaunchConfig::try_from).transpose()?;
         if let Some(l) = level {
-            ctl.set_level(l).map_err(|e| e.to_string())?;
+            ctl.set_level(l)?;
         }
         if let Some(c) = launch {
             ctl.set_launch_config(c);
@@ -407,7 +440,7 @@ fn configure(sh: &Shared, queue: QueueId, level: Option<WireLevel>, launch: Opti
         }
         Err(e) => AgentMessage::ConfigFailed {
             queue,
-            message: sanitize_text(&e, baton_protocol::MAX_MESSAGE_LEN),
+            message: sanitize_text(&e.to_string(), baton_protocol::MAX_MESSAGE_LEN),
         },
     };
     sh.lock().send(&msg);

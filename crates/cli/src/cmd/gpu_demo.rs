@@ -96,7 +96,7 @@ impl Rng {
 }
 
 fn open() -> Result<(&'static Driver, Ctx), String> {
-    let handle = baton_cuda::open_library(None)?;
+    let handle = baton_cuda::open_library(None).map_err(|e| e.to_string())?;
     // SAFETY: the driver's exports (Baton's hooks for the intercepted ones when this client
     // runs under `baton run`), whose C signatures the table declares.
     let d: &'static Driver = Box::leak(Box::new(unsafe {

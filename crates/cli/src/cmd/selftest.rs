@@ -223,7 +223,7 @@ fn contended(d: &Driver, a: &Ctx, b: &Ctx, n: usize) -> Result<f64, String> {
 }
 
 fn level3(ordinal: i32, cuda_lib: Option<&Path>, yield_us: u64) -> Result<Value, String> {
-    let handle = baton_cuda::open_library(cuda_lib)?;
+    let handle = baton_cuda::open_library(cuda_lib).map_err(|e| e.to_string())?;
     // SAFETY: the driver's own exports (hooks where the interposer intercepts them), whose C
     // signatures the table declares.
     let d = unsafe { Driver::resolve(|name| libc::dlsym(handle, name.as_ptr())) };

@@ -1,0 +1,193 @@
+//! `BATON_REPORT`: what the interposer did in this process, written as JSON at exit.
+//!
+//! Totals (kernels, commands, how many were deferred, launched in order or bypassed), the
+//! hooks' profile when `BATON_PROFILE` is on, how long submitting threads were held back, the
+//! Level-3 contexts' time-slice changes, and the busiest queues. `BATON_REPORT` names a file,
+//! or a directory that gets `baton-report-<pid>.json`.
+
+use std::sync::atomic::Ordering;
+
+use serde::Serialize;
+
+use crate::runtime::Runtime;
+
+/// The version of this document's shape.
+pub(crate) const SCHEMA: &str = "baton.interposer-report/1";
+
+/// The whole report.
+#[derive(Serialize)]
+pub(crate) struct Report {
+    schema: &'static str,
+    pid: u32,
+    kernels: u64,
+    graph_launches: u64,
+    commands: u64,
+    deferred: u64,
+    in_order: u64,
+    bypassed: u64,
+    streams: u64,
+    liveness_releases: u64,
+    attribute_flushes: u64,
+    hooks: Vec<Hook>,
+    submitter_held: u64,
+    submitter_held_ms: f64,
+    held_with_python_lock: u64,
+    sync_points: u64,
+    level: String,
+    level3_contexts: Vec<Level3Context>,
+    queues: Vec<Queue>,
+    scheduler: String,
+    enabled: bool,
+}
+
+/// One hook's profile.
+#[derive(Serialize)]
+struct Hook {
+    call: &'static str,
+    calls: u64,
+    us: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    driver_calls: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    driver_us: Option<f64>,
+}
+
+/// One context's Level-3 time-slice control.
+#[derive(Serialize)]
+struct Level3Context {
+    channel_group: u32,
+    normal_us: u64,
+    yield_us: u64,
+    changes: u64,
+    busy_us: u64,
+    longest_us: u64,
+    failures: u64,
+    error: Option<String>,
+}
+
+/// One of the busiest queues.
+#[derive(Serialize)]
+struct Queue {
+    stream: String,
+    priority: i32,
+    commands: u64,
+    deferred: u64,
+    behind_other_streams: u64,
+    submitter_held: u64,
+    submitter_held_ms: f64,
+    held_with_python_lock: u64,
+    confined_sms: Option<u32>,
+    confined_kernels: usize,
+}
+
+/// How many queues the report lists, busiest first.
+const QUEUES_SHOWN: usize = 12;
+
+impl Report {
+    /// The report of `rt` now.
+    pub(crate) fn of(rt: &Runtime) -> Report {
+        let s = &rt.stats;
+        let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+        let micros = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let mut queues: Vec<_> = rt
+            .reg
+            .all()
+            .into_iter()
+            .map(|e| {
+                let c: [u64; 4] = std::array::from_fn(|i| n(&e.counts[i]));
+                (c, e)
+            })
+            .filter(|(c, _)| c[0] > 0)
+            .collect();
+        queues.sort_by_key(|(c, _)| std::cmp::Reverse(c[0]));
+        let queues = queues
+            .iter()
+            .take(QUEUES_SHOWN)
+            .map(|([commands, deferred, behind, held_with_gil], e)| {
+                let (held, held_ns) = e.xq.submitter_held();
+                Queue {
+                    stream: format!("{:?} {:#x}", e.kind, e.handle as usize),
+                    priority: e.priority,
+                    commands: *commands,
+                    deferred: *deferred,
+                    behind_other_streams: *behind,
+                    submitter_held: held,
+                    submitter_held_ms: held_ns.0 as f64 / 1e6,
+                    held_with_python_lock: *held_with_gil,
+                    confined_sms: e.xq.hw().confined_sms(),
+                    confined_kernels: e.xq.hw().confined_kernels(),
+                }
+            })
+            .collect();
+        let hooks = crate::profile::table()
+            .into_iter()
+            .map(|h| {
+                let measured = h.driver_calls > 0;
+                Hook {
+                    call: h.name,
+                    calls: h.calls,
+                    us: h.us,
+                    driver_calls: measured.then_some(h.driver_calls),
+                    driver_us: measured.then_some(h.driver_us),
+                }
+            })
+            .collect();
+        let level3_contexts = rt
+            .reg
+            .slices()
+            .iter()
+            .map(|c| {
+                let (st, err) = c.stats();
+                Level3Context {
+                    channel_group: c.group().handle,
+                    normal_us: c.normal_us(),
+                    yield_us: c.yield_us(),
+                    changes: st.changes,
+                    busy_us: micros(st.busy),
+                    longest_us: micros(st.longest),
+                    failures: st.failures,
+                    error: err.map(|e| e.to_string()),
+                }
+            })
+            .collect();
+        Report {
+            schema: SCHEMA,
+            pid: std::process::id(),
+            kernels: n(&rt.hot.kernels),
+            graph_launches: n(&s.graphs),
+            commands: n(&rt.hot.commands),
+            deferred: n(&s.deferred),
+            in_order: n(&s.in_order),
+            bypassed: n(&s.bypassed),
+            streams: n(&s.streams),
+            liveness_releases: n(&s.liveness_releases),
+            attribute_flushes: n(&s.attribute_flushes),
+            hooks,
+            submitter_held: n(&s.held[0]),
+            submitter_held_ms: n(&s.held[1]) as f64 / 1e6,
+            held_with_python_lock: n(&s.held[2]),
+            sync_points: rt.reg.sync_points(),
+            level: rt.cfg.level.to_string(),
+            level3_contexts,
+            queues,
+            scheduler: rt.cfg.scheduler.to_string(),
+            enabled: rt.cfg.enabled,
+        }
+    }
+
+    /// Writes the report where `BATON_REPORT` says, if it says.
+    pub(crate) fn write_if_asked(rt: &Runtime) {
+        let Some(path) = std::env::var_os("BATON_REPORT") else {
+            return;
+        };
+        let mut p = std::path::PathBuf::from(path);
+        if p.is_dir() {
+            p.push(format!("baton-report-{}.json", std::process::id()));
+        }
+        if let Ok(mut text) = serde_json::to_string(&Report::of(rt)) {
+            text.push('\n');
+            // At exit there is no one to tell: a report that cannot be written is lost.
+            let _ = std::fs::write(p, text);
+        }
+    }
+}
