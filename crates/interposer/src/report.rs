@@ -5,11 +5,30 @@
 //! Level-3 contexts' time-slice changes, and the busiest queues. `BATON_REPORT` names a file,
 //! or a directory that gets `baton-report-<pid>.json`.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
-use crate::runtime::Runtime;
+use baton_agent::AgentConfig;
+
+use crate::registry::Registry;
+
+/// Counters reported at exit when `BATON_REPORT` names a file.
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub(crate) graphs: AtomicU64,
+    pub(crate) deferred: AtomicU64,
+    pub(crate) in_order: AtomicU64,
+    pub(crate) bypassed: AtomicU64,
+    pub(crate) streams: AtomicU64,
+    /// Times the liveness guard let suspended queues through (see `guard_liveness`).
+    pub(crate) liveness_releases: AtomicU64,
+    /// Times held-back commands were launched before a function attribute changed.
+    pub(crate) attribute_flushes: AtomicU64,
+    /// Launch calls whose thread a queue held back, for how long in all (ns), and how many of
+    /// them while the thread held Python's interpreter lock.
+    pub(crate) held: [AtomicU64; 3],
+}
 
 /// The version of this document's shape.
 pub(crate) const SCHEMA: &str = "baton.interposer-report/1";
@@ -84,13 +103,17 @@ struct Queue {
 const QUEUES_SHOWN: usize = 12;
 
 impl Report {
-    /// The report of `rt` now.
-    pub(crate) fn of(rt: &Runtime) -> Report {
-        let s = &rt.stats;
+    /// The report now, from the process's counters, its kernels and commands submitted, its
+    /// queues and its settings.
+    pub(crate) fn of(
+        s: &Stats,
+        (kernels, commands): (u64, u64),
+        reg: &Registry,
+        cfg: &AgentConfig,
+    ) -> Report {
         let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
         let micros = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        let mut queues: Vec<_> = rt
-            .reg
+        let mut queues: Vec<_> = reg
             .all()
             .into_iter()
             .map(|e| {
@@ -132,8 +155,7 @@ impl Report {
                 }
             })
             .collect();
-        let level3_contexts = rt
-            .reg
+        let level3_contexts = reg
             .slices()
             .iter()
             .map(|c| {
@@ -153,9 +175,9 @@ impl Report {
         Report {
             schema: SCHEMA,
             pid: std::process::id(),
-            kernels: n(&rt.hot.kernels),
+            kernels,
             graph_launches: n(&s.graphs),
-            commands: n(&rt.hot.commands),
+            commands,
             deferred: n(&s.deferred),
             in_order: n(&s.in_order),
             bypassed: n(&s.bypassed),
@@ -166,17 +188,17 @@ impl Report {
             submitter_held: n(&s.held[0]),
             submitter_held_ms: n(&s.held[1]) as f64 / 1e6,
             held_with_python_lock: n(&s.held[2]),
-            sync_points: rt.reg.sync_points(),
-            level: rt.cfg.level.to_string(),
+            sync_points: reg.sync_points(),
+            level: cfg.level.to_string(),
             level3_contexts,
             queues,
-            scheduler: rt.cfg.scheduler.to_string(),
-            enabled: rt.cfg.enabled,
+            scheduler: cfg.scheduler.to_string(),
+            enabled: cfg.enabled,
         }
     }
 
     /// Writes the report where `BATON_REPORT` says, if it says.
-    pub(crate) fn write_if_asked(rt: &Runtime) {
+    pub(crate) fn write_if_asked(s: &Stats, totals: (u64, u64), reg: &Registry, cfg: &AgentConfig) {
         let Some(path) = std::env::var_os("BATON_REPORT") else {
             return;
         };
@@ -184,7 +206,7 @@ impl Report {
         if p.is_dir() {
             p.push(format!("baton-report-{}.json", std::process::id()));
         }
-        if let Ok(mut text) = serde_json::to_string(&Report::of(rt)) {
+        if let Ok(mut text) = serde_json::to_string(&Report::of(s, totals, reg, cfg)) {
             text.push('\n');
             // At exit there is no one to tell: a report that cannot be written is lost.
             let _ = std::fs::write(p, text);

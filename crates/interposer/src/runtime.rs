@@ -14,23 +14,7 @@ use baton_cuda::core::{CommandSeq, MonotonicClock};
 use baton_cuda::{CaptureGate, Driver, ParamCache};
 
 use crate::registry::{Registry, StreamEntry};
-
-/// Counters reported at exit when `BATON_REPORT` names a file.
-#[derive(Default)]
-pub(crate) struct Stats {
-    pub(crate) graphs: AtomicU64,
-    pub(crate) deferred: AtomicU64,
-    pub(crate) in_order: AtomicU64,
-    pub(crate) bypassed: AtomicU64,
-    pub(crate) streams: AtomicU64,
-    /// Times the liveness guard let suspended queues through (see `guard_liveness`).
-    pub(crate) liveness_releases: AtomicU64,
-    /// Times held-back commands were launched before a function attribute changed.
-    pub(crate) attribute_flushes: AtomicU64,
-    /// Launch calls whose thread a queue held back, for how long in all (ns), and how many of
-    /// them while the thread held Python's interpreter lock.
-    pub(crate) held: [AtomicU64; 3],
-}
+use crate::report::{Report, Stats};
 
 /// Where an event was last recorded, and the waits on it not yet launched.
 #[derive(Default)]
@@ -260,7 +244,12 @@ extern "C" fn report_at_exit() {
         let p = STATE.load(Ordering::Acquire);
         if !p.is_null() {
             // SAFETY: see `get`.
-            crate::report::Report::write_if_asked(unsafe { &*p });
+            let rt = unsafe { &*p };
+            let totals = (
+                rt.hot.kernels.load(Ordering::Relaxed),
+                rt.hot.commands.load(Ordering::Relaxed),
+            );
+            Report::write_if_asked(&rt.stats, totals, &rt.reg, &rt.cfg);
         }
     });
 }
