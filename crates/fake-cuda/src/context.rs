@@ -1,80 +1,42 @@
-//! Contexts, the per-thread context stack, per-thread default streams and the primary context.
+//! Contexts and the primary context.
 //!
-//! Each context owns its legacy default stream and the list of its streams (blocking and
-//! non-blocking), whose lock doubles as the context's submission `order` lock (see
-//! [`crate::stream`]). The current context is per thread: a stack that `cuCtxPushCurrent`,
-//! `cuCtxPopCurrent` and `cuCtxSetCurrent` manipulate. Errors that make a real context
-//! unusable (an illegal address in a kernel) are kept as the context's sticky error and
-//! returned by synchronizing calls.
+//! A context owns its streams' shared state ([`CtxStreams`]: its legacy default stream, the
+//! lists of its other streams, whose lock doubles as the context's submission order lock, and
+//! its sticky error; see [`crate::stream`]). Errors that make a real context unusable (an
+//! illegal address in a kernel) are kept as the context's sticky error and returned by
+//! synchronizing calls. The calling thread's current context is in `current.rs`; the entry
+//! points are in `context_api.rs`.
 
-use std::cell::RefCell;
-use std::ffi::{c_int, c_uint};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use baton_cuda_sys::{
-    CU_CTX_FLAGS_MASK, CU_STREAM_CAPTURE_MODE_RELAXED, CUcontext, CUctxCreateParams, CUdevice,
-    CUexecAffinityParam, CUresult, CUstreamCaptureMode,
-};
+use baton_cuda_sys::CUresult;
 
-use crate::entry::{CuResult, exports, put};
-use crate::state::{Global, Handle, Kind, current_pid, initialized, lock, raw_of, to_ptr};
-use crate::stream::{Dep, Stream, StreamKind};
-
-/// The streams of a context; its mutex is the context's submission order lock.
-#[derive(Default)]
-pub(crate) struct CtxStreams {
-    /// Explicit blocking streams and per-thread default streams.
-    pub blocking: Vec<Arc<Stream>>,
-    pub nonblocking: Vec<Arc<Stream>>,
-}
+use crate::handle::Handle;
+use crate::result::CuResult;
+use crate::stream::CtxStreams;
+use crate::sync::lock;
 
 /// A context on the one device.
 pub(crate) struct Context {
     pub handle: Handle,
     pub flags: u32,
-    pub legacy: Arc<Stream>,
-    pub order: Mutex<CtxStreams>,
-    sticky: Mutex<Option<CUresult>>,
+    pub streams: Arc<CtxStreams>,
 }
 
 impl Context {
-    fn new(g: &Global, flags: u32) -> Arc<Context> {
-        let handle = g.handle(Kind::Context);
-        let legacy_handle = g.handle(Kind::Stream);
-        Arc::new_cyclic(|weak| Context {
+    /// The context `handle` with creation flags `flags`, whose legacy stream is `legacy`.
+    pub fn new(handle: Handle, legacy: Handle, flags: u32) -> Arc<Context> {
+        Arc::new(Context {
             handle,
             flags,
-            legacy: Stream::new(legacy_handle, StreamKind::Legacy, 0, 0, weak.clone(), None),
-            order: Mutex::new(CtxStreams::default()),
-            sticky: Mutex::new(None),
+            streams: CtxStreams::new(handle, legacy),
         })
-    }
-
-    /// Everything outstanding on every stream of the context.
-    pub fn all_pending(&self) -> Vec<Dep> {
-        let streams = lock(&self.order);
-        let all = streams
-            .blocking
-            .iter()
-            .chain(&streams.nonblocking)
-            .chain(std::iter::once(&self.legacy));
-        all.filter_map(Stream::pending).collect()
-    }
-
-    /// Records an error that makes the context unusable.
-    pub fn set_sticky(&self, code: CUresult) {
-        lock(&self.sticky).get_or_insert(code);
-    }
-
-    /// The sticky error, as the result of a synchronizing call.
-    pub fn sticky(&self) -> CuResult<()> {
-        lock(&self.sticky).map_or(Ok(()), Err)
     }
 
     /// Waits for all work of the context; fails while any of its streams captures.
     pub fn synchronize(&self) -> CuResult<()> {
         {
-            let streams = lock(&self.order);
+            let streams = lock(&self.streams.order);
             for stream in streams.blocking.iter().chain(&streams.nonblocking) {
                 // Whatever the capture's mode (measured on an H100:
                 // scripts/gpu/transparency/capture_probe.cu).
@@ -84,360 +46,17 @@ impl Context {
                 }
             }
         }
-        for dep in self.all_pending() {
+        for dep in self.streams.all_pending() {
             dep.wait();
         }
-        self.sticky()
-    }
-
-    /// Adds an explicit or per-thread stream to the context.
-    pub fn add_stream(&self, stream: Arc<Stream>) {
-        let mut streams = lock(&self.order);
-        if stream.is_blocking() {
-            streams.blocking.push(stream)
-        } else {
-            streams.nonblocking.push(stream)
-        }
-    }
-
-    /// Removes a stream from the context.
-    pub fn remove_stream(&self, stream: &Stream) {
-        let mut streams = lock(&self.order);
-        streams.blocking.retain(|s| s.handle != stream.handle);
-        streams.nonblocking.retain(|s| s.handle != stream.handle);
+        self.streams.sticky()
     }
 }
 
 /// The primary context of the device and its reference count.
 #[derive(Default)]
 pub(crate) struct Primary {
-    ctx: Option<Arc<Context>>,
-    refs: u32,
-}
-
-/// What a thread knows: its context stack and its per-thread default streams, for one pid.
-#[derive(Default)]
-struct ThreadState {
-    pid: u32,
-    stack: Vec<u64>,
-    per_thread: Vec<(u64, Arc<Stream>)>,
-    /// `cuThreadExchangeStreamCaptureMode`'s mode (0, global, by default).
-    capture_mode: CUstreamCaptureMode,
-}
-
-thread_local! {
-    static THREAD: RefCell<ThreadState> = RefCell::new(ThreadState::default());
-}
-
-/// Runs `f` on this thread's state, reset if it was inherited from a parent process.
-fn with_thread<R>(f: impl FnOnce(&mut ThreadState) -> R) -> CuResult<R> {
-    THREAD
-        .try_with(|cell| {
-            let mut state = cell.borrow_mut();
-            let pid = current_pid();
-            if state.pid != pid {
-                // Inherited across fork: the parent's objects are not ours to drop.
-                std::mem::forget(std::mem::replace(
-                    &mut *state,
-                    ThreadState {
-                        pid,
-                        ..ThreadState::default()
-                    },
-                ));
-            }
-            f(&mut state)
-        })
-        .map_err(|_| CUresult::DEINITIALIZED)
-}
-
-/// The calling thread's stream-capture interaction mode.
-pub(crate) fn thread_capture_mode() -> CuResult<CUstreamCaptureMode> {
-    with_thread(|t| t.capture_mode)
-}
-
-/// `cuThreadExchangeStreamCaptureMode`: sets the thread's mode, returns the old one in `mode`.
-unsafe fn exchange_capture_mode(mode: *mut CUstreamCaptureMode) -> CuResult<()> {
-    initialized()?;
-    // SAFETY: the caller guarantees `mode` is NULL or valid for reads and writes.
-    let Some(mode) = (unsafe { mode.as_mut() }) else {
-        return Err(CUresult::INVALID_VALUE);
-    };
-    if mode.0 > CU_STREAM_CAPTURE_MODE_RELAXED.0 {
-        return Err(CUresult::INVALID_VALUE);
-    }
-    *mode = with_thread(|t| std::mem::replace(&mut t.capture_mode, *mode))?;
-    Ok(())
-}
-
-/// The calling thread's current context.
-pub(crate) fn current() -> CuResult<Arc<Context>> {
-    let g = initialized()?;
-    let top = with_thread(|t| t.stack.last().copied())?.ok_or(CUresult::INVALID_CONTEXT)?;
-    g.contexts.get(top).ok_or(CUresult::INVALID_CONTEXT)
-}
-
-/// The calling thread's per-thread default stream in `ctx`, created on first use.
-pub(crate) fn per_thread_stream(ctx: &Arc<Context>) -> CuResult<Arc<Stream>> {
-    let g = initialized()?;
-    with_thread(|t| {
-        if let Some((_, stream)) = t.per_thread.iter().find(|(raw, _)| *raw == ctx.handle.raw) {
-            return Arc::clone(stream);
-        }
-        let stream = Stream::new(
-            g.handle(Kind::Stream),
-            StreamKind::PerThread,
-            0,
-            0,
-            Arc::downgrade(ctx),
-            None,
-        );
-        ctx.add_stream(Arc::clone(&stream));
-        t.per_thread.push((ctx.handle.raw, Arc::clone(&stream)));
-        stream
-    })
-}
-
-fn find_ctx(g: &Global, ctx: CUcontext) -> CuResult<Arc<Context>> {
-    g.contexts.get(raw_of(ctx)).ok_or(CUresult::INVALID_CONTEXT)
-}
-
-fn check_device(dev: CUdevice) -> CuResult<()> {
-    if dev == 0 {
-        Ok(())
-    } else {
-        Err(CUresult::INVALID_DEVICE)
-    }
-}
-
-unsafe fn create(out: *mut CUcontext, flags: c_uint, dev: CUdevice) -> CuResult<()> {
-    let g = initialized()?;
-    check_device(dev)?;
-    if out.is_null() || flags & !CU_CTX_FLAGS_MASK != 0 {
-        return Err(CUresult::INVALID_VALUE);
-    }
-    let ctx = Context::new(g, flags);
-    g.contexts.insert(ctx.handle.raw, Arc::clone(&ctx));
-    with_thread(|t| t.stack.push(ctx.handle.raw))?;
-    // SAFETY: `out` is not NULL and the caller guarantees it is writable.
-    unsafe { put(out, to_ptr(ctx.handle.raw)) }
-}
-
-unsafe fn create_v3(
-    out: *mut CUcontext,
-    params: *mut CUexecAffinityParam,
-    count: c_int,
-    flags: c_uint,
-    dev: CUdevice,
-) -> CuResult<()> {
-    if count < 0 || (count > 0 && params.is_null()) {
-        return Err(CUresult::INVALID_VALUE);
-    }
-    // SAFETY: forwarded from the caller.
-    unsafe { create(out, flags, dev) }
-}
-
-unsafe fn create_v4(
-    out: *mut CUcontext,
-    params: *mut CUctxCreateParams,
-    flags: c_uint,
-    dev: CUdevice,
-) -> CuResult<()> {
-    if !params.is_null() {
-        // SAFETY: a non-NULL `params` points to a CUctxCreateParams, as the API requires.
-        let params = unsafe { params.read() };
-        if params.numExecAffinityParams < 0
-            || (params.numExecAffinityParams > 0 && params.execAffinityParams.is_null())
-        {
-            return Err(CUresult::INVALID_VALUE);
-        }
-    }
-    // SAFETY: forwarded from the caller.
-    unsafe { create(out, flags, dev) }
-}
-
-fn destroy(ctx: CUcontext) -> CuResult<()> {
-    let g = initialized()?;
-    let ctx = find_ctx(g, ctx)?;
-    if lock(&g.primary)
-        .ctx
-        .as_ref()
-        .is_some_and(|p| Arc::ptr_eq(p, &ctx))
-    {
-        return Err(CUresult::INVALID_CONTEXT);
-    }
-    for dep in ctx.all_pending() {
-        dep.wait();
-    }
-    g.contexts.remove(ctx.handle.raw);
-    let streams = std::mem::take(&mut *lock(&ctx.order));
-    for stream in streams.blocking.iter().chain(&streams.nonblocking) {
-        g.streams.remove(stream.handle.raw);
-        stream.close();
-    }
-    ctx.legacy.close();
-    with_thread(|t| {
-        t.stack.retain(|raw| *raw != ctx.handle.raw);
-        t.per_thread.retain(|(raw, _)| *raw != ctx.handle.raw);
-    })
-}
-
-fn push(ctx: CUcontext) -> CuResult<()> {
-    let g = initialized()?;
-    let ctx = find_ctx(g, ctx)?;
-    with_thread(|t| t.stack.push(ctx.handle.raw))
-}
-
-unsafe fn pop(out: *mut CUcontext) -> CuResult<()> {
-    initialized()?;
-    let top = with_thread(|t| t.stack.pop())?.ok_or(CUresult::INVALID_CONTEXT)?;
-    if !out.is_null() {
-        // SAFETY: `out` is not NULL and the caller guarantees it is writable.
-        unsafe { put(out, to_ptr(top))? };
-    }
-    Ok(())
-}
-
-fn set_current(ctx: CUcontext) -> CuResult<()> {
-    let g = initialized()?;
-    if ctx.is_null() {
-        return with_thread(|t| {
-            t.stack.pop();
-        });
-    }
-    let ctx = find_ctx(g, ctx)?;
-    with_thread(|t| match t.stack.last_mut() {
-        Some(top) => *top = ctx.handle.raw,
-        None => t.stack.push(ctx.handle.raw),
-    })
-}
-
-unsafe fn get_current(out: *mut CUcontext) -> CuResult<()> {
-    let g = initialized()?;
-    let top =
-        with_thread(|t| t.stack.last().copied())?.filter(|raw| g.contexts.get(*raw).is_some());
-    // SAFETY: the caller guarantees `out` is NULL or writable.
-    unsafe { put(out, top.map_or(std::ptr::null_mut(), to_ptr)) }
-}
-
-unsafe fn get_device(out: *mut CUdevice) -> CuResult<()> {
-    current()?;
-    // SAFETY: the caller guarantees `out` is NULL or writable.
-    unsafe { put(out, 0) }
-}
-
-unsafe fn priority_range(least: *mut c_int, greatest: *mut c_int) -> CuResult<()> {
-    current()?;
-    // SAFETY: the caller guarantees each pointer is NULL or writable; both are optional.
-    unsafe {
-        crate::entry::put_opt(least, 0);
-        crate::entry::put_opt(greatest, crate::stream_api::GREATEST_PRIORITY);
-    }
-    Ok(())
-}
-
-unsafe fn primary_retain(out: *mut CUcontext, dev: CUdevice) -> CuResult<()> {
-    let g = initialized()?;
-    check_device(dev)?;
-    if out.is_null() {
-        return Err(CUresult::INVALID_VALUE);
-    }
-    let ctx = retain_primary(g);
-    // SAFETY: `out` is not NULL and the caller guarantees it is writable.
-    unsafe { put(out, to_ptr(ctx.handle.raw)) }
-}
-
-/// The device's primary context, made on first use, with one more reference.
-pub(crate) fn retain_primary(g: &Global) -> Arc<Context> {
-    let mut primary = lock(&g.primary);
-    let ctx = Arc::clone(primary.ctx.get_or_insert_with(|| {
-        let ctx = Context::new(g, 0);
-        g.contexts.insert(ctx.handle.raw, Arc::clone(&ctx));
-        ctx
-    }));
-    primary.refs += 1;
-    ctx
-}
-
-pub(crate) fn primary_release(dev: CUdevice) -> CuResult<()> {
-    let g = initialized()?;
-    check_device(dev)?;
-    let mut primary = lock(&g.primary);
-    if primary.refs == 0 {
-        return Err(CUresult::INVALID_CONTEXT);
-    }
-    primary.refs -= 1;
-    Ok(())
-}
-
-unsafe fn primary_state(dev: CUdevice, flags: *mut c_uint, active: *mut c_int) -> CuResult<()> {
-    let g = initialized()?;
-    check_device(dev)?;
-    let primary = lock(&g.primary);
-    let flags_now = primary.ctx.as_ref().map_or(0, |ctx| ctx.flags);
-    // SAFETY: the caller guarantees both pointers are NULL or writable.
-    unsafe {
-        put(flags, flags_now)?;
-        put(active, c_int::from(primary.refs > 0))
-    }
-}
-
-fn synchronize() -> CuResult<()> {
-    current()?.synchronize()
-}
-
-fn synchronize_v2(ctx: CUcontext) -> CuResult<()> {
-    if ctx.is_null() {
-        return synchronize();
-    }
-    find_ctx(initialized()?, ctx)?.synchronize()
-}
-
-exports! {
-    /// Creates a context and makes it current (version 1).
-    fn cuCtxCreate(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice): PFN_cuCtxCreate => create(pctx, flags, dev);
-    /// Creates a context and makes it current.
-    fn cuCtxCreate_v2(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice): PFN_cuCtxCreate_v2 => create(pctx, flags, dev);
-    /// Creates a context with execution-affinity parameters (ignored).
-    fn cuCtxCreate_v3(pctx: *mut CUcontext, params: *mut CUexecAffinityParam, count: c_int, flags: c_uint, dev: CUdevice): PFN_cuCtxCreate_v3
-        => create_v3(pctx, params, count, flags, dev);
-    /// Creates a context with creation parameters (ignored).
-    fn cuCtxCreate_v4(pctx: *mut CUcontext, params: *mut CUctxCreateParams, flags: c_uint, dev: CUdevice): PFN_cuCtxCreate_v4
-        => create_v4(pctx, params, flags, dev);
-    /// Destroys a context after its work (version 1).
-    fn cuCtxDestroy(ctx: CUcontext): PFN_cuCtxDestroy => destroy(ctx);
-    /// Destroys a context after its work.
-    fn cuCtxDestroy_v2(ctx: CUcontext): PFN_cuCtxDestroy_v2 => destroy(ctx);
-    /// Pushes a context on the calling thread's stack (version 1).
-    fn cuCtxPushCurrent(ctx: CUcontext): PFN_cuCtxPushCurrent => push(ctx);
-    /// Pushes a context on the calling thread's stack.
-    fn cuCtxPushCurrent_v2(ctx: CUcontext): PFN_cuCtxPushCurrent_v2 => push(ctx);
-    /// Pops the calling thread's current context (version 1).
-    fn cuCtxPopCurrent(pctx: *mut CUcontext): PFN_cuCtxPopCurrent => pop(pctx);
-    /// Pops the calling thread's current context.
-    fn cuCtxPopCurrent_v2(pctx: *mut CUcontext): PFN_cuCtxPopCurrent_v2 => pop(pctx);
-    /// Replaces the top of the calling thread's stack.
-    fn cuCtxSetCurrent(ctx: CUcontext): PFN_cuCtxSetCurrent => set_current(ctx);
-    /// Returns the calling thread's current context, or NULL.
-    fn cuCtxGetCurrent(pctx: *mut CUcontext): PFN_cuCtxGetCurrent => get_current(pctx);
-    /// Returns the current context's device.
-    fn cuCtxGetDevice(device: *mut CUdevice): PFN_cuCtxGetDevice => get_device(device);
-    /// Waits for all work of the current context.
-    fn cuCtxSynchronize(): PFN_cuCtxSynchronize => synchronize();
-    /// Sets the calling thread's stream-capture interaction mode, returning the old one.
-    fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode): PFN_cuThreadExchangeStreamCaptureMode
-        => exchange_capture_mode(mode);
-    /// Waits for all work of a context (the current one if NULL).
-    fn cuCtxSynchronize_v2(ctx: CUcontext): PFN_cuCtxSynchronize_v2 => synchronize_v2(ctx);
-    /// Returns the stream priority range (0 least, -5 greatest).
-    fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int): PFN_cuCtxGetStreamPriorityRange
-        => priority_range(least, greatest);
-    /// Retains the device's primary context.
-    fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice): PFN_cuDevicePrimaryCtxRetain => primary_retain(pctx, dev);
-    /// Releases the device's primary context (version 1).
-    fn cuDevicePrimaryCtxRelease(dev: CUdevice): PFN_cuDevicePrimaryCtxRelease => primary_release(dev);
-    /// Releases the device's primary context.
-    fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice): PFN_cuDevicePrimaryCtxRelease_v2 => primary_release(dev);
-    /// Reports the primary context's flags and whether it is active.
-    fn cuDevicePrimaryCtxGetState(dev: CUdevice, flags: *mut c_uint, active: *mut c_int): PFN_cuDevicePrimaryCtxGetState
-        => primary_state(dev, flags, active);
+    /// Made on first retain; never destroyed.
+    pub ctx: Option<Arc<Context>>,
+    pub refs: u32,
 }

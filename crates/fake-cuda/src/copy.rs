@@ -15,9 +15,11 @@ use std::sync::{Arc, PoisonError};
 
 use baton_cuda_sys::{CUdeviceptr, CUdeviceptr_v1, CUresult, CUstream};
 
-use crate::entry::{CuResult, exports};
+use crate::current;
+use crate::entry::exports;
 use crate::memory::{AllocKind, host_ptr};
 use crate::ops::{Op, Source};
+use crate::result::CuResult;
 use crate::state::initialized;
 use crate::stream::{self, DefaultStream, Submitted};
 
@@ -47,6 +49,7 @@ fn classify(addr: u64, len: usize, side: Side) -> CuResult<(bool, bool)> {
     }
     let g = initialized()?;
     let kind = g
+        .machine
         .memory
         .read()
         .unwrap_or_else(PoisonError::into_inner)
@@ -60,8 +63,8 @@ fn classify(addr: u64, len: usize, side: Side) -> CuResult<(bool, bool)> {
 
 fn stream_for(call: Call, mode: DefaultStream) -> CuResult<Arc<stream::Stream>> {
     match call {
-        Call::Wait => stream::resolve(std::ptr::null_mut(), mode),
-        Call::Async(raw) => stream::resolve(raw, mode),
+        Call::Wait => current::stream(std::ptr::null_mut(), mode),
+        Call::Async(raw) => current::stream(raw, mode),
     }
 }
 
@@ -137,7 +140,11 @@ fn fill(
     }
     let len = elem.checked_mul(count).ok_or(CUresult::INVALID_VALUE)?;
     let g = initialized()?;
-    let mem = g.memory.read().unwrap_or_else(PoisonError::into_inner);
+    let mem = g
+        .machine
+        .memory
+        .read()
+        .unwrap_or_else(PoisonError::into_inner);
     mem.access(dst, len, elem)
         .map_err(|_| CUresult::INVALID_VALUE)?;
     drop(mem);

@@ -25,8 +25,10 @@ use baton_cuda_sys::{
     CU_DEVICE_ATTRIBUTE_WARP_SIZE, CUdevice, CUdevice_attribute, CUresult, CUuuid,
 };
 
-use crate::entry::{CuResult, exports, put, put_opt};
+use crate::entry::exports;
+use crate::kernels::DEVICE_SMS;
 use crate::memory::TOTAL_MEMORY;
+use crate::result::{CuResult, put, put_opt};
 use crate::state::{global, initialized};
 
 /// The driver version the fake reports (CUDA 13.0).
@@ -58,7 +60,7 @@ fn attribute(attrib: CUdevice_attribute) -> c_int {
         CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK
         | CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR => 65536,
         CU_DEVICE_ATTRIBUTE_CLOCK_RATE => 1_980_000,
-        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => crate::green::DEVICE_SMS as i32,
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => DEVICE_SMS as i32,
         CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE => 50 << 20,
         CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR => 2048,
         CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT => 3,

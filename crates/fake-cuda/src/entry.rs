@@ -1,5 +1,9 @@
 //! The export boundary: every exported symbol enters the fake through [`enter`].
 //!
+//! [`enter`] logs the call through the process's state, which the first call of a process
+//! creates (registering the exit handler, see `state.rs`), and a forked child's first call
+//! creates anew.
+//!
 //! [`exports!`] declares a module's exported symbols. For each it generates a
 //! `#[unsafe(no_mangle)] pub unsafe extern "C" fn` that logs the call under its exact symbol
 //! name, runs the body inside `catch_unwind` (a panic becomes `CUDA_ERROR_UNKNOWN`, never an
@@ -12,42 +16,18 @@ use std::panic::{self, AssertUnwindSafe};
 
 use baton_cuda_sys::CUresult;
 
-/// The result of an implementation function: `Err` carries the code the export returns.
-pub(crate) type CuResult<T> = Result<T, CUresult>;
+use crate::result::CuResult;
+use crate::state;
 
 /// Logs the call of `symbol`, runs `body` and turns its outcome into a `CUresult`.
 pub(crate) fn enter(symbol: &'static str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
-    crate::log::call(symbol);
+    if let Some(log) = &state::global().machine.log {
+        log.call(symbol);
+    }
     match panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => CUresult::SUCCESS,
         Ok(Err(code)) => code,
         Err(_) => CUresult::UNKNOWN,
-    }
-}
-
-/// Writes `value` through the out-parameter `out`.
-///
-/// # Safety
-///
-/// `out` must be NULL (reported as `CUDA_ERROR_INVALID_VALUE`) or valid for a write of `T`.
-pub(crate) unsafe fn put<T>(out: *mut T, value: T) -> CuResult<()> {
-    if out.is_null() {
-        return Err(CUresult::INVALID_VALUE);
-    }
-    // SAFETY: `out` is not NULL, and the caller guarantees it is valid for a write of `T`.
-    unsafe { out.write(value) };
-    Ok(())
-}
-
-/// Writes `value` through `out` unless `out` is NULL (for optional out-parameters).
-///
-/// # Safety
-///
-/// `out` must be NULL or valid for a write of `T`.
-pub(crate) unsafe fn put_opt<T>(out: *mut T, value: T) {
-    if !out.is_null() {
-        // SAFETY: `out` is not NULL, and the caller guarantees it is valid for a write of `T`.
-        unsafe { out.write(value) };
     }
 }
 

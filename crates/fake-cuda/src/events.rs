@@ -3,21 +3,19 @@
 //!
 //! Recording bumps the event's generation and submits an `event_record` command while holding
 //! the event's lock, so the record is known before the worker can execute it; the worker stamps
-//! the time only if no newer record superseded it. An event never recorded is complete.
+//! the time only if no newer record superseded it. An event never recorded is complete. The
+//! entry points are in `events_api.rs`.
 
-use std::ffi::{c_float, c_uint};
 use std::sync::{Arc, Mutex};
 
-use baton_cuda_sys::{
-    CU_EVENT_BLOCKING_SYNC, CU_EVENT_DISABLE_TIMING, CU_EVENT_INTERPROCESS,
-    CU_EVENT_RECORD_EXTERNAL, CUevent, CUresult, CUstream,
-};
+use baton_cuda_sys::CUresult;
 
-use crate::capture::{Shared, Slot, potentially_unsafe};
-use crate::entry::{CuResult, exports, put};
-use crate::ops::Op;
-use crate::state::{Handle, Kind, initialized, lock, raw_of, to_ptr};
-use crate::stream::{self, DefaultStream, Dep, Submitted};
+use crate::capture::Shared;
+use crate::handle::Handle;
+use crate::ops::{Op, RecordedEvent};
+use crate::result::CuResult;
+use crate::stream::{Dep, Stream, Submitted};
+use crate::sync::lock;
 
 /// The latest record of an event.
 struct Record {
@@ -45,20 +43,19 @@ impl EventState {
 /// An event.
 pub(crate) struct Event {
     pub handle: Handle,
-    flags: u32,
+    /// Creation flags (`CU_EVENT_DISABLE_TIMING`, …).
+    pub flags: u32,
     state: Mutex<EventState>,
 }
 
 impl Event {
-    /// Called by the worker executing record `generation`.
-    pub fn complete(&self, generation: u64, time_ns: u64) {
-        if let Some(record) = lock(&self.state)
-            .record
-            .as_mut()
-            .filter(|r| r.generation == generation)
-        {
-            record.time_ns = Some(time_ns);
-        }
+    /// A new event, never recorded.
+    pub fn new(handle: Handle, flags: u32) -> Arc<Event> {
+        Arc::new(Event {
+            handle,
+            flags,
+            state: Mutex::default(),
+        })
     }
 
     /// The completion of the latest record, if the event was recorded.
@@ -68,213 +65,69 @@ impl Event {
             .as_ref()
             .map(|record| record.done.clone())
     }
-}
 
-pub(crate) fn find(event: CUevent) -> CuResult<Arc<Event>> {
-    initialized()?
-        .events
-        .get(raw_of(event))
-        .ok_or(CUresult::INVALID_HANDLE)
-}
+    /// The capture the event was last recorded in, while it lasts.
+    pub fn capture(&self) -> Option<Shared> {
+        lock(&self.state).capture()
+    }
 
-unsafe fn create(out: *mut CUevent, flags: c_uint) -> CuResult<()> {
-    let g = initialized()?;
-    crate::context::current()?;
-    let known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
-    let interprocess_without_timing =
-        flags & CU_EVENT_INTERPROCESS != 0 && flags & CU_EVENT_DISABLE_TIMING == 0;
-    if out.is_null() || flags & !known != 0 || interprocess_without_timing {
-        return Err(CUresult::INVALID_VALUE);
+    /// Invalidates the capture the event was last recorded in, if it lasts (under the event's
+    /// lock); whether there was one.
+    pub fn invalidate_capture(&self) -> bool {
+        if let Some(capture) = lock(&self.state).capture() {
+            lock(&capture).invalidated = true;
+            return true;
+        }
+        false
     }
-    let event = Arc::new(Event {
-        handle: g.handle(Kind::Event),
-        flags,
-        state: Mutex::default(),
-    });
-    g.events.insert(event.handle.raw, Arc::clone(&event));
-    // SAFETY: `out` is not NULL and the caller guarantees it is writable.
-    unsafe { put(out, to_ptr(event.handle.raw)) }
-}
 
-fn record(
-    event: CUevent,
-    raw_stream: CUstream,
-    flags: c_uint,
-    mode: DefaultStream,
-) -> CuResult<()> {
-    let event = find(event)?;
-    if flags & !CU_EVENT_RECORD_EXTERNAL != 0 {
-        return Err(CUresult::INVALID_VALUE);
-    }
-    let stream = stream::resolve(raw_stream, mode)?;
-    record_on(&event, &stream)
-}
-
-/// Records `event` on `stream` (or, while it captures, in its capture).
-pub(crate) fn record_on(event: &Arc<Event>, stream: &Arc<stream::Stream>) -> CuResult<()> {
-    let mut state = lock(&event.state);
-    if let Some(capture) = stream.capture() {
-        // A node of the graph (not modelled: the linear graph needs none); a stream that waits
-        // on the event joins the capture.
-        state.captured = Some(capture);
-        return Ok(());
-    }
-    state.captured = None;
-    let generation = state.generation + 1;
-    let op = Op::EventRecord {
-        event: Arc::clone(event),
-        generation,
-    };
-    if let Submitted::Queued(done) = stream.submit(op, Vec::new())? {
-        state.generation = generation;
-        state.record = Some(Record {
-            generation,
-            done,
-            time_ns: None,
-        });
-    }
-    Ok(())
-}
-
-/// Refuses to query or wait for an event last recorded in a capture still in progress (and
-/// invalidates the capture), whatever the modes.
-fn refuse_captured(event: &Event) -> CuResult<()> {
-    if let Some(capture) = lock(&event.state).capture() {
-        lock(&capture).invalidated = true;
-        return Err(CUresult::CAPTURED_EVENT);
-    }
-    Ok(())
-}
-
-fn query(event: CUevent) -> CuResult<()> {
-    let event = find(event)?;
-    refuse_captured(&event)?;
-    potentially_unsafe()?;
-    match event.latest() {
-        Some(done) if !done.is_done() => Err(CUresult::NOT_READY),
-        _ => Ok(()),
-    }
-}
-
-fn synchronize(event: CUevent) -> CuResult<()> {
-    let event = find(event)?;
-    refuse_captured(&event)?;
-    potentially_unsafe()?;
-    let Some(done) = event.latest() else {
-        return Ok(());
-    };
-    done.wait();
-    match done.stream.ctx.upgrade() {
-        Some(ctx) => ctx.sticky(),
-        None => Ok(()),
-    }
-}
-
-unsafe fn elapsed(out: *mut c_float, start: CUevent, end: CUevent) -> CuResult<()> {
-    let (start, end) = (find(start)?, find(end)?);
-    if out.is_null() {
-        return Err(CUresult::INVALID_VALUE);
-    }
-    if (start.flags | end.flags) & CU_EVENT_DISABLE_TIMING != 0 {
-        return Err(CUresult::INVALID_HANDLE);
-    }
-    let stamp = |event: &Event| -> CuResult<u64> {
-        let state = lock(&event.state);
+    /// When the latest record executed: `CUDA_ERROR_INVALID_HANDLE` if the event was never
+    /// recorded, `CUDA_ERROR_NOT_READY` before its latest record executed.
+    pub fn time_ns(&self) -> CuResult<u64> {
+        let state = lock(&self.state);
         let record = state.record.as_ref().ok_or(CUresult::INVALID_HANDLE)?;
         record.time_ns.ok_or(CUresult::NOT_READY)
-    };
-    let (t0, t1) = (stamp(&start)?, stamp(&end)?);
-    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
-    let ms = ((t1 as f64 - t0 as f64) / 1e6) as f32;
-    // SAFETY: `out` is not NULL and the caller guarantees it is writable.
-    unsafe { put(out, ms) }
-}
-
-fn destroy(event: CUevent) -> CuResult<()> {
-    let g = initialized()?;
-    g.events
-        .remove(raw_of(event))
-        .map(drop)
-        .ok_or(CUresult::INVALID_HANDLE)
-}
-
-/// `cuStreamWaitEvent`: a command on `raw_stream` that waits for the event's latest record.
-pub(crate) fn stream_wait(
-    raw_stream: CUstream,
-    event: CUevent,
-    flags: c_uint,
-    mode: DefaultStream,
-) -> CuResult<()> {
-    let event = find(event)?;
-    if flags & !CU_EVENT_RECORD_EXTERNAL != 0 {
-        return Err(CUresult::INVALID_VALUE);
     }
-    let stream = stream::resolve(raw_stream, mode)?;
-    let captured = lock(&event.state).capture();
-    if let Some(capture) = captured {
-        return match stream.capture() {
-            Some(mine) if Arc::ptr_eq(&mine, &capture) => Ok(()),
-            Some(mine) => {
-                lock(&mine).invalidated = true;
-                lock(&capture).invalidated = true;
-                Err(CUresult::STREAM_CAPTURE_MERGE)
-            }
-            None => {
-                stream.with_slot(|slot| {
-                    *slot = Some(Slot {
-                        capture,
-                        origin: false,
-                    });
-                });
-                Ok(())
-            }
-        };
-    }
-    let latest = event.latest();
-    if stream.is_capturing() {
-        if latest.is_some() {
-            // A dependency on work outside the capture (cross-stream capture is not modelled).
-            stream.invalidate_capture();
-            return Err(CUresult::STREAM_CAPTURE_ISOLATION);
+
+    /// Records the event on `stream` (or, while it captures, in its capture).
+    pub fn record_on(self: &Arc<Self>, stream: &Arc<Stream>) -> CuResult<()> {
+        let mut state = lock(&self.state);
+        if let Some(capture) = stream.capture() {
+            // A node of the graph (not modelled: the linear graph needs none); a stream that
+            // waits on the event joins the capture.
+            state.captured = Some(capture);
+            return Ok(());
         }
-        return Ok(());
+        state.captured = None;
+        let generation = state.generation + 1;
+        let op = Op::EventRecord {
+            event: Arc::<Event>::clone(self),
+            generation,
+        };
+        if let Submitted::Queued(done) = stream.submit(op, Vec::new())? {
+            state.generation = generation;
+            state.record = Some(Record {
+                generation,
+                done,
+                time_ns: None,
+            });
+        }
+        Ok(())
     }
-    stream
-        .submit(
-            Op::EventWait {
-                event: event.handle.short,
-            },
-            latest.into_iter().collect(),
-        )
-        .map(drop)
 }
 
-exports! {
-    /// Creates an event.
-    fn cuEventCreate(phEvent: *mut CUevent, flags: c_uint): PFN_cuEventCreate => create(phEvent, flags);
-    /// Records an event on a stream.
-    fn cuEventRecord(hEvent: CUevent, hStream: CUstream): PFN_cuEventRecord
-        => record(hEvent, hStream, 0, DefaultStream::Legacy);
-    /// Per-thread-default-stream form of `cuEventRecord`.
-    fn cuEventRecord_ptsz(hEvent: CUevent, hStream: CUstream): PFN_cuEventRecord
-        => record(hEvent, hStream, 0, DefaultStream::PerThread);
-    /// Records an event on a stream, with flags.
-    fn cuEventRecordWithFlags(hEvent: CUevent, hStream: CUstream, flags: c_uint): PFN_cuEventRecordWithFlags
-        => record(hEvent, hStream, flags, DefaultStream::Legacy);
-    /// Per-thread-default-stream form of `cuEventRecordWithFlags`.
-    fn cuEventRecordWithFlags_ptsz(hEvent: CUevent, hStream: CUstream, flags: c_uint): PFN_cuEventRecordWithFlags
-        => record(hEvent, hStream, flags, DefaultStream::PerThread);
-    /// `CUDA_SUCCESS` once the latest record executed, `CUDA_ERROR_NOT_READY` before.
-    fn cuEventQuery(hEvent: CUevent): PFN_cuEventQuery => query(hEvent);
-    /// Waits for the latest record.
-    fn cuEventSynchronize(hEvent: CUevent): PFN_cuEventSynchronize => synchronize(hEvent);
-    /// Milliseconds between two executed records.
-    fn cuEventElapsedTime(ms: *mut c_float, hStart: CUevent, hEnd: CUevent): PFN_cuEventElapsedTime => elapsed(ms, hStart, hEnd);
-    /// Milliseconds between two executed records.
-    fn cuEventElapsedTime_v2(ms: *mut c_float, hStart: CUevent, hEnd: CUevent): PFN_cuEventElapsedTime_v2
-        => elapsed(ms, hStart, hEnd);
-    /// Destroys an event (a pending record still completes).
-    fn cuEventDestroy(hEvent: CUevent): PFN_cuEventDestroy => destroy(hEvent);
-    /// Destroys an event (a pending record still completes).
-    fn cuEventDestroy_v2(hEvent: CUevent): PFN_cuEventDestroy_v2 => destroy(hEvent);
+impl RecordedEvent for Event {
+    fn short(&self) -> u64 {
+        self.handle.short
+    }
+
+    fn complete(&self, generation: u64, time_ns: u64) {
+        if let Some(record) = lock(&self.state)
+            .record
+            .as_mut()
+            .filter(|r| r.generation == generation)
+        {
+            record.time_ns = Some(time_ns);
+        }
+    }
 }

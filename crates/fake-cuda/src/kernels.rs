@@ -3,7 +3,9 @@
 //! A kernel runs once over its whole range on the stream worker; grid and block dimensions are
 //! validated at launch but do not change what it computes. Parameters are laid out as a C
 //! compiler lays out the kernel's arguments (each at the next multiple of its alignment), which
-//! is what `cuFuncGetParamInfo` reports and what a packed `extra` buffer must follow.
+//! is what `cuFuncGetParamInfo` reports and what a packed `extra` buffer must follow. A launch
+//! may use all the device's [`DEVICE_SMS`] SMs, or only those of its green context (what
+//! `baton_smid` reports).
 //!
 //! | kernel | parameters | effect |
 //! | --- | --- | --- |
@@ -23,8 +25,11 @@ use std::time::Duration;
 use baton_cuda_sys::CUresult;
 use serde_json::Value;
 
-use crate::entry::CuResult;
 use crate::memory::MemoryTable;
+use crate::result::CuResult;
+
+/// The device's SMs: a launch runs on all of them unless its stream is a green context's.
+pub(crate) const DEVICE_SMS: u32 = 132;
 
 /// The C type of one kernel parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +119,7 @@ impl<'a> Args<'a> {
         Self {
             def,
             bytes,
-            sms: crate::green::DEVICE_SMS,
+            sms: DEVICE_SMS,
         }
     }
 

@@ -14,12 +14,16 @@ use baton_cuda_sys::{
     CUresult, CUstream,
 };
 
-use crate::entry::{CuResult, exports};
+use crate::current;
+use crate::entry::exports;
+use crate::events_api;
+use crate::handle::raw_of;
 use crate::kernels::KernelDef;
-use crate::module::find_function;
+use crate::module_api::find_function;
 use crate::ops::{KernelLaunch, Op};
-use crate::state::{initialized, raw_of};
-use crate::stream::{self, DefaultStream};
+use crate::result::CuResult;
+use crate::state::initialized;
+use crate::stream::DefaultStream;
 
 /// Device limits the launch is checked against (H100).
 const MAX_THREADS_PER_BLOCK: u64 = 1024;
@@ -157,8 +161,8 @@ unsafe fn launch(
     }
     // SAFETY: forwarded from the caller (the launch entry point's contract).
     let args = unsafe { marshal(function.def, launch.params, launch.extra)? };
-    let stream = stream::resolve(raw, mode)?;
-    if initialized()?.lazy_loading
+    let stream = current::stream(raw, mode)?;
+    if initialized()?.machine.lazy_loading
         && !function
             .loaded
             .swap(true, std::sync::atomic::Ordering::AcqRel)
@@ -279,9 +283,9 @@ unsafe fn launch_ex(
     // programmatic completion) is modelled as a record right after it: never earlier than on a
     // GPU.
     if !events.is_empty() {
-        let stream = stream::resolve(config.hStream, mode)?;
+        let stream = current::stream(config.hStream, mode)?;
         for event in events {
-            crate::events::record_on(&crate::events::find(event)?, &stream)?;
+            events_api::find(event)?.record_on(&stream)?;
         }
     }
     Ok(())
@@ -294,7 +298,7 @@ fn host_func(
     mode: DefaultStream,
 ) -> CuResult<()> {
     let func = func.ok_or(CUresult::INVALID_VALUE)?;
-    let stream = stream::resolve(raw, mode)?;
+    let stream = current::stream(raw, mode)?;
     stream
         .submit(
             Op::HostFunc {

@@ -7,17 +7,19 @@
 //!
 //! It implements the driver semantics the interposer must preserve, on the host:
 //! - one device; contexts with a per-thread current-context stack and a primary context;
-//! - "device" memory that is host memory, so a `CUdeviceptr` is a host address (`memory.rs`);
+//! - "device" memory that is host memory, so a `CUdeviceptr` is a host address (`memory.rs`,
+//!   `memory_api.rs`);
 //! - streams executing their commands in FIFO order on one worker thread each, with CUDA's
-//!   legacy default stream semantics and per-thread default streams (`stream.rs`);
+//!   legacy default stream semantics and per-thread default streams (`stream.rs`,
+//!   `current.rs`);
 //! - built-in kernels named by a text module image (`kernels.rs`, `module.rs`), launched with
 //!   arguments from `kernelParams` or an `extra` buffer, copied at launch (`launch.rs`);
 //! - events, cross-stream waits, stream memory operations, host functions, stream capture
 //!   (streams joining a capture through captured events, per-thread capture modes and the
 //!   calls each mode forbids, as measured on an H100) and graphs (`events.rs`, `capture.rs`,
-//!   `graph.rs`);
+//!   `capture_api.rs`, `ops.rs`, `graph_api.rs`);
 //! - handles of unloaded functions reused by the next functions loaded, as addresses are on a
-//!   GPU (`module.rs`);
+//!   GPU (`module_api.rs`);
 //! - `cuGetProcAddress` with versioned and per-thread symbol selection (`procaddr.rs`);
 //! - a JSON-lines log of every call and every executed command (`FAKE_CUDA_LOG`, `log.rs`);
 //! - `FAKE_CUDA_KERNEL_US` adds a fixed duration to every kernel, to create in-flight work;
@@ -25,7 +27,27 @@
 //!   its context, as CUDA's lazy module loading does.
 //!
 //! Every export is an `extern "C"` function that never unwinds (`entry.rs`). The state is per
-//! process and starts anew in a forked child (`state.rs`); queued work is drained at exit.
+//! process and starts anew in a forked child (`machine.rs`, `state.rs`); queued work is drained
+//! at exit.
+//!
+//! # Layers
+//!
+//! Listed bottom-up; each module imports only modules listed before it, so no imports form a
+//! circle:
+//! 1. Base, depending on nothing of the crate: handles (`handle.rs`), locking (`sync.rs`), the
+//!    process and per-process values (`process.rs`), results and out-parameters (`result.rs`).
+//! 2. The log format (`log.rs`), the memory table (`memory.rs`), and the machine state every
+//!    executed command needs (`machine.rs`: memory, the log, completed commands, settings).
+//! 3. The model: built-in kernels (`kernels.rs`), operations, graphs and their execution
+//!    (`ops.rs`), captures (`capture.rs`), streams and what a context's streams share
+//!    (`stream.rs`), contexts (`context.rs`), events (`events.rs`), modules and functions
+//!    (`module.rs`), green contexts (`green.rs`).
+//! 4. The registries of the objects handed out (`state.rs`) and the calling thread's view
+//!    (`current.rs`: current context, per-thread streams, which stream a handle names).
+//! 5. The entry points: the export boundary (`entry.rs`), then `device.rs`, `context_api.rs`,
+//!    `capture_api.rs`, `events_api.rs`, `stream_api.rs`, `memory_api.rs`, `copy.rs`,
+//!    `module_api.rs`, `launch.rs`, `graph_api.rs`, `green_api.rs`; `symbols.rs` and
+//!    `procaddr.rs` (which hands out all of them) on top.
 //!
 //! **Architecture invariant:** serializable types stay private to `log.rs`; nothing of this crate
 //! is a Rust API. Simplifications against the real driver are listed in the module docs where
@@ -35,22 +57,43 @@
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
 compile_error!("the fake CUDA driver models 64-bit Linux only");
 
+// Base.
+mod handle;
+mod process;
+mod result;
+mod sync;
+
+// Log, memory table and machine state.
+mod log;
+mod machine;
+mod memory;
+
+// Model.
 mod capture;
 mod context;
+mod events;
+mod green;
+mod kernels;
+mod module;
+mod ops;
+mod stream;
+
+// Registries and the calling thread.
+mod current;
+mod state;
+
+// Entry points.
+mod capture_api;
+mod context_api;
 mod copy;
 mod device;
 mod entry;
-mod events;
-mod graph;
-mod green;
-mod kernels;
+mod events_api;
+mod graph_api;
+mod green_api;
 mod launch;
-mod log;
-mod memory;
-mod module;
-mod ops;
+mod memory_api;
+mod module_api;
 mod procaddr;
-mod state;
-mod stream;
 mod stream_api;
 mod symbols;

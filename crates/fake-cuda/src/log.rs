@@ -12,6 +12,9 @@
 //! - `{"ev":"exec","op","name","stream","ctx","legacy","ptds","cmd","args","start_ns","end_ns",
 //!   "pid","seq"}` plus optional `graph`, `node`, `launch`, `error`: a command finished
 //!   executing on a stream worker (see [`Exec`]).
+//!
+//! The process's [`Log`] is part of the machine state (`machine.rs`); this module knows only
+//! the format.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -21,7 +24,8 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::state::{current_pid, current_tid, global, lock};
+use crate::process::{current_pid, current_tid};
+use crate::sync::lock;
 
 /// The open log file and the next sequence number.
 pub(crate) struct Log {
@@ -78,24 +82,6 @@ struct Call<'a> {
     t_ns: u64,
 }
 
-/// Logs that the exported `symbol` was entered.
-pub(crate) fn call(symbol: &str) {
-    if let Some(log) = &global().log {
-        let (pid, tid, t_ns) = (current_pid(), current_tid(), now_ns());
-        log.emit(|seq| {
-            serde_json::to_string(&Call {
-                ev: "call",
-                symbol,
-                pid,
-                tid,
-                seq,
-                t_ns,
-            })
-            .ok()
-        });
-    }
-}
-
 #[derive(Serialize)]
 struct ProcAddr<'a> {
     ev: &'static str,
@@ -107,33 +93,6 @@ struct ProcAddr<'a> {
     pid: u32,
     tid: u32,
     seq: u64,
-}
-
-/// Logs what `cuGetProcAddress` answered for `symbol`.
-pub(crate) fn proc_address(
-    symbol: &str,
-    version: i32,
-    flags: u64,
-    result: &'static str,
-    resolved: Option<&str>,
-) {
-    if let Some(log) = &global().log {
-        let (pid, tid) = (current_pid(), current_tid());
-        log.emit(|seq| {
-            let record = ProcAddr {
-                ev: "procaddr",
-                symbol,
-                version,
-                flags,
-                result,
-                resolved,
-                pid,
-                tid,
-                seq,
-            };
-            serde_json::to_string(&record).ok()
-        });
-    }
 }
 
 /// One executed command, as logged.
@@ -183,11 +142,53 @@ struct ExecLine<'a> {
     seq: u64,
 }
 
-/// Logs an executed command.
-pub(crate) fn exec(exec: &Exec) {
-    if let Some(log) = &global().log {
+impl Log {
+    /// Logs that the exported `symbol` was entered.
+    pub fn call(&self, symbol: &str) {
+        let (pid, tid, t_ns) = (current_pid(), current_tid(), now_ns());
+        self.emit(|seq| {
+            serde_json::to_string(&Call {
+                ev: "call",
+                symbol,
+                pid,
+                tid,
+                seq,
+                t_ns,
+            })
+            .ok()
+        });
+    }
+
+    /// Logs what `cuGetProcAddress` answered for `symbol`.
+    pub fn proc_address(
+        &self,
+        symbol: &str,
+        version: i32,
+        flags: u64,
+        result: &'static str,
+        resolved: Option<&str>,
+    ) {
+        let (pid, tid) = (current_pid(), current_tid());
+        self.emit(|seq| {
+            let record = ProcAddr {
+                ev: "procaddr",
+                symbol,
+                version,
+                flags,
+                result,
+                resolved,
+                pid,
+                tid,
+                seq,
+            };
+            serde_json::to_string(&record).ok()
+        });
+    }
+
+    /// Logs an executed command.
+    pub fn exec(&self, exec: &Exec) {
         let pid = current_pid();
-        log.emit(|seq| {
+        self.emit(|seq| {
             serde_json::to_string(&ExecLine {
                 ev: "exec",
                 exec,

@@ -1,14 +1,20 @@
-//! Operations a stream executes, and their execution on the stream's worker thread.
+//! Operations a stream executes, the graphs they form, and their execution on the stream's
+//! worker thread.
 //!
 //! Every executed operation, graph nodes included, is logged with its start and end times
 //! once it has finished (see [`crate::log::Exec`]). Device-side accesses are validated under
 //! the memory table's read lock (see [`crate::memory`]); a failed access becomes the context's
 //! sticky error, and once a context has one its later operations are skipped and logged with
 //! that error, as on a GPU whose context was corrupted.
+//!
+//! A graph is what a stream capture recorded; instantiated, it is a [`GraphExec`] that a
+//! `cuGraphLaunch` runs as one command ([`Op::Graph`]), node after node, on the launching
+//! stream. Execution knows the stream's context and a recorded event only through the traits
+//! [`ExecContext`] and [`RecordedEvent`], which contexts' streams and events implement.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use baton_cuda_sys::{
@@ -17,14 +23,13 @@ use baton_cuda_sys::{
 };
 use serde_json::{Value, json};
 
-use crate::entry::CuResult;
-use crate::events::Event;
-use crate::graph::GraphExec;
+use crate::handle::Handle;
 use crate::kernels::{Args, KernelDef};
-use crate::log::{self, Exec, now_ns};
+use crate::log::{Exec, now_ns};
+use crate::machine::machine;
 use crate::memory::{AllocKind, MemoryTable, host_ptr};
-use crate::state::global;
-use crate::stream::{Command, Stream, StreamKind};
+use crate::result::CuResult;
+use crate::sync::lock;
 
 /// A kernel launch with its arguments copied at launch time.
 #[derive(Clone)]
@@ -74,7 +79,7 @@ pub(crate) enum Op {
         data: usize,
     },
     EventRecord {
-        event: Arc<Event>,
+        event: Arc<dyn RecordedEvent>,
         generation: u64,
     },
     EventWait {
@@ -103,29 +108,98 @@ pub(crate) enum Op {
     },
 }
 
+/// A graph under construction (by capture) or finished.
+pub(crate) struct Graph {
+    pub handle: Handle,
+    nodes: Mutex<Vec<Op>>,
+}
+
+impl Graph {
+    pub fn new(handle: Handle) -> Arc<Graph> {
+        Arc::new(Graph {
+            handle,
+            nodes: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Appends a node; its index.
+    pub fn push(&self, op: Op) -> usize {
+        let mut nodes = lock(&self.nodes);
+        nodes.push(op);
+        nodes.len() - 1
+    }
+
+    /// A copy of the nodes so far.
+    pub fn nodes(&self) -> Vec<Op> {
+        lock(&self.nodes).clone()
+    }
+}
+
+/// An instantiated graph: a snapshot of the graph's nodes.
+pub(crate) struct GraphExec {
+    pub handle: Handle,
+    pub nodes: Vec<Op>,
+}
+
+/// An event as an `event_record` command sees it (implemented by events).
+pub(crate) trait RecordedEvent: Send + Sync {
+    /// The event's short id, for the log.
+    fn short(&self) -> u64;
+    /// Called by the worker executing record `generation`, at `time_ns`.
+    fn complete(&self, generation: u64, time_ns: u64);
+}
+
+/// The context of the stream an operation executes on, as execution sees it (implemented by
+/// the state a context's streams share).
+pub(crate) trait ExecContext {
+    /// The context's short id, for the log.
+    fn short(&self) -> u64;
+    /// The context's sticky error, if it has one.
+    fn sticky(&self) -> CuResult<()>;
+    /// Records an error that makes the context unusable.
+    fn set_sticky(&self, code: CUresult);
+}
+
+/// The stream an operation executes on, as the log describes it.
+#[derive(Clone, Copy)]
+pub(crate) struct StreamInfo {
+    /// The stream's short id.
+    pub short: u64,
+    /// On a green context's stream: the SMs it runs on.
+    pub sms: Option<u32>,
+    /// Whether the stream is the legacy default stream.
+    pub legacy: bool,
+    /// Whether the stream is a per-thread default stream.
+    pub ptds: bool,
+}
+
 /// Where an operation executes: its stream and command, and its graph node if it is one.
-struct Site<'a> {
-    stream: &'a Stream,
+struct Site<'a, C> {
+    /// The stream's context; gone once the context is destroyed.
+    ctx: &'a Weak<C>,
+    stream: StreamInfo,
     cmd: u64,
     graph: Option<u64>,
     node: Option<usize>,
 }
 
-/// Executes one command of `stream` and logs it.
-pub(crate) fn run_command(stream: &Arc<Stream>, command: &Command) {
+/// Executes command `cmd` (its index on its stream) of the stream `stream` of `ctx`, and logs
+/// it.
+pub(crate) fn run_command<C: ExecContext>(op: &Op, ctx: &Weak<C>, stream: StreamInfo, cmd: u64) {
     execute(
-        &command.op,
+        op,
         &Site {
+            ctx,
             stream,
-            cmd: command.index,
+            cmd,
             graph: None,
             node: None,
         },
     );
 }
 
-fn execute(op: &Op, site: &Site<'_>) {
-    let ctx = site.stream.ctx.upgrade();
+fn execute<C: ExecContext>(op: &Op, site: &Site<'_, C>) {
+    let ctx = site.ctx.upgrade();
     let start_ns = now_ns();
     let result = match ctx.as_ref().map(|ctx| ctx.sticky()) {
         Some(Ok(())) => perform(op, site),
@@ -139,14 +213,14 @@ fn execute(op: &Op, site: &Site<'_>) {
         }
     }
     let (name, args, launch) = describe(op);
-    log::exec(&Exec {
+    let exec = Exec {
         op: label(op),
         name,
-        stream: site.stream.handle.short,
-        ctx: ctx.map_or(0, |ctx| ctx.handle.short),
+        stream: site.stream.short,
+        ctx: ctx.map_or(0, |ctx| ctx.short()),
         sms: site.stream.sms,
-        legacy: site.stream.kind == StreamKind::Legacy,
-        ptds: site.stream.kind == StreamKind::PerThread,
+        legacy: site.stream.legacy,
+        ptds: site.stream.ptds,
         cmd: site.cmd,
         args,
         start_ns,
@@ -157,17 +231,20 @@ fn execute(op: &Op, site: &Site<'_>) {
         error: result
             .err()
             .map(|code| code.name().unwrap_or("CUDA_ERROR_UNKNOWN")),
-    });
+    };
+    if let Some(log) = &machine().log {
+        log.exec(&exec);
+    }
 }
 
 fn memory() -> std::sync::RwLockReadGuard<'static, MemoryTable> {
-    global()
+    machine()
         .memory
         .read()
         .unwrap_or_else(PoisonError::into_inner)
 }
 
-fn perform(op: &Op, site: &Site<'_>) -> CuResult<()> {
+fn perform<C: ExecContext>(op: &Op, site: &Site<'_, C>) -> CuResult<()> {
     match op {
         Op::Kernel(launch) => {
             let extra = {
@@ -177,7 +254,7 @@ fn perform(op: &Op, site: &Site<'_>) -> CuResult<()> {
                     &mem,
                 )?
             };
-            let total = extra + global().kernel_extra;
+            let total = extra + machine().kernel_extra;
             if !total.is_zero() {
                 std::thread::sleep(total);
             }
@@ -247,6 +324,7 @@ fn perform(op: &Op, site: &Site<'_>) -> CuResult<()> {
         Op::Graph(exec) => {
             for (index, node) in exec.nodes.iter().enumerate() {
                 let node_site = Site {
+                    ctx: site.ctx,
                     stream: site.stream,
                     cmd: site.cmd,
                     graph: Some(exec.handle.short),
@@ -265,7 +343,7 @@ fn perform(op: &Op, site: &Site<'_>) -> CuResult<()> {
             unsafe { AtomicU32::from_ptr(ptr.cast()).store(*value, Ordering::Release) };
             Ok(())
         }
-        Op::MemFree { ptr } => global()
+        Op::MemFree { ptr } => machine()
             .memory
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -370,7 +448,7 @@ fn describe(op: &Op) -> (String, Vec<Value>, Option<Value>) {
             None,
         ),
         Op::HostFunc { func, data } => (name, vec![json!(*func as usize), json!(data)], None),
-        Op::EventRecord { event, .. } => (name, vec![json!(event.handle.short)], None),
+        Op::EventRecord { event, .. } => (name, vec![json!(event.short())], None),
         Op::EventWait { event } => (name, vec![json!(event)], None),
         Op::Graph(exec) => (
             name,

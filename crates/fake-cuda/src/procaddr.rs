@@ -20,26 +20,29 @@ use baton_cuda_sys::{
     cuuint64_t,
 };
 
-use crate::entry::{CuResult, exports, put_opt};
+use crate::entry::exports;
+use crate::machine::machine;
+use crate::result::{CuResult, put_opt};
 use crate::symbols::TABLE;
 use crate::{
-    capture, context, copy, device, events, graph, green, launch, log, memory, module, stream_api,
+    capture_api, context_api, copy, device, events_api, graph_api, green_api, launch, memory_api,
+    module_api, stream_api,
 };
 
 /// The address of the fake's export named `symbol`.
 pub(crate) fn exported(symbol: &str) -> Option<*mut c_void> {
     device::lookup(symbol)
         .or_else(|| lookup(symbol))
-        .or_else(|| context::lookup(symbol))
-        .or_else(|| memory::lookup(symbol))
+        .or_else(|| context_api::lookup(symbol))
+        .or_else(|| memory_api::lookup(symbol))
         .or_else(|| copy::lookup(symbol))
-        .or_else(|| module::lookup(symbol))
+        .or_else(|| module_api::lookup(symbol))
         .or_else(|| launch::lookup(symbol))
         .or_else(|| stream_api::lookup(symbol))
-        .or_else(|| capture::lookup(symbol))
-        .or_else(|| events::lookup(symbol))
-        .or_else(|| graph::lookup(symbol))
-        .or_else(|| green::lookup(symbol))
+        .or_else(|| capture_api::lookup(symbol))
+        .or_else(|| events_api::lookup(symbol))
+        .or_else(|| graph_api::lookup(symbol))
+        .or_else(|| green_api::lookup(symbol))
 }
 
 /// The exported symbol a base name resolves to, or why none does.
@@ -96,7 +99,9 @@ unsafe fn get_proc_address(
         }
         Err(_) => ("symbol_not_found", None),
     };
-    log::proc_address(name, version, flags, result, resolved);
+    if let Some(log) = &machine().log {
+        log.proc_address(name, version, flags, result, resolved);
+    }
     match found {
         Ok((_, ptr)) => {
             // SAFETY: `pfn` is writable (above) and `status` is NULL or writable.
@@ -132,16 +137,16 @@ mod tests {
     const ALL_EXPORTS: &[&[&str]] = &[
         device::EXPORTS,
         EXPORTS,
-        context::EXPORTS,
-        memory::EXPORTS,
+        context_api::EXPORTS,
+        memory_api::EXPORTS,
         copy::EXPORTS,
-        module::EXPORTS,
+        module_api::EXPORTS,
         launch::EXPORTS,
         stream_api::EXPORTS,
-        capture::EXPORTS,
-        events::EXPORTS,
-        graph::EXPORTS,
-        green::EXPORTS,
+        capture_api::EXPORTS,
+        events_api::EXPORTS,
+        graph_api::EXPORTS,
+        green_api::EXPORTS,
     ];
 
     #[test]

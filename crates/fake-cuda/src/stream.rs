@@ -1,4 +1,6 @@
-//! Streams: FIFO command queues, each drained by its own worker thread.
+//! Streams: FIFO command queues, each drained by its own worker thread, and what the streams of
+//! one context share ([`CtxStreams`]: their lists, the legacy stream and the sticky error,
+//! owned by the context).
 //!
 //! # Ordering
 //!
@@ -23,8 +25,12 @@
 //!
 //! Order: an event's state, then a context's `order`, then a stream's `state`; a worker holds
 //! no lock while it waits for dependencies or executes.
+//!
+//! Which stream a handle names for the calling thread (the NULL handle, the per-thread default
+//! stream) is decided in `current.rs`.
 
 use std::collections::VecDeque;
+use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
@@ -32,10 +38,14 @@ use std::time::Instant;
 use baton_cuda_sys::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, CUresult, CUstream};
 
 use crate::capture::{Shared, Slot};
-use crate::context::{self, Context};
-use crate::entry::CuResult;
-use crate::ops::{self, Op};
-use crate::state::{Handle, global, initialized, lock, raw_of, to_ptr, wait, wait_until};
+use crate::handle::{Handle, to_ptr};
+use crate::machine::machine;
+use crate::ops::{self, ExecContext, Op, StreamInfo};
+use crate::result::CuResult;
+use crate::sync::{lock, wait, wait_until};
+
+/// The greatest (most urgent) stream priority; 0 is the least.
+pub(crate) const GREATEST_PRIORITY: c_int = -5;
 
 /// Which default stream the NULL handle means for the symbol that was called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,11 +102,11 @@ impl Dep {
 }
 
 /// One queued command.
-pub(crate) struct Command {
+struct Command {
     /// Its index on the stream (0-based submission order).
-    pub index: u64,
+    index: u64,
     deps: Vec<Dep>,
-    pub op: Op,
+    op: Op,
 }
 
 /// What became of a submitted operation.
@@ -132,7 +142,8 @@ pub(crate) struct Stream {
     pub kind: StreamKind,
     pub flags: u32,
     pub priority: i32,
-    pub ctx: Weak<Context>,
+    /// What the streams of its context share; gone once the context is destroyed.
+    pub ctx: Weak<CtxStreams>,
     /// For a green context's stream: the SMs its kernels run on.
     pub sms: Option<u32>,
     state: Mutex<StreamState>,
@@ -145,7 +156,7 @@ impl Stream {
         kind: StreamKind,
         flags: u32,
         priority: i32,
-        ctx: Weak<Context>,
+        ctx: Weak<CtxStreams>,
         sms: Option<u32>,
     ) -> Arc<Stream> {
         let state = StreamState {
@@ -166,6 +177,16 @@ impl Stream {
             state: Mutex::new(state),
             changed: Condvar::new(),
         })
+    }
+
+    /// The stream as the log describes it.
+    fn info(&self) -> StreamInfo {
+        StreamInfo {
+            short: self.handle.short,
+            sms: self.sms,
+            legacy: self.kind == StreamKind::Legacy,
+            ptds: self.kind == StreamKind::PerThread,
+        }
     }
 
     /// Whether the stream synchronizes with the legacy stream as a blocking stream.
@@ -280,6 +301,90 @@ impl Stream {
     }
 }
 
+/// The explicit and per-thread streams of a context.
+#[derive(Default)]
+pub(crate) struct StreamLists {
+    /// Explicit blocking streams and per-thread default streams.
+    pub blocking: Vec<Arc<Stream>>,
+    pub nonblocking: Vec<Arc<Stream>>,
+}
+
+/// What the streams of one context share: its handle, its legacy default stream, the lists of
+/// its other streams (whose mutex is the context's submission order lock) and its sticky error.
+///
+/// The context owns it; each stream points back to it weakly, as to its context.
+pub(crate) struct CtxStreams {
+    /// The context's handle.
+    pub handle: Handle,
+    pub legacy: Arc<Stream>,
+    pub order: Mutex<StreamLists>,
+    sticky: Mutex<Option<CUresult>>,
+}
+
+impl CtxStreams {
+    /// The streams of the context `handle`: its legacy stream (handle `legacy`) so far.
+    pub fn new(handle: Handle, legacy: Handle) -> Arc<CtxStreams> {
+        Arc::new_cyclic(|weak| CtxStreams {
+            handle,
+            legacy: Stream::new(legacy, StreamKind::Legacy, 0, 0, weak.clone(), None),
+            order: Mutex::new(StreamLists::default()),
+            sticky: Mutex::new(None),
+        })
+    }
+
+    /// Everything outstanding on every stream of the context.
+    pub fn all_pending(&self) -> Vec<Dep> {
+        let streams = lock(&self.order);
+        let all = streams
+            .blocking
+            .iter()
+            .chain(&streams.nonblocking)
+            .chain(std::iter::once(&self.legacy));
+        all.filter_map(Stream::pending).collect()
+    }
+
+    /// Records an error that makes the context unusable.
+    pub fn set_sticky(&self, code: CUresult) {
+        lock(&self.sticky).get_or_insert(code);
+    }
+
+    /// The sticky error, as the result of a synchronizing call.
+    pub fn sticky(&self) -> CuResult<()> {
+        lock(&self.sticky).map_or(Ok(()), Err)
+    }
+
+    /// Adds an explicit or per-thread stream to the context.
+    pub fn add_stream(&self, stream: Arc<Stream>) {
+        let mut streams = lock(&self.order);
+        if stream.is_blocking() {
+            streams.blocking.push(stream)
+        } else {
+            streams.nonblocking.push(stream)
+        }
+    }
+
+    /// Removes a stream from the context.
+    pub fn remove_stream(&self, stream: &Stream) {
+        let mut streams = lock(&self.order);
+        streams.blocking.retain(|s| s.handle != stream.handle);
+        streams.nonblocking.retain(|s| s.handle != stream.handle);
+    }
+}
+
+impl ExecContext for CtxStreams {
+    fn short(&self) -> u64 {
+        self.handle.short
+    }
+
+    fn sticky(&self) -> CuResult<()> {
+        CtxStreams::sticky(self)
+    }
+
+    fn set_sticky(&self, code: CUresult) {
+        CtxStreams::set_sticky(self, code);
+    }
+}
+
 /// The worker loop of `stream`.
 fn run(stream: &Arc<Stream>) {
     loop {
@@ -298,25 +403,11 @@ fn run(stream: &Arc<Stream>) {
         for dep in &command.deps {
             dep.wait();
         }
-        ops::run_command(stream, &command);
+        ops::run_command(&command.op, &stream.ctx, stream.info(), command.index);
         lock(&stream.state).completed += 1;
         stream.changed.notify_all();
-        global().completed.fetch_add(1, Ordering::Release);
+        machine().completed.fetch_add(1, Ordering::Release);
     }
-}
-
-/// The stream a handle names, for a symbol whose NULL stream means `mode`.
-pub(crate) fn resolve(raw: CUstream, mode: DefaultStream) -> CuResult<Arc<Stream>> {
-    let g = initialized()?;
-    let per_thread =
-        raw == CU_STREAM_PER_THREAD || (raw.is_null() && mode == DefaultStream::PerThread);
-    if per_thread {
-        return context::per_thread_stream(&context::current()?);
-    }
-    if raw.is_null() || raw == CU_STREAM_LEGACY {
-        return Ok(Arc::clone(&context::current()?.legacy));
-    }
-    g.streams.get(raw_of(raw)).ok_or(CUresult::INVALID_HANDLE)
 }
 
 /// The handle value to hand back for `stream`.

@@ -10,19 +10,19 @@ use baton_cuda_sys::{
     CUstream, cuuint32_t,
 };
 
-use crate::context;
-use crate::entry::{CuResult, exports, put, put_opt};
-use crate::events;
+use crate::capture_api::potentially_unsafe;
+use crate::current;
+use crate::entry::exports;
+use crate::events_api;
+use crate::handle::{Kind, raw_of, to_ptr};
 use crate::ops::Op;
-use crate::state::{Kind, initialized, raw_of, to_ptr};
-use crate::stream::{self, DefaultStream, Stream, StreamKind};
-
-/// The greatest (most urgent) stream priority; 0 is the least.
-pub(crate) const GREATEST_PRIORITY: c_int = -5;
+use crate::result::{CuResult, put, put_opt};
+use crate::state::initialized;
+use crate::stream::{self, DefaultStream, GREATEST_PRIORITY, Stream, StreamKind};
 
 unsafe fn create(out: *mut CUstream, flags: c_uint, priority: c_int) -> CuResult<()> {
     let g = initialized()?;
-    let ctx = context::current()?;
+    let ctx = current::context()?;
     if out.is_null() || flags & !CU_STREAM_NON_BLOCKING != 0 {
         return Err(CUresult::INVALID_VALUE);
     }
@@ -37,10 +37,10 @@ unsafe fn create(out: *mut CUstream, flags: c_uint, priority: c_int) -> CuResult
         kind,
         flags,
         priority,
-        Arc::downgrade(&ctx),
+        Arc::downgrade(&ctx.streams),
         None,
     );
-    ctx.add_stream(Arc::clone(&stream));
+    ctx.streams.add_stream(Arc::clone(&stream));
     g.streams.insert(stream.handle.raw, Arc::clone(&stream));
     // SAFETY: `out` is not NULL and the caller guarantees it is writable.
     unsafe { put(out, stream::handle_of(&stream)) }
@@ -70,9 +70,9 @@ fn refuse_while_capturing(stream: &Stream) -> CuResult<()> {
 }
 
 fn synchronize(raw: CUstream, mode: DefaultStream) -> CuResult<()> {
-    let stream = stream::resolve(raw, mode)?;
+    let stream = current::stream(raw, mode)?;
     refuse_while_capturing(&stream)?;
-    crate::capture::potentially_unsafe()?;
+    potentially_unsafe()?;
     for dep in stream.sync_deps()? {
         dep.wait();
     }
@@ -84,9 +84,9 @@ fn synchronize(raw: CUstream, mode: DefaultStream) -> CuResult<()> {
 }
 
 fn query(raw: CUstream, mode: DefaultStream) -> CuResult<()> {
-    let stream = stream::resolve(raw, mode)?;
+    let stream = current::stream(raw, mode)?;
     refuse_while_capturing(&stream)?;
-    crate::capture::potentially_unsafe()?;
+    potentially_unsafe()?;
     stream
         .ctx
         .upgrade()
@@ -100,13 +100,13 @@ fn query(raw: CUstream, mode: DefaultStream) -> CuResult<()> {
 }
 
 unsafe fn get_priority(raw: CUstream, out: *mut c_int, mode: DefaultStream) -> CuResult<()> {
-    let stream = stream::resolve(raw, mode)?;
+    let stream = current::stream(raw, mode)?;
     // SAFETY: the caller guarantees `out` is NULL or writable.
     unsafe { put(out, stream.priority) }
 }
 
 unsafe fn get_flags(raw: CUstream, out: *mut c_uint, mode: DefaultStream) -> CuResult<()> {
-    let stream = stream::resolve(raw, mode)?;
+    let stream = current::stream(raw, mode)?;
     // SAFETY: the caller guarantees `out` is NULL or writable.
     unsafe { put(out, stream.flags) }
 }
@@ -117,7 +117,7 @@ unsafe fn get_ctx(
     green: *mut CUgreenCtx,
     mode: DefaultStream,
 ) -> CuResult<()> {
-    let stream = stream::resolve(raw, mode)?;
+    let stream = current::stream(raw, mode)?;
     let ctx = stream.ctx.upgrade().ok_or(CUresult::INVALID_CONTEXT)?;
     // SAFETY: the caller guarantees `out` is NULL or writable and `green` NULL or writable.
     unsafe {
@@ -131,6 +131,7 @@ unsafe fn get_ctx(
 fn check_word(addr: CUdeviceptr) -> CuResult<()> {
     let g = initialized()?;
     let mem = g
+        .machine
         .memory
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -146,7 +147,7 @@ fn wait_value(
     flags: c_uint,
     mode: DefaultStream,
 ) -> CuResult<()> {
-    let stream = stream::resolve(raw, mode)?;
+    let stream = current::stream(raw, mode)?;
     if flags & !(CU_STREAM_WAIT_VALUE_FLUSH | CU_STREAM_WAIT_VALUE_NOR) != 0 {
         return Err(CUresult::INVALID_VALUE);
     }
@@ -163,7 +164,7 @@ fn write_value(
     flags: c_uint,
     mode: DefaultStream,
 ) -> CuResult<()> {
-    let stream = stream::resolve(raw, mode)?;
+    let stream = current::stream(raw, mode)?;
     if flags & !CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER != 0 {
         return Err(CUresult::INVALID_VALUE);
     }
@@ -195,10 +196,10 @@ exports! {
     fn cuStreamQuery_ptsz(hStream: CUstream): PFN_cuStreamQuery => query(hStream, PerThread);
     /// Makes later work of the stream wait for the event's latest record.
     fn cuStreamWaitEvent(hStream: CUstream, hEvent: CUevent, flags: c_uint): PFN_cuStreamWaitEvent
-        => events::stream_wait(hStream, hEvent, flags, Legacy);
+        => events_api::stream_wait(hStream, hEvent, flags, Legacy);
     /// Per-thread-default-stream form of `cuStreamWaitEvent`.
     fn cuStreamWaitEvent_ptsz(hStream: CUstream, hEvent: CUevent, flags: c_uint): PFN_cuStreamWaitEvent
-        => events::stream_wait(hStream, hEvent, flags, PerThread);
+        => events_api::stream_wait(hStream, hEvent, flags, PerThread);
     /// Returns the stream's priority.
     fn cuStreamGetPriority(hStream: CUstream, priority: *mut c_int): PFN_cuStreamGetPriority
         => get_priority(hStream, priority, Legacy);

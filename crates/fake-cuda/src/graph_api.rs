@@ -1,47 +1,22 @@
-//! Graphs: what a stream capture recorded, instantiated into an executable graph that a
-//! `cuGraphLaunch` runs as one command, node after node, on the launching stream.
+//! Graph entry points: instantiating what a stream capture recorded into an executable graph,
+//! launching and uploading it, and destroying both (the graph types are in `ops.rs`).
 
 use std::ffi::c_char;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use baton_cuda_sys::{CUgraph, CUgraphExec, CUgraphNode, CUresult, CUstream};
 
-use crate::entry::{CuResult, exports, put, put_opt};
-use crate::ops::Op;
-use crate::state::{Global, Handle, Kind, initialized, lock, raw_of, to_ptr};
-use crate::stream::{self, DefaultStream};
+use crate::current;
+use crate::entry::exports;
+use crate::handle::{Kind, raw_of, to_ptr};
+use crate::ops::{GraphExec, Op};
+use crate::result::{CuResult, put, put_opt};
+use crate::state::initialized;
+use crate::stream::DefaultStream;
 
 /// The `cuGraphInstantiateWithFlags` flags the fake accepts (all it knows of; none changes
 /// what it does): auto-free on launch, upload, device launch, use node priority.
 const INSTANTIATE_FLAGS: u64 = 0x1 | 0x2 | 0x4 | 0x8;
-
-/// A graph under construction (by capture) or finished.
-pub(crate) struct Graph {
-    pub handle: Handle,
-    nodes: Mutex<Vec<Op>>,
-}
-
-impl Graph {
-    pub fn new(g: &Global) -> Arc<Graph> {
-        Arc::new(Graph {
-            handle: g.handle(Kind::Graph),
-            nodes: Mutex::new(Vec::new()),
-        })
-    }
-
-    /// Appends a node; its index.
-    pub fn push(&self, op: Op) -> usize {
-        let mut nodes = lock(&self.nodes);
-        nodes.push(op);
-        nodes.len() - 1
-    }
-}
-
-/// An instantiated graph: a snapshot of the graph's nodes.
-pub(crate) struct GraphExec {
-    pub handle: Handle,
-    pub nodes: Vec<Op>,
-}
 
 unsafe fn instantiate(out: *mut CUgraphExec, graph: CUgraph, flags: u64) -> CuResult<()> {
     let g = initialized()?;
@@ -54,7 +29,7 @@ unsafe fn instantiate(out: *mut CUgraphExec, graph: CUgraph, flags: u64) -> CuRe
     }
     let exec = Arc::new(GraphExec {
         handle: g.handle(Kind::GraphExec),
-        nodes: lock(&graph.nodes).clone(),
+        nodes: graph.nodes(),
     });
     g.execs.insert(exec.handle.raw, Arc::clone(&exec));
     // SAFETY: `out` is not NULL and the caller guarantees it is writable.
@@ -82,14 +57,14 @@ unsafe fn instantiate_v1(
 fn launch(exec: CUgraphExec, raw: CUstream, mode: DefaultStream) -> CuResult<()> {
     let g = initialized()?;
     let exec = g.execs.get(raw_of(exec)).ok_or(CUresult::INVALID_HANDLE)?;
-    let stream = stream::resolve(raw, mode)?;
+    let stream = current::stream(raw, mode)?;
     stream.submit(Op::Graph(exec), Vec::new()).map(drop)
 }
 
 fn upload(exec: CUgraphExec, raw: CUstream, mode: DefaultStream) -> CuResult<()> {
     let g = initialized()?;
     let exec = g.execs.get(raw_of(exec)).ok_or(CUresult::INVALID_HANDLE)?;
-    let stream = stream::resolve(raw, mode)?;
+    let stream = current::stream(raw, mode)?;
     stream
         .submit(
             Op::GraphUpload {
