@@ -11,7 +11,7 @@
 //! - The version-1 forms take 32-bit device addresses and sizes.
 
 use std::ffi::{c_uint, c_ushort, c_void};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use baton_cuda_sys::{CUdeviceptr, CUdeviceptr_v1, CUresult, CUstream};
 
@@ -48,12 +48,7 @@ fn classify(addr: u64, len: usize, side: Side) -> CuResult<(bool, bool)> {
         return Err(CUresult::INVALID_VALUE);
     }
     let g = initialized()?;
-    let kind = g
-        .machine
-        .memory
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .kind_of(addr, len);
+    let kind = baton_core::locks::read(&g.machine.memory).kind_of(addr, len);
     match (side, kind) {
         (Side::Device, None) => Err(CUresult::INVALID_VALUE),
         (_, Some(kind)) => Ok((true, kind != AllocKind::Host)),
@@ -140,11 +135,7 @@ fn fill(
     }
     let len = elem.checked_mul(count).ok_or(CUresult::INVALID_VALUE)?;
     let g = initialized()?;
-    let mem = g
-        .machine
-        .memory
-        .read()
-        .unwrap_or_else(PoisonError::into_inner);
+    let mem = baton_core::locks::read(&g.machine.memory);
     mem.access(dst, len, elem)
         .map_err(|_| CUresult::INVALID_VALUE)?;
     drop(mem);

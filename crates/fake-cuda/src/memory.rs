@@ -19,7 +19,7 @@
 
 use std::alloc::Layout;
 use std::collections::BTreeMap;
-use std::sync::{PoisonError, RwLock};
+use std::sync::RwLock;
 
 use baton_cuda_sys::CUresult;
 
@@ -146,10 +146,7 @@ pub(crate) fn allocate(table: &RwLock<MemoryTable>, size: usize, kind: AllocKind
             ptr.expose_provenance() as u64
         }
     };
-    table
-        .write()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(addr, size, kind);
+    baton_core::locks::write(table).insert(addr, size, kind);
     Ok(addr)
 }
 

@@ -5,7 +5,6 @@
 //! queued command only marks their place in stream order (and in the log).
 
 use std::ffi::{c_uint, c_void};
-use std::sync::PoisonError;
 
 use baton_cuda_sys::{
     CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_WRITECOMBINED,
@@ -28,11 +27,7 @@ fn free_now(g: &Global, addr: u64, kinds: &[AllocKind]) -> CuResult<()> {
             dep.wait();
         }
     }
-    g.machine
-        .memory
-        .write()
-        .unwrap_or_else(PoisonError::into_inner)
-        .free(addr, kinds)
+    baton_core::locks::write(&g.machine.memory).free(addr, kinds)
 }
 
 fn mem_alloc(out: *mut CUdeviceptr, size: usize) -> CuResult<()> {
@@ -57,10 +52,7 @@ fn mem_alloc_v1(out: *mut CUdeviceptr_v1, size: c_uint) -> CuResult<()> {
     let memory = &g.machine.memory;
     let addr = allocate(memory, size as usize, AllocKind::Device32)?;
     let Ok(addr32) = u32::try_from(addr) else {
-        let _ = memory
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .free(addr, &[AllocKind::Device32]);
+        let _ = baton_core::locks::write(memory).free(addr, &[AllocKind::Device32]);
         return Err(CUresult::OUT_OF_MEMORY);
     };
     // SAFETY: `out` is not NULL and the caller guarantees it is writable.
@@ -98,12 +90,7 @@ fn host_free(ptr: *mut c_void) -> CuResult<()> {
 fn mem_get_info(free: *mut usize, total: *mut usize) -> CuResult<()> {
     let g = initialized()?;
     current::context()?;
-    let used = g
-        .machine
-        .memory
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .used();
+    let used = baton_core::locks::read(&g.machine.memory).used();
     // SAFETY: the caller guarantees both pointers are NULL or writable.
     unsafe {
         put(free, TOTAL_MEMORY.saturating_sub(used))?;
@@ -145,11 +132,7 @@ fn free_async(addr: CUdeviceptr, raw: CUstream, mode: DefaultStream) -> CuResult
         return Err(CUresult::STREAM_CAPTURE_UNSUPPORTED);
     }
     potentially_unsafe()?;
-    g.machine
-        .memory
-        .write()
-        .unwrap_or_else(PoisonError::into_inner)
-        .mark_freeing(addr)?;
+    baton_core::locks::write(&g.machine.memory).mark_freeing(addr)?;
     stream
         .submit(Op::MemFree { ptr: addr }, Vec::new())
         .map(drop)

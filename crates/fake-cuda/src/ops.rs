@@ -14,7 +14,7 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use baton_cuda_sys::{
@@ -238,10 +238,7 @@ fn execute<C: ExecContext>(op: &Op, site: &Site<'_, C>) {
 }
 
 fn memory() -> std::sync::RwLockReadGuard<'static, MemoryTable> {
-    machine()
-        .memory
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
+    baton_core::locks::read(&machine().memory)
 }
 
 fn perform<C: ExecContext>(op: &Op, site: &Site<'_, C>) -> CuResult<()> {
@@ -343,10 +340,7 @@ fn perform<C: ExecContext>(op: &Op, site: &Site<'_, C>) -> CuResult<()> {
             unsafe { AtomicU32::from_ptr(ptr.cast()).store(*value, Ordering::Release) };
             Ok(())
         }
-        Op::MemFree { ptr } => machine()
-            .memory
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
+        Op::MemFree { ptr } => baton_core::locks::write(&machine().memory)
             .free(*ptr, &[AllocKind::Device, AllocKind::Device32])
             .map_err(|_| CUresult::ILLEGAL_ADDRESS),
     }

@@ -130,11 +130,7 @@ unsafe fn get_ctx(
 /// Checks that `addr` is a 4-byte aligned word of device-accessible memory.
 fn check_word(addr: CUdeviceptr) -> CuResult<()> {
     let g = initialized()?;
-    let mem = g
-        .machine
-        .memory
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mem = baton_core::locks::read(&g.machine.memory);
     mem.access(addr, 4, 4)
         .map(drop)
         .map_err(|_| CUresult::INVALID_VALUE)

@@ -140,10 +140,7 @@ unsafe extern "C" fn probe(data: *mut c_void) {
     // SAFETY: `word` points into pinned memory that stays allocated until the scenario has
     // synchronized every stream, which happens after this call.
     let value = unsafe { (*probe.word).load(Ordering::Acquire) };
-    CALLS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push((probe.tag, value));
+    baton_core::locks::lock(&CALLS).push((probe.tag, value));
 }
 
 /// Host functions run in stream order, after the work before them and before the work after.
@@ -166,10 +163,7 @@ pub fn host_func(s: &Session) -> Result<String, AppError> {
     call(LEGACY, 3)?;
     g.sync(LEGACY)?;
     g.sync(stream)?;
-    let calls = CALLS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let calls = baton_core::locks::lock(&CALLS).clone();
     ensure(calls == [(1, 5), (2, 6), (3, 16)], || {
         format!("host function calls {calls:?}")
     })?;

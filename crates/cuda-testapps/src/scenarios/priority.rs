@@ -194,7 +194,7 @@ pub fn gil(s: &Session) -> Result<String, AppError> {
             let low = low_addr as baton_cuda_sys::CUstream;
             g.set_current(s.ctx)?;
             for step in 0..GIL_STEPS {
-                let held = lock.lock().unwrap_or_else(|p| p.into_inner());
+                let held = baton_core::locks::lock(&lock);
                 for i in 0..GIL_STEP_KERNELS {
                     let tag = 1000 + step * GIL_STEP_KERNELS + i;
                     g.launch(k.append, low, &[Ptr(log_low), Ptr(counter_low), I32(tag)])?;
@@ -208,7 +208,7 @@ pub fn gil(s: &Session) -> Result<String, AppError> {
         });
         for r in 0..GIL_REQUESTS {
             std::thread::sleep(Duration::from_millis(3));
-            let held = lock.lock().unwrap_or_else(|p| p.into_inner());
+            let held = baton_core::locks::lock(&lock);
             for i in 0..GIL_REQUEST_KERNELS {
                 let tag = r * GIL_REQUEST_KERNELS + i;
                 g.launch(

@@ -44,7 +44,7 @@ struct ManualHw(Arc<Mutex<(u64, u64)>>);
 
 impl ManualHw {
     fn complete_all(&self) {
-        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = baton_core::locks::lock(&self.0);
         g.1 = g.0;
     }
 }
@@ -57,17 +57,17 @@ impl HwQueue for ManualHw {
         Level::L1
     }
     fn launch(&self, _cmd: Cmd) -> Result<(), HwError> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).0 += 1;
+        baton_core::locks::lock(&self.0).0 += 1;
         Ok(())
     }
     fn sync_point(&self) -> Result<u64, HwError> {
-        Ok(self.0.lock().unwrap_or_else(|p| p.into_inner()).0)
+        Ok(baton_core::locks::lock(&self.0).0)
     }
     fn is_reached(&self, sp: &u64) -> Result<bool, HwError> {
-        Ok(self.0.lock().unwrap_or_else(|p| p.into_inner()).1 >= *sp)
+        Ok(baton_core::locks::lock(&self.0).1 >= *sp)
     }
     fn query_idle(&self) -> Result<bool, HwError> {
-        let g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let g = baton_core::locks::lock(&self.0);
         Ok(g.1 >= g.0)
     }
     fn wait(&self, sp: &u64) -> Result<(), HwError> {
