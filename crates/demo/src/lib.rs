@@ -20,7 +20,7 @@ mod trace;
 mod virtual_time;
 
 pub use phase::{Phase, PhaseResult, Role};
-pub use report::{DemoReport, percentile};
+pub use report::DemoReport;
 pub use scenario::{Scenario, ScenarioError, SpanRange};
 pub use trace::Trace;
 

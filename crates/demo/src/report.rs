@@ -2,25 +2,11 @@
 
 use std::fmt::Write as _;
 
-use baton_core::{Level, Nanos};
+use baton_core::{Level, percentile};
 use baton_sim::TimeMode;
 use serde_json::{Value, json};
 
 use crate::{Phase, PhaseResult, Scenario};
-
-/// The `q`-th percentile (0.0–1.0) of ascending `sorted` samples, by nearest rank; zero when
-/// there are none.
-#[expect(
-    clippy::cast_possible_truncation,
-    reason = "the rank is clamped to 1..=len; float-to-int casts saturate"
-)]
-pub fn percentile(sorted: &[Nanos], q: f64) -> Nanos {
-    if sorted.is_empty() {
-        return Nanos::ZERO;
-    }
-    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
 
 /// Everything a demo run measured, with the targets it is judged by.
 #[derive(Clone, Debug)]
@@ -231,20 +217,4 @@ fn ratio(a: f64, b: f64) -> f64 {
 
 fn ms(us: f64) -> String {
     format!("{:.3} ms", us / 1000.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let v: Vec<Nanos> = (1..=100).map(Nanos).collect();
-        assert_eq!(percentile(&v, 0.5), Nanos(50));
-        assert_eq!(percentile(&v, 0.99), Nanos(99));
-        assert_eq!(percentile(&v, 1.0), Nanos(100));
-        assert_eq!(percentile(&v, 0.0), Nanos(1));
-        assert_eq!(percentile(&[], 0.5), Nanos::ZERO);
-        assert_eq!(percentile(&[Nanos(7)], 0.99), Nanos(7));
-    }
 }

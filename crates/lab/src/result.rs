@@ -1,6 +1,6 @@
 //! What a lab run measured, and the statistics tests and plots need.
 
-use baton_core::Nanos;
+use baton_core::{Nanos, percentile};
 use baton_scheduler::OpRecord;
 use serde_json::{Value, json};
 
@@ -53,19 +53,6 @@ impl ClientResult {
         self.deadline
             .map_or(0, |d| self.jobs.iter().filter(|j| j.latency() > d).count())
     }
-}
-
-/// The `q`-quantile of ascending `sorted`, by nearest rank; zero when empty.
-#[expect(
-    clippy::cast_possible_truncation,
-    reason = "the rank is clamped to 1..=len; float-to-int casts saturate"
-)]
-pub fn percentile(sorted: &[Nanos], q: f64) -> Nanos {
-    if sorted.is_empty() {
-        return Nanos::ZERO;
-    }
-    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 /// Everything a run measured.

@@ -59,7 +59,7 @@ fn awf_focused_app_p99_3055_us_vs_3000_alone() {
             .map(|j| j.latency())
             .collect();
         l.sort_unstable();
-        baton_lab::percentile(&l, 0.99)
+        baton_core::percentile(&l, 0.99)
     };
     let focused = p99(Nanos::ZERO, Nanos::from_secs(5));
     let unfocused = jobs

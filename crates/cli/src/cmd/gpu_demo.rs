@@ -110,7 +110,7 @@ fn open() -> Result<(&'static Driver, Ctx), String> {
 /// The `q`-th percentile of latencies, in µs.
 fn pct(v: &mut [Nanos], q: f64) -> f64 {
     v.sort_unstable();
-    baton_demo::percentile(v, q).0 as f64 / 1e3
+    baton_core::percentile(v, q).0 as f64 / 1e3
 }
 
 /// Multiply-adds for `us` of work at `per_us` per microsecond.
