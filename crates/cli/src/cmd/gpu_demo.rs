@@ -4,8 +4,8 @@
 //! (1–5 ms of work). Four runs: HP alone, BE alone, both natively (the GPU time-slices the two
 //! processes), and both under Baton (`baton run --priority 10` / `--priority 0 --level 3`, one
 //! daemon). The clients are this same binary (`baton demo --gpu-worker hp|be`), driving the
-//! GPU through the driver API with kernels JIT-compiled from PTX (`selftest.rs`): no CUDA
-//! toolkit needed.
+//! GPU through the driver API with kernels JIT-compiled from PTX (`baton_cuda::probe`): no
+//! CUDA toolkit needed.
 
 use std::ffi::c_uint;
 use std::path::Path;
@@ -13,11 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use baton_core::Nanos;
-use baton_cuda::Driver;
-use baton_cuda::sys::{CUdevice, CUevent};
+use baton_cuda::probe::{self, Context, Kernels, ProbeError};
 use serde_json::{Value, json};
-
-use super::selftest::{Ctx, ck, need, prepare, primary, spin, sync, work};
 
 /// What the clients do; the parent passes it on the command line.
 #[derive(Clone, Debug)]
@@ -58,29 +55,7 @@ impl Plan {
 
 /// The first GPU's name, if a CUDA driver with a device is here.
 pub fn available() -> Option<String> {
-    let handle = baton_cuda::open_library(None).ok()?;
-    // SAFETY: the driver's own exports, whose C signatures the table declares.
-    let d = unsafe { Driver::resolve(|name| libc::dlsym(handle, name.as_ptr())) };
-    let mut count = 0;
-    let mut name = [0 as std::ffi::c_char; 128];
-    let mut dev: CUdevice = 0;
-    // SAFETY: flags 0; valid out-pointers; `name` holds 128 bytes.
-    unsafe {
-        if !d.cuInit?(0).is_success() || !d.cuDeviceGetCount?(&mut count).is_success() || count < 1
-        {
-            return None;
-        }
-        if d.cuDeviceGet?(&mut dev, 0).is_success() {
-            let _ = d.cuDeviceGetName?(name.as_mut_ptr(), 127, dev);
-        }
-    }
-    name[127] = 0;
-    // SAFETY: NUL-terminated just above.
-    Some(
-        unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    probe::first_device_name(probe::open_driver(None).ok()?)
 }
 
 /// A small deterministic generator (xorshift) for kernel lengths.
@@ -95,16 +70,11 @@ impl Rng {
     }
 }
 
-fn open() -> Result<(&'static Driver, Ctx), String> {
-    let handle = baton_cuda::open_library(None)?;
-    // SAFETY: the driver's exports (Baton's hooks for the intercepted ones when this client
-    // runs under `baton run`), whose C signatures the table declares.
-    let d: &'static Driver = Box::leak(Box::new(unsafe {
-        Driver::resolve(|n| libc::dlsym(handle, n.as_ptr()))
-    }));
-    let (_, ctx) = primary(d, 0)?;
-    let c = prepare(d, ctx)?;
-    Ok((d, c))
+/// The kernels on the first device, through the driver's exports (Baton's hooks for the
+/// intercepted ones when this client runs under `baton run`).
+fn open() -> Result<Kernels, ProbeError> {
+    let d = probe::open_driver(None)?;
+    Kernels::load(&Context::primary(d, 0)?)
 }
 
 /// The `q`-th percentile of latencies, in µs.
@@ -124,9 +94,9 @@ fn iters(us: u64, per_us: f64) -> u64 {
 
 /// The latency-critical client: `hp_kernels` short kernels per request, then a wait.
 pub fn hp_worker(p: &Plan, out: &Path) -> Result<(), String> {
-    let (d, c) = open()?;
-    spin(d, &c, 1_000, 1, 32)?;
-    sync(d, &c)?;
+    let k = open().map_err(|e| e.to_string())?;
+    k.spin(1_000, 1, 32).map_err(|e| e.to_string())?;
+    k.sync().map_err(|e| e.to_string())?;
     let mut rng = Rng(p.seed | 1);
     let (mut lat, mut busy) = (Vec::new(), 0.0);
     let period = Duration::from_secs_f64(p.hp_period_ms / 1e3);
@@ -135,9 +105,10 @@ pub fn hp_worker(p: &Plan, out: &Path) -> Result<(), String> {
     while start.elapsed().as_secs_f64() < p.seconds {
         let t0 = Instant::now();
         for _ in 0..p.hp_kernels {
-            spin(d, &c, rng.between(p.hp_kernel_us) * 1000, 66, 128)?;
+            k.spin(rng.between(p.hp_kernel_us) * 1000, 66, 128)
+                .map_err(|e| e.to_string())?;
         }
-        sync(d, &c)?;
+        k.sync().map_err(|e| e.to_string())?;
         let took = t0.elapsed();
         lat.push(Nanos(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX)));
         busy += took.as_secs_f64();
@@ -164,50 +135,42 @@ pub fn be_worker(
     ready: Option<&Path>,
     stop: Option<&Path>,
 ) -> Result<(), String> {
-    let (d, c) = open()?;
+    let e = |e: ProbeError| e.to_string();
+    let k = open().map_err(e)?;
     let grid: c_uint = 132 * 4;
     // Calibrate: how many multiply-adds take a microsecond with the GPU to ourselves.
-    work(d, &c, 10_000, grid, 256)?;
-    sync(d, &c)?;
+    k.work(10_000, grid, 256).map_err(e)?;
+    k.sync().map_err(e)?;
     let t0 = Instant::now();
-    work(d, &c, 400_000, grid, 256)?;
-    sync(d, &c)?;
+    k.work(400_000, grid, 256).map_err(e)?;
+    k.sync().map_err(e)?;
     let per_us = 400_000.0 / (t0.elapsed().as_secs_f64() * 1e6).max(1.0);
-    let create = need(d.cuEventCreate, "cuEventCreate")?;
-    let record = need(d.cuEventRecord, "cuEventRecord")?;
-    let wait = need(d.cuEventSynchronize, "cuEventSynchronize")?;
     let depth = p.be_depth.max(1) as usize;
-    let mut events: Vec<CUevent> = vec![std::ptr::null_mut(); depth];
-    for e in &mut events {
-        // SAFETY: a valid out-pointer; flag 2 = CU_EVENT_DISABLE_TIMING.
-        ck("cuEventCreate", unsafe { create(e, 2) })?;
-    }
+    let events = k.event_ring(depth).map_err(e)?;
     if let Some(r) = ready {
         std::fs::write(r, b"").map_err(|e| e.to_string())?;
     }
     let mut rng = Rng((p.seed ^ 0x9e37_79b9) | 1);
-    let (mut k, mut done_us) = (0usize, 0.0);
+    let (mut n, mut done_us) = (0usize, 0.0);
     let start = Instant::now();
     let over = |start: Instant| match stop {
         Some(s) => s.exists() || start.elapsed().as_secs_f64() > p.seconds * 4.0 + 60.0,
         None => start.elapsed().as_secs_f64() > p.seconds,
     };
     while !over(start) {
-        let slot = k % depth;
-        if k >= depth {
-            // SAFETY: a live event.
-            ck("cuEventSynchronize", unsafe { wait(events[slot]) })?;
+        let slot = n % depth;
+        if n >= depth {
+            events.wait(slot).map_err(e)?;
         }
         let us = rng.between(p.be_kernel_us);
-        work(d, &c, iters(us, per_us), grid, 256)?;
-        // SAFETY: a live event and stream.
-        ck("cuEventRecord", unsafe { record(events[slot], c.stream) })?;
+        k.work(iters(us, per_us), grid, 256).map_err(e)?;
+        events.record(slot).map_err(e)?;
         done_us += us as f64;
-        k += 1;
+        n += 1;
     }
-    sync(d, &c)?;
+    k.sync().map_err(e)?;
     let wall = start.elapsed().as_secs_f64();
-    let v = json!({"kernels": k, "throughput": done_us / 1e6 / wall, "iters_per_us": per_us});
+    let v = json!({"kernels": n, "throughput": done_us / 1e6 / wall, "iters_per_us": per_us});
     std::fs::write(out, v.to_string()).map_err(|e| e.to_string())
 }
 

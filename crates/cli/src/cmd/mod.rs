@@ -10,6 +10,5 @@ pub mod list;
 pub mod policy;
 pub mod priority;
 pub mod run;
-pub mod selftest;
 pub mod top;
 pub mod trace;
