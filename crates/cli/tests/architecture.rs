@@ -63,6 +63,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "baton-demo",
         &[
             "baton-core",
+            "baton-cuda",
             "baton-policies",
             "baton-scheduler",
             "baton-sim",

@@ -4,7 +4,6 @@ pub mod config;
 pub mod daemon;
 pub mod demo;
 pub mod doctor;
-pub mod gpu_demo;
 pub mod hint;
 pub mod list;
 pub mod policy;
