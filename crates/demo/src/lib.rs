@@ -13,8 +13,10 @@
 //! and a scheduler thread: what a live process does).
 //!
 //! [`gpu`] runs the same four phases on a CUDA GPU with real processes and reports the same
-//! [`DemoFigures`].
+//! [`DemoFigures`]. [`chrome_trace`] is the Chrome-trace writer of the demo's [`Trace`] and of
+//! `baton trace`.
 
+pub mod chrome_trace;
 mod clients;
 pub mod gpu;
 mod phase;
@@ -31,7 +33,7 @@ pub use scenario::{Scenario, ScenarioError, SpanRange};
 pub use summary::{
     DemoDevice, DemoFigures, DemoSummary, DemoTime, ScenarioSummary, SimulatedDetails,
 };
-pub use trace::Trace;
+pub use trace::{DemoEventArgs, Trace};
 
 use baton_core::XQueueError;
 use baton_sim::TimeMode;
