@@ -19,16 +19,20 @@
 pub mod chrome_trace;
 mod clients;
 pub mod gpu;
+mod jobs;
 mod phase;
 mod real_time;
 mod report;
+mod route;
 mod scenario;
 mod summary;
 mod trace;
 mod virtual_time;
 
+pub use jobs::{Job, JobTracker};
 pub use phase::{Phase, PhaseResult, Role};
 pub use report::DemoReport;
+pub use route::Route;
 pub use scenario::{Scenario, ScenarioError, SpanRange};
 pub use summary::{
     DemoDevice, DemoFigures, DemoSummary, DemoTime, ScenarioSummary, SimulatedDetails,

@@ -17,8 +17,13 @@ pub struct SpanRange {
 
 impl SpanRange {
     /// `low..=high`.
-    pub fn new(low: Nanos, high: Nanos) -> SpanRange {
+    pub const fn new(low: Nanos, high: Nanos) -> SpanRange {
         SpanRange { low, high }
+    }
+
+    /// Always `d`.
+    pub const fn fixed(d: Nanos) -> SpanRange {
+        SpanRange { low: d, high: d }
     }
 
     /// Parses `"A-B"` or `"A"` where the numbers count `unit`s.
