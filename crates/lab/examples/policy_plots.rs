@@ -8,12 +8,12 @@
 
 use baton_core::{LaunchConfig, Level, Nanos};
 use baton_lab::{
-    Action, Announce, ClientSpec, ContextSpec, LabResult, LabSpec, Span, Workload, run,
+    Action, Announce, ClientSpec, ContextSpec, LabResult, LabSpec, LabSummary, Span, Workload, run,
 };
 use baton_policies::{GlobalHint, Hint, ProcessHint, Slo, by_name};
 use baton_scheduler::ProcessFacts;
 use baton_sim::SimConfig;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 const US: fn(u64) -> Nanos = Nanos::from_micros;
 const MS: fn(u64) -> Nanos = Nanos::from_millis;
@@ -321,14 +321,50 @@ fn prepreempt() -> Plot {
     }
 }
 
-fn to_json(p: &Plot) -> Value {
-    json!({
-        "policy": p.name,
-        "title": p.title,
-        "command": "cargo run --release -p baton-lab --example policy_plots",
-        "runs": p.runs.iter().map(|(label, r)| json!({"label": label, "result": r.to_json()})).collect::<Vec<_>>(),
-        "lines": p.lines.iter().map(|(l, ms)| json!({"label": l, "ms": ms})).collect::<Vec<_>>(),
-    })
+/// What `scripts/plot-policies.py` reads: the runs of one plot and its reference lines.
+#[derive(Serialize)]
+struct PlotDocument<'a> {
+    /// `baton.lab.plot/1`.
+    schema: &'static str,
+    policy: &'a str,
+    title: &'a str,
+    command: &'static str,
+    runs: Vec<RunDocument<'a>>,
+    lines: Vec<LineDocument<'a>>,
+}
+
+#[derive(Serialize)]
+struct RunDocument<'a> {
+    label: &'a str,
+    result: LabSummary,
+}
+
+#[derive(Serialize)]
+struct LineDocument<'a> {
+    label: &'a str,
+    ms: f64,
+}
+
+fn document(p: &Plot) -> PlotDocument<'_> {
+    PlotDocument {
+        schema: "baton.lab.plot/1",
+        policy: p.name,
+        title: &p.title,
+        command: "cargo run --release -p baton-lab --example policy_plots",
+        runs: p
+            .runs
+            .iter()
+            .map(|(label, r)| RunDocument {
+                label,
+                result: r.summary(),
+            })
+            .collect(),
+        lines: p
+            .lines
+            .iter()
+            .map(|(label, ms)| LineDocument { label, ms: *ms })
+            .collect(),
+    }
 }
 
 fn main() -> std::io::Result<()> {
@@ -338,7 +374,7 @@ fn main() -> std::io::Result<()> {
     std::fs::create_dir_all(&out)?;
     for p in plots() {
         let path = format!("{out}/{}.json", p.name);
-        let text = serde_json::to_string(&to_json(&p)).unwrap_or_default();
+        let text = serde_json::to_string(&document(&p)).unwrap_or_default();
         std::fs::write(&path, text + "\n")?;
         println!("wrote {path}");
     }

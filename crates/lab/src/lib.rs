@@ -18,6 +18,6 @@ mod run;
 mod spec;
 
 pub use client::Job;
-pub use result::{ClientResult, LabResult};
+pub use result::{ClientResult, ClientSummary, CounterSummary, LabResult, LabSummary};
 pub use run::run;
 pub use spec::{Action, Announce, ClientSpec, ContextSpec, LabSpec, Span, Workload};
