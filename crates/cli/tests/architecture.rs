@@ -73,6 +73,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "baton-lab",
         &[
             "baton-core",
+            "baton-demo",
             "baton-policies",
             "baton-protocol",
             "baton-scheduler",
