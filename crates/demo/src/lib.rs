@@ -33,7 +33,7 @@ pub use jobs::{Job, JobTracker};
 pub use phase::{Phase, PhaseResult, Role};
 pub use report::DemoReport;
 pub use route::Route;
-pub use scenario::{Scenario, ScenarioError, SpanRange};
+pub use scenario::{Scenario, ScenarioError, SpanRange, SpanRangeError};
 pub use summary::{
     DemoDevice, DemoFigures, DemoSummary, DemoTime, ScenarioSummary, SimulatedDetails,
 };

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use baton_core::{LaunchConfig, Level, Nanos};
 use baton_demo::gpu::{self, GpuPlan, WorkerRole};
-use baton_demo::{Scenario, SpanRange, Trace};
+use baton_demo::{Scenario, SpanRange, SpanRangeError, Trace};
 use baton_sim::{SimConfig, TimeMode};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -109,11 +109,11 @@ pub struct DemoArgs {
     interrupt_us: f64,
 }
 
-fn parse_us(s: &str) -> Result<SpanRange, String> {
+fn parse_us(s: &str) -> Result<SpanRange, SpanRangeError> {
     SpanRange::parse(s, Nanos::from_micros(1))
 }
 
-fn parse_ms(s: &str) -> Result<SpanRange, String> {
+fn parse_ms(s: &str) -> Result<SpanRange, SpanRangeError> {
     SpanRange::parse(s, Nanos::from_millis(1))
 }
 
