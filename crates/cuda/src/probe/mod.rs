@@ -1,8 +1,8 @@
 //! Probes: small programs run on the GPU to find out what this GPU and driver can do, and the
 //! workload of the GPU demo.
 //!
-//! Everything here drives the driver directly through [`Driver`], with kernels JIT-compiled
-//! from PTX by the driver (nothing needs a CUDA toolkit):
+//! Everything here drives the driver directly through [`Driver`](crate::Driver), with kernels
+//! JIT-compiled from PTX by the driver (nothing needs a CUDA toolkit):
 //!
 //! - [`open_driver`] resolves the driver once per process; [`inventory`] and
 //!   [`first_device_name`] say what it sees; [`exports_hooks`] whether a library loads and
