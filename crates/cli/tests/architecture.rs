@@ -63,6 +63,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "baton-demo",
         &[
             "baton-core",
+            "baton-cuda",
             "baton-policies",
             "baton-scheduler",
             "baton-sim",
@@ -72,6 +73,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "baton-lab",
         &[
             "baton-core",
+            "baton-demo",
             "baton-policies",
             "baton-protocol",
             "baton-scheduler",

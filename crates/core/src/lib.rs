@@ -11,6 +11,7 @@
 //!   duplicating or reordering a command.
 //! - [`Clock`] is injected everywhere time is read, so the whole crate runs in virtual time
 //!   under test.
+//! - [`percentile`] is the one percentile rule (nearest rank) every report uses.
 //!
 //! **Architecture invariant:** this crate performs no I/O, knows nothing of CUDA, sockets, the
 //! environment or serialization. Its only window on the outside world is the `HwQueue` a
@@ -26,6 +27,7 @@ mod held_back;
 mod hwqueue;
 mod level;
 pub mod locks;
+mod stats;
 mod sync;
 mod xqueue;
 
@@ -41,6 +43,7 @@ pub use event::{EventSink, NullSink, QueueEvent, QueueState, XQueueId};
 pub use held_back::HeldBackCount;
 pub use hwqueue::{HwError, HwQueue, InflightRange};
 pub use level::Level;
+pub use stats::percentile;
 pub use xqueue::{
     DEFAULT_MAX_BUFFERED, Drive, QueueControl, ResumeFlags, SuspendFlags, XQueue, XQueueStatus,
 };

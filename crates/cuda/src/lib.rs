@@ -16,6 +16,9 @@
 //!   (green contexts), so more urgent kernels always find free SMs.
 //! - [`rm`]: the context's channel group found from libcuda's resource-manager calls, and its
 //!   time slice (Level 3).
+//! - [`probe`]: small programs run on the GPU (PTX kernels JIT-compiled by the driver): the
+//!   self-tests `baton doctor` claims levels by, with typed reports, and the GPU demo's
+//!   workload.
 //!
 //! Raw declarations come from [`baton_cuda_sys`], re-exported as [`sys`].
 
@@ -27,6 +30,7 @@ mod gate;
 mod green;
 mod hwqueue;
 mod params;
+pub mod probe;
 pub mod rm;
 
 pub use baton_core as core;

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use baton_core::{Nanos, percentile};
 use baton_protocol::{LatencySummary, MAX_DURATION_NS};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
@@ -42,26 +43,18 @@ impl Latencies {
         self.histogram.clone()
     }
 
-    /// Median, 99th percentile and maximum of the recent latencies.
+    /// Median, 99th percentile (nearest rank, [`percentile`]) and maximum of the recent
+    /// latencies.
     pub(crate) fn summary(&self) -> LatencySummary {
-        let mut v: Vec<u64> = self.recent.iter().copied().collect();
+        let mut v: Vec<Nanos> = self.recent.iter().copied().map(Nanos).collect();
         if v.is_empty() {
             return LatencySummary::default();
         }
         v.sort_unstable();
-        let at = |q: f64| {
-            #[expect(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                reason = "an index within the vector's length"
-            )]
-            let i = ((v.len() - 1) as f64 * q).round() as usize;
-            v[i.min(v.len() - 1)]
-        };
         LatencySummary {
-            p50_ns: at(0.5),
-            p99_ns: at(0.99),
-            max_ns: v[v.len() - 1],
+            p50_ns: percentile(&v, 0.5).0,
+            p99_ns: percentile(&v, 0.99).0,
+            max_ns: v[v.len() - 1].0,
         }
     }
 }
@@ -79,7 +72,8 @@ mod tests {
         }
         let s = l.summary();
         assert_eq!(s.max_ns, 100_000);
-        assert!((50_000..=51_000).contains(&s.p50_ns), "{s:?}");
-        assert!((99_000..=100_000).contains(&s.p99_ns), "{s:?}");
+        // Nearest rank: the 50th and the 99th of the 100 samples.
+        assert_eq!(s.p50_ns, 50_000, "{s:?}");
+        assert_eq!(s.p99_ns, 99_000, "{s:?}");
     }
 }

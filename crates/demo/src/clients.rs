@@ -1,14 +1,12 @@
 //! The two clients' workloads, drawn deterministically from the scenario's seed, and what
 //! they measure.
 
-use std::collections::HashMap;
-
 use baton_core::Nanos;
 use baton_sim::{Completion, SimCommand};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{Scenario, SpanRange};
+use crate::{JobTracker, Scenario, SpanRange};
 
 fn draw(rng: &mut SmallRng, r: SpanRange) -> Nanos {
     Nanos(rng.random_range(r.low.0..=r.high.0))
@@ -38,27 +36,23 @@ pub(crate) fn be_kernel(sc: &Scenario, id: u64) -> SimCommand {
 /// Follows HP requests from release to their last kernel's completion.
 #[derive(Debug, Default)]
 pub(crate) struct HpTracker {
-    open: HashMap<u64, (Nanos, u32)>,
+    requests: JobTracker,
     pub(crate) latencies: Vec<Nanos>,
 }
 
 impl HpTracker {
     pub(crate) fn released(&mut self, id: u64, at: Nanos, kernels: u32) {
-        self.open.insert(id, (at, kernels));
+        self.requests.release(id, at, kernels);
     }
 
     pub(crate) fn completed(&mut self, c: &Completion) {
-        if let Some((release, left)) = self.open.get_mut(&c.tag) {
-            *left -= 1;
-            if *left == 0 {
-                self.latencies.push(c.ended_at - *release);
-                self.open.remove(&c.tag);
-            }
+        if let Some(job) = self.requests.complete(c.tag, c.ended_at) {
+            self.latencies.push(job.latency());
         }
     }
 
     pub(crate) fn outstanding(&self) -> usize {
-        self.open.len()
+        self.requests.open()
     }
 }
 

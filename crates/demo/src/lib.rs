@@ -5,24 +5,39 @@
 //! runs four phases on the simulated device — HP alone, BE alone, both natively (two
 //! time-sliced contexts, nothing scheduling them), both under Baton (XQueues and the HPF
 //! policy) — and reports HP latency percentiles, BE throughput, and the ratios that matter
-//! ([`DemoReport`]). Every phase replays the same kernels: durations are drawn from one seed.
+//! ([`DemoReport`]; as JSON, [`DemoSummary`]). Every phase replays the same kernels:
+//! durations are drawn from one seed.
 //!
 //! Phases run in [`TimeMode::Virtual`](baton_sim::TimeMode) (deterministic, a simulated second
 //! takes milliseconds) or in real time (threads, the wall clock, the XQueues' launch workers
 //! and a scheduler thread: what a live process does).
+//!
+//! [`gpu`] runs the same four phases on a CUDA GPU with real processes and reports the same
+//! [`DemoFigures`]. [`chrome_trace`] is the Chrome-trace writer of the demo's [`Trace`] and of
+//! `baton trace`.
 
+pub mod chrome_trace;
 mod clients;
+pub mod gpu;
+mod jobs;
 mod phase;
 mod real_time;
 mod report;
+mod route;
 mod scenario;
+mod summary;
 mod trace;
 mod virtual_time;
 
+pub use jobs::{Job, JobTracker};
 pub use phase::{Phase, PhaseResult, Role};
-pub use report::{DemoReport, percentile};
-pub use scenario::{Scenario, ScenarioError, SpanRange};
-pub use trace::Trace;
+pub use report::DemoReport;
+pub use route::Route;
+pub use scenario::{Scenario, ScenarioError, SpanRange, SpanRangeError};
+pub use summary::{
+    DemoDevice, DemoFigures, DemoSummary, DemoTime, ScenarioSummary, SimulatedDetails,
+};
+pub use trace::{DemoEventArgs, Trace};
 
 use baton_core::XQueueError;
 use baton_sim::TimeMode;

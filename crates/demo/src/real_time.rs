@@ -13,8 +13,8 @@ use baton_sim::{Sim, SimQueue, SimSyncPoint, TimeMode};
 
 use crate::clients::{BeTracker, HpTracker, be_kernel, hp_request};
 use crate::phase::{Phase, PhaseResult, Role};
-use crate::virtual_time::{Client, client};
-use crate::{DemoError, Scenario};
+use crate::virtual_time::{client, submit};
+use crate::{DemoError, Route, Scenario};
 
 /// Something a client can wait for: a raw sync point or an XQueue command.
 enum Ticket {
@@ -36,24 +36,26 @@ impl Ticket {
     }
 }
 
-impl Client {
-    /// Submits `cmd` and returns a ticket for its completion.
-    fn submit_ticket(&self, role: Role, cmd: baton_sim::SimCommand) -> Result<Ticket, DemoError> {
-        match self {
-            Client::Raw(hw) => {
-                self.submit(role, cmd)?;
-                let sp = hw.sync_point().map_err(|e| DemoError::Queue {
-                    role,
-                    source: e.into(),
-                })?;
-                Ok(Ticket::Raw(hw.clone(), sp))
-            }
-            Client::Scheduled(q) => {
-                let seq = q
-                    .submit(cmd)
-                    .map_err(|source| DemoError::Queue { role, source })?;
-                Ok(Ticket::Queued(q.clone(), seq))
-            }
+/// Submits `cmd` on `role`'s route and returns a ticket for its completion.
+fn submit_ticket(
+    route: &Route,
+    role: Role,
+    cmd: baton_sim::SimCommand,
+) -> Result<Ticket, DemoError> {
+    match route {
+        Route::Raw(hw) => {
+            submit(route, role, cmd)?;
+            let sp = hw.sync_point().map_err(|e| DemoError::Queue {
+                role,
+                source: e.into(),
+            })?;
+            Ok(Ticket::Raw(hw.clone(), sp))
+        }
+        Route::Scheduled(q) => {
+            let seq = q
+                .submit(cmd)
+                .map_err(|source| DemoError::Queue { role, source })?;
+            Ok(Ticket::Queued(q.clone(), seq))
         }
     }
 }
@@ -121,7 +123,7 @@ pub(crate) fn run_phase(
                     let mut tickets = VecDeque::new();
                     let mut id = 0u64;
                     while !stop_be.load(Ordering::Relaxed) && clock.now() < end {
-                        tickets.push_back(be.submit_ticket(Role::Be, be_kernel(sc, id))?);
+                        tickets.push_back(submit_ticket(be, Role::Be, be_kernel(sc, id))?);
                         id += 1;
                         while tickets.len() >= sc.be_depth as usize {
                             if let Some(t) = tickets.pop_front() {
@@ -147,7 +149,7 @@ pub(crate) fn run_phase(
                         sleep_until(&*clock, release);
                         let mut last = None;
                         for cmd in hp_request(sc, id) {
-                            last = Some(hp.submit_ticket(Role::Hp, cmd)?);
+                            last = Some(submit_ticket(hp, Role::Hp, cmd)?);
                         }
                         if let Some(t) = last {
                             t.wait(Role::Hp)?;
@@ -212,8 +214,8 @@ pub(crate) fn run_phase(
     let mut sched = thread.stop();
     for op in sched.take_ops() {
         if op.at < window {
-            let role = match &hp {
-                Client::Scheduled(h) if h.id() == op.queue => Role::Hp,
+            let role = match hp.queue() {
+                Some(h) if h.id() == op.queue => Role::Hp,
                 _ => Role::Be,
             };
             result.trace_ops.push((op.at - start, role, op.kind));

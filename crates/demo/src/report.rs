@@ -1,26 +1,14 @@
-//! The demo's results: percentiles, ratios, the table and the JSON.
+//! The demo's results: percentiles, ratios, the table and the summary.
 
 use std::fmt::Write as _;
 
-use baton_core::{Level, Nanos};
+use baton_core::{Level, Nanos, percentile};
 use baton_sim::TimeMode;
-use serde_json::{Value, json};
 
+use crate::summary::{
+    DemoDevice, DemoFigures, DemoSummary, DemoTime, ScenarioSummary, SimulatedDetails,
+};
 use crate::{Phase, PhaseResult, Scenario};
-
-/// The `q`-th percentile (0.0–1.0) of ascending `sorted` samples, by nearest rank; zero when
-/// there are none.
-#[expect(
-    clippy::cast_possible_truncation,
-    reason = "the rank is clamped to 1..=len; float-to-int casts saturate"
-)]
-pub fn percentile(sorted: &[Nanos], q: f64) -> Nanos {
-    if sorted.is_empty() {
-        return Nanos::ZERO;
-    }
-    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
 
 /// Everything a demo run measured, with the targets it is judged by.
 #[derive(Clone, Debug)]
@@ -88,54 +76,71 @@ impl DemoReport {
             && self.be_idle_share() >= BE_IDLE_SHARE_TARGET
     }
 
-    /// The machine-readable report.
-    pub fn to_json(&self) -> Value {
-        let sc = &self.scenario;
-        let mut v = json!({
-            "device": "simulated",
-            "time": match self.mode { TimeMode::Virtual => "virtual", TimeMode::RealTime => "real" },
-            "policy": "hpf",
-            "level": self.level.number(),
-            "duration_s": sc.duration.as_secs_f64(),
-            "scenario": {
-                "hp_kernels": sc.hp_kernels,
-                "hp_kernel_us": [sc.hp_kernel.low.as_micros_f64(), sc.hp_kernel.high.as_micros_f64()],
-                "hp_period_us": sc.hp_period.as_micros_f64(),
-                "hp_sms": sc.hp_sms,
-                "be_kernel_us": [sc.be_kernel.low.as_micros_f64(), sc.be_kernel.high.as_micros_f64()],
-                "be_sms": sc.be_sms,
-                "be_depth": sc.be_depth,
-                "threshold": sc.launch.threshold(),
-                "batch": sc.launch.batch(),
-                "seed": sc.seed,
-                "sm_count": sc.device.sm_count,
-                "timeslice_us": sc.device.timeslice.as_micros_f64(),
-                "switch_us": sc.device.switch_cost.as_micros_f64(),
-                "interrupt_us": sc.device.interrupt_latency.as_micros_f64(),
-            },
-            "hp_busy_fraction": self.hp_busy_fraction(),
-            "hp_baton_p99_ratio": self.p99_ratio(Phase::Baton),
-            "hp_native_p99_ratio": self.p99_ratio(Phase::Native),
-            "be_baton_idle_share": self.be_idle_share(),
-            "meets_targets": self.meets_targets(),
-        });
-        for (phase, r) in &self.phases {
-            let k = phase.key();
-            if phase.has_hp() {
-                v[format!("hp_{k}_p50_us").replace("hp_hp_", "hp_")] =
-                    json!(self.hp_us(*phase, 0.50));
-                v[format!("hp_{k}_p99_us").replace("hp_hp_", "hp_")] =
-                    json!(self.hp_us(*phase, 0.99));
-                v[format!("hp_{k}_requests").replace("hp_hp_", "hp_")] =
-                    json!(r.hp_latencies.len());
-            }
-            if phase.has_be() {
-                v[format!("be_{k}_tput").replace("be_be_", "be_")] = json!(r.be_throughput());
-            }
-            v[format!("{k}_switches")] = json!(r.switches);
+    /// The four phases' figures.
+    pub fn figures(&self) -> DemoFigures {
+        let be = |p: Phase| self.phase(p).be_throughput();
+        DemoFigures {
+            hp_alone_p50_us: self.hp_us(Phase::HpAlone, 0.50),
+            hp_alone_p99_us: self.hp_us(Phase::HpAlone, 0.99),
+            hp_native_p50_us: self.hp_us(Phase::Native, 0.50),
+            hp_native_p99_us: self.hp_us(Phase::Native, 0.99),
+            hp_baton_p50_us: self.hp_us(Phase::Baton, 0.50),
+            hp_baton_p99_us: self.hp_us(Phase::Baton, 0.99),
+            be_alone_tput: be(Phase::BeAlone),
+            be_native_tput: be(Phase::Native),
+            be_baton_tput: be(Phase::Baton),
+            hp_busy_fraction: self.hp_busy_fraction(),
         }
-        v["baton_decisions"] = json!(self.phase(Phase::Baton).decisions);
-        v
+    }
+
+    /// The machine-readable report.
+    pub fn summary(&self) -> DemoSummary {
+        let sc = &self.scenario;
+        let us = |n: Nanos| n.as_micros_f64();
+        let requests = |p: Phase| self.phase(p).hp_latencies.len();
+        let switches = |p: Phase| self.phase(p).switches;
+        DemoSummary {
+            schema: DemoSummary::SCHEMA.into(),
+            device: DemoDevice::Simulated,
+            figures: self.figures(),
+            simulated: Some(SimulatedDetails {
+                time: match self.mode {
+                    TimeMode::Virtual => DemoTime::Virtual,
+                    TimeMode::RealTime => DemoTime::Real,
+                },
+                policy: "hpf".into(),
+                level: self.level.number(),
+                duration_s: sc.duration.as_secs_f64(),
+                scenario: ScenarioSummary {
+                    hp_kernels: sc.hp_kernels,
+                    hp_kernel_us: [us(sc.hp_kernel.low), us(sc.hp_kernel.high)],
+                    hp_period_us: us(sc.hp_period),
+                    hp_sms: sc.hp_sms,
+                    be_kernel_us: [us(sc.be_kernel.low), us(sc.be_kernel.high)],
+                    be_sms: sc.be_sms,
+                    be_depth: sc.be_depth,
+                    threshold: sc.launch.threshold(),
+                    batch: sc.launch.batch(),
+                    seed: sc.seed,
+                    sm_count: sc.device.sm_count,
+                    timeslice_us: us(sc.device.timeslice),
+                    switch_us: us(sc.device.switch_cost),
+                    interrupt_us: us(sc.device.interrupt_latency),
+                },
+                hp_baton_p99_ratio: self.p99_ratio(Phase::Baton),
+                hp_native_p99_ratio: self.p99_ratio(Phase::Native),
+                be_baton_idle_share: self.be_idle_share(),
+                meets_targets: self.meets_targets(),
+                hp_alone_requests: requests(Phase::HpAlone),
+                hp_native_requests: requests(Phase::Native),
+                hp_baton_requests: requests(Phase::Baton),
+                hp_alone_switches: switches(Phase::HpAlone),
+                be_alone_switches: switches(Phase::BeAlone),
+                native_switches: switches(Phase::Native),
+                baton_switches: switches(Phase::Baton),
+                baton_decisions: self.phase(Phase::Baton).decisions,
+            }),
+        }
     }
 
     /// The human-readable report.
@@ -231,20 +236,4 @@ fn ratio(a: f64, b: f64) -> f64 {
 
 fn ms(us: f64) -> String {
     format!("{:.3} ms", us / 1000.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let v: Vec<Nanos> = (1..=100).map(Nanos).collect();
-        assert_eq!(percentile(&v, 0.5), Nanos(50));
-        assert_eq!(percentile(&v, 0.99), Nanos(99));
-        assert_eq!(percentile(&v, 1.0), Nanos(100));
-        assert_eq!(percentile(&v, 0.0), Nanos(1));
-        assert_eq!(percentile(&[], 0.5), Nanos::ZERO);
-        assert_eq!(percentile(&[Nanos(7)], 0.99), Nanos(7));
-    }
 }

@@ -17,12 +17,17 @@ pub struct SpanRange {
 
 impl SpanRange {
     /// `low..=high`.
-    pub fn new(low: Nanos, high: Nanos) -> SpanRange {
+    pub const fn new(low: Nanos, high: Nanos) -> SpanRange {
         SpanRange { low, high }
     }
 
+    /// Always `d`.
+    pub const fn fixed(d: Nanos) -> SpanRange {
+        SpanRange { low: d, high: d }
+    }
+
     /// Parses `"A-B"` or `"A"` where the numbers count `unit`s.
-    pub fn parse(s: &str, unit: Nanos) -> Result<SpanRange, String> {
+    pub fn parse(s: &str, unit: Nanos) -> Result<SpanRange, SpanRangeError> {
         let (a, b) = match s.split_once('-') {
             Some((a, b)) => (a, b),
             None => (s, s),
@@ -33,11 +38,11 @@ impl SpanRange {
                 .ok()
                 .filter(|v| *v > 0.0)
                 .and_then(|v| Nanos::from_f64_units(v, unit, 1e9).map(|n| (v, n)))
-                .ok_or_else(|| format!("{x:?} is not a positive number"))
+                .ok_or_else(|| SpanRangeError::NotPositive(x.to_string()))
         };
         let ((a, low), (b, high)) = (num(a)?, num(b)?);
         if a > b {
-            return Err(format!("the low end {a} is above the high end {b}"));
+            return Err(SpanRangeError::Reversed { low: a, high: b });
         }
         Ok(SpanRange::new(low, high))
     }
@@ -65,10 +70,26 @@ impl fmt::Display for SpanRange {
     }
 }
 
+/// A range that does not parse. The message says which end is wrong.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SpanRangeError {
+    /// An end is not a positive finite number (within an hour).
+    #[error("{0:?} is not a positive number")]
+    NotPositive(String),
+    /// The ends are the wrong way round.
+    #[error("the low end {low} is above the high end {high}")]
+    Reversed {
+        /// The first number.
+        low: f64,
+        /// The second.
+        high: f64,
+    },
+}
+
 impl FromStr for SpanRange {
-    type Err = String;
+    type Err = SpanRangeError;
     /// Parses microseconds.
-    fn from_str(s: &str) -> Result<SpanRange, String> {
+    fn from_str(s: &str) -> Result<SpanRange, SpanRangeError> {
         SpanRange::parse(s, Nanos::from_micros(1))
     }
 }
@@ -250,6 +271,14 @@ mod tests {
         for bad in ["", "-", "5-1", "a-b", "0", "-3", "1-inf", "nan"] {
             assert!(bad.parse::<SpanRange>().is_err(), "{bad}");
         }
+        assert_eq!(
+            "80-20".parse::<SpanRange>().unwrap_err().to_string(),
+            "the low end 80 is above the high end 20"
+        );
+        assert_eq!(
+            "a-5".parse::<SpanRange>().unwrap_err().to_string(),
+            "\"a\" is not a positive number"
+        );
     }
 
     #[test]

@@ -3,43 +3,27 @@
 
 use std::sync::Arc;
 
-use baton_core::{Drive, HwQueue, Nanos, Priority, XQueue};
+use baton_core::{Drive, Nanos, Priority, XQueue};
 use baton_policies::{DeviceId, Hpf, QueueHints};
 use baton_scheduler::{Inbox, LocalScheduler, QueueMeta};
-use baton_sim::{Sim, SimQueue, TimeMode};
+use baton_sim::{Sim, TimeMode};
 
 use crate::clients::{BeTracker, HpTracker, be_kernel, hp_request};
 use crate::phase::{Phase, PhaseResult, Role};
-use crate::{DemoError, Scenario};
+use crate::{DemoError, Route, Scenario};
 
-/// How a client reaches the device: straight to the stream, or through an XQueue.
-pub(crate) enum Client {
-    Raw(SimQueue),
-    Scheduled(Arc<XQueue<SimQueue>>),
+/// Submits `cmd` on `role`'s route.
+pub(crate) fn submit(
+    route: &Route,
+    role: Role,
+    cmd: baton_sim::SimCommand,
+) -> Result<(), DemoError> {
+    route
+        .submit(cmd)
+        .map_err(|source| DemoError::Queue { role, source })
 }
 
-impl Client {
-    pub(crate) fn submit(&self, role: Role, cmd: baton_sim::SimCommand) -> Result<(), DemoError> {
-        match self {
-            Client::Raw(hw) => hw.launch(cmd).map_err(|e| DemoError::Queue {
-                role,
-                source: e.into(),
-            }),
-            Client::Scheduled(q) => q
-                .submit(cmd)
-                .map(|_| ())
-                .map_err(|source| DemoError::Queue { role, source }),
-        }
-    }
-
-    fn poll(&self) {
-        if let Client::Scheduled(q) = self {
-            q.poll();
-        }
-    }
-}
-
-/// Builds the client for `role` in a fresh context.
+/// Builds the route of `role`'s client in a fresh context.
 pub(crate) fn client(
     sc: &Scenario,
     sim: &Sim,
@@ -48,12 +32,12 @@ pub(crate) fn client(
     drive: Drive,
     sink: Arc<Inbox>,
     sched: Option<&mut LocalScheduler>,
-) -> Result<(Client, baton_sim::StreamId), DemoError> {
+) -> Result<(Route, baton_sim::StreamId), DemoError> {
     let ctx = sim.create_context();
     let hw = sim.create_stream(ctx, 0);
     let stream = hw.stream();
     if phase != Phase::Baton {
-        return Ok((Client::Raw(hw), stream));
+        return Ok((Route::Raw(hw), stream));
     }
     let q = XQueue::builder(hw)
         .drive(drive)
@@ -79,7 +63,7 @@ pub(crate) fn client(
         };
         s.register(q.clone(), meta, sim.now());
     }
-    Ok((Client::Scheduled(q), stream))
+    Ok((Route::Scheduled(q), stream))
 }
 
 pub(crate) fn run_phase(
@@ -132,7 +116,7 @@ pub(crate) fn run_phase(
         // Clients act at `t`.
         if let Some(r) = next_release.filter(|r| *r <= t) {
             for cmd in hp_request(sc, request) {
-                hp.submit(Role::Hp, cmd)?;
+                submit(&hp, Role::Hp, cmd)?;
             }
             hp_track.released(request, r, sc.hp_kernels);
             request += 1;
@@ -141,7 +125,7 @@ pub(crate) fn run_phase(
         }
         if phase.has_be() && t < end {
             while be_outstanding < sc.be_depth {
-                be.submit(Role::Be, be_kernel(sc, be_next))?;
+                submit(&be, Role::Be, be_kernel(sc, be_next))?;
                 be_next += 1;
                 be_outstanding += 1;
             }
@@ -209,8 +193,8 @@ pub(crate) fn run_phase(
     }
     for op in sched.take_ops() {
         if op.at < sc.trace_window {
-            let role = match (&hp, &be) {
-                (Client::Scheduled(h), _) if h.id() == op.queue => Role::Hp,
+            let role = match hp.queue() {
+                Some(h) if h.id() == op.queue => Role::Hp,
                 _ => Role::Be,
             };
             result.trace_ops.push((op.at, role, op.kind));

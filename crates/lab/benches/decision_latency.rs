@@ -16,11 +16,6 @@
 //! the suspension of its own queue. Then HP goes idle and the same is measured for the
 //! resumption. The daemon's CPU time is read from its thread's CPU clock over the run.
 
-#![allow(
-    clippy::cast_possible_truncation,
-    reason = "percentile indices and report numbers, far within range"
-)]
-
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -29,11 +24,13 @@ use std::time::{Duration, Instant};
 
 use baton_agent::{ClientConfig, DaemonClient, QueueInfo};
 use baton_core::{
-    CommandKind, Drive, HwCommand, HwError, HwQueue, LaunchConfig, Level, MonotonicClock,
+    CommandKind, Drive, HwCommand, HwError, HwQueue, LaunchConfig, Level, MonotonicClock, Nanos,
     QueueControl, ResumeFlags, SuspendFlags, XQueue, XQueueError, XQueueId, XQueueStatus,
+    percentile,
 };
 use baton_daemon::{Daemon, DaemonConfig};
-use baton_protocol::{Backend, DeviceRef, Hint, Reply, Request, WirePriority};
+use baton_protocol::{Backend, DeviceRef, Hint, LatencySummary, Reply, Request, WirePriority};
+use serde::Serialize;
 
 const BACKGROUND: usize = 99;
 const QUEUES: usize = 4;
@@ -144,28 +141,77 @@ fn thread_cpu(clock: libc::clockid_t) -> Duration {
     )
 }
 
-fn stats(mut v: Vec<Duration>) -> serde_json::Value {
+/// Latencies of one kind, in µs.
+#[derive(Serialize)]
+struct Stats {
+    samples: usize,
+    p50_us: f64,
+    p90_us: f64,
+    p99_us: f64,
+    max_us: f64,
+    mean_us: f64,
+}
+
+fn stats(v: Vec<Duration>) -> Stats {
+    let mut v: Vec<Nanos> = v
+        .iter()
+        .map(|d| Nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+        .collect();
     v.sort_unstable();
-    let us = |d: Duration| d.as_secs_f64() * 1e6;
-    let at = |q: f64| us(v[((v.len() - 1) as f64 * q).round() as usize]);
-    serde_json::json!({
-        "samples": v.len(),
-        "p50_us": at(0.5),
-        "p90_us": at(0.9),
-        "p99_us": at(0.99),
-        "max_us": us(v[v.len() - 1]),
-        "mean_us": v.iter().map(|d| us(*d)).sum::<f64>() / v.len() as f64,
-    })
+    let at = |q: f64| percentile(&v, q).as_micros_f64();
+    Stats {
+        samples: v.len(),
+        p50_us: at(0.5),
+        p90_us: at(0.9),
+        p99_us: at(0.99),
+        max_us: at(1.0),
+        mean_us: v.iter().map(|n| n.as_micros_f64()).sum::<f64>() / v.len() as f64,
+    }
+}
+
+/// What the benchmark prints (and writes to `$BATON_BENCH_OUT`).
+#[derive(Serialize)]
+struct Report {
+    /// `baton.bench.decision-latency/1`.
+    schema: &'static str,
+    benchmark: &'static str,
+    one_agent_affected: RunReport,
+    all_agents_affected: RunReport,
+}
+
+/// One run's measurements.
+#[derive(Serialize)]
+struct RunReport {
+    background_device: &'static str,
+    processes: usize,
+    queues_per_process: usize,
+    iterations: usize,
+    background_churn_ms: u64,
+    ready_to_suspend: Stats,
+    idle_to_resume: Stats,
+    daemon_cpu_s: f64,
+    wall_s: f64,
+    daemon_cpu_percent_of_one_core: f64,
+    daemon_decisions: u64,
+    daemon_operations_sent: u64,
+    daemon_decision_latency_ns: LatencySummary,
+    machine: Machine,
+}
+
+/// Where it ran.
+#[derive(Serialize)]
+struct Machine {
+    cpus: usize,
+    model: String,
 }
 
 fn main() {
-    let one = run(false);
-    let all = run(true);
-    let out = serde_json::json!({
-        "benchmark": "decision_latency",
-        "one_agent_affected": one,
-        "all_agents_affected": all,
-    });
+    let out = Report {
+        schema: "baton.bench.decision-latency/1",
+        benchmark: "decision_latency",
+        one_agent_affected: run(false),
+        all_agents_affected: run(true),
+    };
     let text = serde_json::to_string_pretty(&out).unwrap();
     println!("{text}");
     if let Some(path) = std::env::var_os("BATON_BENCH_OUT") {
@@ -177,7 +223,7 @@ fn main() {
 /// One run. `fan_out`: the background shares the probe's device, so each probe decision
 /// changes every process; otherwise the background is on another device and only the probe's
 /// own queue changes (the policy still weighs all 400 queues).
-fn run(fan_out: bool) -> serde_json::Value {
+fn run(fan_out: bool) -> RunReport {
     let dir = std::env::temp_dir().join(format!("baton-bench-{}-{fan_out}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let socket = dir.join("baton.sock");
@@ -331,23 +377,29 @@ fn run(fan_out: bool) -> serde_json::Value {
         .unwrap_or("unknown")
         .to_string();
     let _ = std::fs::remove_dir_all(&dir);
-    serde_json::json!({
-        "background_device": if fan_out { "the probe's (every decision reaches all 100 processes; the probe's frame is sent last)" } else { "another (each decision changes the probe's queue only)" },
-        "processes": BACKGROUND + 1,
-        "queues_per_process": QUEUES,
-        "iterations": ITERATIONS,
-        "background_churn_ms": 50,
-        "ready_to_suspend": stats(ready_lat),
-        "idle_to_resume": stats(idle_lat),
-        "daemon_cpu_s": cpu.as_secs_f64(),
-        "wall_s": wall.as_secs_f64(),
-        "daemon_cpu_percent_of_one_core": 100.0 * cpu.as_secs_f64() / wall.as_secs_f64(),
-        "daemon_decisions": status.decisions,
-        "daemon_operations_sent": status.operations_sent,
-        "daemon_decision_latency_ns": status.decision_latency,
-        "machine": {
-            "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-            "model": model,
+    RunReport {
+        background_device: if fan_out {
+            "the probe's (every decision reaches all 100 processes; the probe's frame is sent last)"
+        } else {
+            "another (each decision changes the probe's queue only)"
         },
-    })
+        processes: BACKGROUND + 1,
+        queues_per_process: QUEUES,
+        iterations: ITERATIONS,
+        background_churn_ms: 50,
+        ready_to_suspend: stats(ready_lat),
+        idle_to_resume: stats(idle_lat),
+        daemon_cpu_s: cpu.as_secs_f64(),
+        wall_s: wall.as_secs_f64(),
+        daemon_cpu_percent_of_one_core: 100.0 * cpu.as_secs_f64() / wall.as_secs_f64(),
+        daemon_decisions: status.decisions,
+        daemon_operations_sent: status.operations_sent,
+        daemon_decision_latency_ns: status.decision_latency,
+        machine: Machine {
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0),
+            model,
+        },
+    }
 }

@@ -8,17 +8,18 @@
 
 use baton_core::{LaunchConfig, Level, Nanos};
 use baton_lab::{
-    Action, Announce, ClientSpec, ContextSpec, LabResult, LabSpec, Span, Workload, run,
+    Action, Announce, ClientSpec, ContextSpec, LabResult, LabSpec, LabSummary, SpanRange, Workload,
+    run,
 };
 use baton_policies::{GlobalHint, Hint, ProcessHint, Slo, by_name};
 use baton_scheduler::ProcessFacts;
 use baton_sim::SimConfig;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 const US: fn(u64) -> Nanos = Nanos::from_micros;
 const MS: fn(u64) -> Nanos = Nanos::from_millis;
 
-fn flood(name: &str, pid: u32, kernel: Span) -> ClientSpec {
+fn flood(name: &str, pid: u32, kernel: SpanRange) -> ClientSpec {
     ClientSpec::new(
         name,
         pid,
@@ -38,7 +39,7 @@ fn periodic(name: &str, pid: u32, period: Nanos, kernels: u32, kernel: Nanos) ->
             period,
             offset: Nanos::ZERO,
             kernels,
-            kernel: Span::fixed(kernel),
+            kernel: SpanRange::fixed(kernel),
             sms: 132,
             announce: None,
         },
@@ -71,7 +72,7 @@ fn single(name: &'static str, title: &str, spec: LabSpec) -> Plot {
 fn hp_be(name: &'static str) -> Plot {
     let clients = vec![
         periodic("hp (priority 10)", 1, MS(10), 20, US(100)).hint(Hint::priority(10).unwrap()),
-        flood("be (priority 0)", 2, Span::between(MS(1), MS(3))),
+        flood("be (priority 0)", 2, SpanRange::new(MS(1), MS(3))),
     ];
     single(
         name,
@@ -81,7 +82,7 @@ fn hp_be(name: &'static str) -> Plot {
 }
 
 fn plots() -> Vec<Plot> {
-    let flood_k = Span::between(US(200), US(400));
+    let flood_k = SpanRange::new(US(200), US(400));
     let mut v = vec![hp_be("hpf")];
 
     let mut hh = lab(
@@ -158,7 +159,7 @@ fn plots() -> Vec<Plot> {
     v.push(p);
 
     let lax = vec![
-        flood("flood (priority 5)", 9, Span::fixed(US(200))).hint(Hint::priority(5).unwrap()),
+        flood("flood (priority 5)", 9, SpanRange::fixed(US(200))).hint(Hint::priority(5).unwrap()),
         periodic("rt: 2 ms / 10 ms, laxity 6 ms", 1, MS(10), 20, US(100))
             .hint(Hint::laxity(MS(6), 50).unwrap()),
     ];
@@ -175,8 +176,12 @@ fn plots() -> Vec<Plot> {
         Nanos::from_secs(2),
         vec![
             periodic("app (focused until 1 s)", 42, MS(16), 30, US(100)),
-            flood("background 7 (focused after 1 s)", 7, Span::fixed(MS(1))),
-            flood("background 8", 8, Span::fixed(MS(1))),
+            flood(
+                "background 7 (focused after 1 s)",
+                7,
+                SpanRange::fixed(MS(1)),
+            ),
+            flood("background 8", 8, SpanRange::fixed(MS(1))),
         ],
     );
     awf.global = vec![GlobalHint::active_window(Some(42)).unwrap()];
@@ -208,7 +213,7 @@ fn plots() -> Vec<Plot> {
             1,
             Workload::ClosedLoop {
                 kernels: 10,
-                kernel: Span::fixed(US(100)),
+                kernel: SpanRange::fixed(US(100)),
                 sms: 132,
                 think: MS(4),
             },
@@ -218,7 +223,7 @@ fn plots() -> Vec<Plot> {
             2,
             Workload::ClosedLoop {
                 kernels: 200,
-                kernel: Span::fixed(US(500)),
+                kernel: SpanRange::fixed(US(500)),
                 sms: 132,
                 think: Nanos::ZERO,
             },
@@ -246,7 +251,7 @@ fn slo() -> Plot {
             period: MS(5),
             offset: Nanos::ZERO,
             kernels: 40,
-            kernel: Span::between(US(20), US(80)),
+            kernel: SpanRange::new(US(20), US(80)),
             sms: 100,
             announce: None,
         },
@@ -257,7 +262,7 @@ fn slo() -> Plot {
         2,
         Workload::Flood {
             depth: 32,
-            kernel: Span::between(MS(1), MS(5)),
+            kernel: SpanRange::new(MS(1), MS(5)),
             sms: 66,
         },
     );
@@ -292,13 +297,13 @@ fn prepreempt() -> Plot {
                 period: MS(20),
                 offset: MS(10),
                 kernels: 20,
-                kernel: Span::fixed(US(50)),
+                kernel: SpanRange::fixed(US(50)),
                 sms: 132,
                 announce,
             },
         )
         .hint(Hint::priority(10).unwrap());
-        let mut be = flood("be", 2, Span::fixed(MS(1)));
+        let mut be = flood("be", 2, SpanRange::fixed(MS(1)));
         for c in [&mut hp, &mut be] {
             c.level = Some(Level::L1);
             c.launch = launch;
@@ -321,14 +326,50 @@ fn prepreempt() -> Plot {
     }
 }
 
-fn to_json(p: &Plot) -> Value {
-    json!({
-        "policy": p.name,
-        "title": p.title,
-        "command": "cargo run --release -p baton-lab --example policy_plots",
-        "runs": p.runs.iter().map(|(label, r)| json!({"label": label, "result": r.to_json()})).collect::<Vec<_>>(),
-        "lines": p.lines.iter().map(|(l, ms)| json!({"label": l, "ms": ms})).collect::<Vec<_>>(),
-    })
+/// What `scripts/plot-policies.py` reads: the runs of one plot and its reference lines.
+#[derive(Serialize)]
+struct PlotDocument<'a> {
+    /// `baton.lab.plot/1`.
+    schema: &'static str,
+    policy: &'a str,
+    title: &'a str,
+    command: &'static str,
+    runs: Vec<RunDocument<'a>>,
+    lines: Vec<LineDocument<'a>>,
+}
+
+#[derive(Serialize)]
+struct RunDocument<'a> {
+    label: &'a str,
+    result: LabSummary,
+}
+
+#[derive(Serialize)]
+struct LineDocument<'a> {
+    label: &'a str,
+    ms: f64,
+}
+
+fn document(p: &Plot) -> PlotDocument<'_> {
+    PlotDocument {
+        schema: "baton.lab.plot/1",
+        policy: p.name,
+        title: &p.title,
+        command: "cargo run --release -p baton-lab --example policy_plots",
+        runs: p
+            .runs
+            .iter()
+            .map(|(label, r)| RunDocument {
+                label,
+                result: r.summary(),
+            })
+            .collect(),
+        lines: p
+            .lines
+            .iter()
+            .map(|(label, ms)| LineDocument { label, ms: *ms })
+            .collect(),
+    }
 }
 
 fn main() -> std::io::Result<()> {
@@ -338,7 +379,7 @@ fn main() -> std::io::Result<()> {
     std::fs::create_dir_all(&out)?;
     for p in plots() {
         let path = format!("{out}/{}.json", p.name);
-        let text = serde_json::to_string(&to_json(&p)).unwrap_or_default();
+        let text = serde_json::to_string(&document(&p)).unwrap_or_default();
         std::fs::write(&path, text + "\n")?;
         println!("wrote {path}");
     }

@@ -1,43 +1,22 @@
 //! A client during a run: what it has submitted, which jobs are open, what it measured.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
+use std::collections::VecDeque;
 
-use baton_core::{HwQueue, Nanos, XQueue};
-use baton_sim::{Completion, SimCommand, SimQueue};
+use baton_core::Nanos;
+use baton_demo::{Job, JobTracker, Route};
+use baton_sim::{Completion, SimCommand};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{ClientSpec, Span, Workload};
-
-/// How a client reaches the device.
-pub(crate) enum Path {
-    Raw(SimQueue),
-    Queue(Arc<XQueue<SimQueue>>),
-}
-
-/// One finished job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Job {
-    /// When it was released.
-    pub release: Nanos,
-    /// When its last kernel completed.
-    pub done: Nanos,
-}
-
-impl Job {
-    /// Release to completion.
-    pub fn latency(&self) -> Nanos {
-        self.done - self.release
-    }
-}
+use crate::{ClientSpec, SpanRange, Workload};
 
 pub(crate) struct Client {
     pub(crate) spec: ClientSpec,
-    pub(crate) path: Path,
+    /// How it reaches the device.
+    pub(crate) route: Route,
     rng: SmallRng,
-    /// Open jobs: id → (release, kernels left).
-    open: BTreeMap<u64, (Nanos, u32)>,
+    /// Open jobs.
+    open: JobTracker,
     next_job: u64,
     /// When the next job is released (periodic, closed loop).
     pub(crate) next_release: Option<Nanos>,
@@ -51,12 +30,12 @@ pub(crate) struct Client {
     pub(crate) work: Nanos,
 }
 
-fn draw(rng: &mut SmallRng, s: Span) -> Nanos {
+fn draw(rng: &mut SmallRng, s: SpanRange) -> Nanos {
     Nanos(rng.random_range(s.low.0..=s.high.0.max(s.low.0)))
 }
 
 impl Client {
-    pub(crate) fn new(spec: ClientSpec, path: Path, seed: u64, index: u64) -> Client {
+    pub(crate) fn new(spec: ClientSpec, route: Route, seed: u64, index: u64) -> Client {
         let rng = SmallRng::seed_from_u64(seed ^ (index + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let (next_release, next_announce) = match spec.workload {
             Workload::Periodic {
@@ -70,9 +49,9 @@ impl Client {
         };
         Client {
             spec,
-            path,
+            route,
             rng,
-            open: BTreeMap::new(),
+            open: JobTracker::default(),
             next_job: 0,
             next_release,
             next_announce,
@@ -85,17 +64,14 @@ impl Client {
 
     fn submit(&self, cmd: SimCommand) {
         // The simulated device accepts every command; an XQueue refuses only after shutdown.
-        let ok = match &self.path {
-            Path::Raw(hw) => hw.launch(cmd).is_ok(),
-            Path::Queue(q) => q.submit(cmd).is_ok(),
-        };
+        let ok = self.route.submit(cmd).is_ok();
         debug_assert!(ok, "a lab client's submission was refused");
     }
 
-    fn release(&mut self, at: Nanos, kernels: u32, kernel: Span, sms: u32) {
+    fn release(&mut self, at: Nanos, kernels: u32, kernel: SpanRange, sms: u32) {
         let id = self.next_job;
         self.next_job += 1;
-        self.open.insert(id, (at, kernels));
+        self.open.release(id, at, kernels);
         for _ in 0..kernels {
             let d = draw(&mut self.rng, kernel);
             self.durations.push_back(d);
@@ -160,19 +136,10 @@ impl Client {
     /// Takes in one of its completions.
     pub(crate) fn completed(&mut self, c: &Completion) {
         self.work += self.durations.pop_front().unwrap_or_default();
-        let Some((release, left)) = self.open.get_mut(&c.tag) else {
+        let Some(job) = self.open.complete(c.tag, c.ended_at) else {
             return;
         };
-        *left -= 1;
-        if *left > 0 {
-            return;
-        }
-        let release = *release;
-        self.open.remove(&c.tag);
-        self.jobs.push(Job {
-            release,
-            done: c.ended_at,
-        });
+        self.jobs.push(job);
         match self.spec.workload {
             Workload::ClosedLoop { think, .. } => self.next_release = Some(c.ended_at + think),
             Workload::Flood { .. } => self.outstanding -= 1,
@@ -181,12 +148,10 @@ impl Client {
     }
 
     pub(crate) fn poll(&self) {
-        if let Path::Queue(q) = &self.path {
-            q.poll();
-        }
+        self.route.poll();
     }
 
     pub(crate) fn open_jobs(&self) -> usize {
-        self.open.len()
+        self.open.open()
     }
 }

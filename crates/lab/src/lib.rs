@@ -17,7 +17,7 @@ mod result;
 mod run;
 mod spec;
 
-pub use client::Job;
-pub use result::{ClientResult, LabResult, percentile};
+pub use baton_demo::{Job, SpanRange};
+pub use result::{ClientResult, ClientSummary, CounterSummary, LabResult, LabSummary};
 pub use run::run;
-pub use spec::{Action, Announce, ClientSpec, ContextSpec, LabSpec, Span, Workload};
+pub use spec::{Action, Announce, ClientSpec, ContextSpec, LabSpec, Workload};

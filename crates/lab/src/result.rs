@@ -1,8 +1,8 @@
 //! What a lab run measured, and the statistics tests and plots need.
 
-use baton_core::Nanos;
+use baton_core::{Nanos, percentile};
 use baton_scheduler::OpRecord;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use crate::Job;
 
@@ -55,19 +55,6 @@ impl ClientResult {
     }
 }
 
-/// The `q`-quantile of ascending `sorted`, by nearest rank; zero when empty.
-#[expect(
-    clippy::cast_possible_truncation,
-    reason = "the rank is clamped to 1..=len; float-to-int casts saturate"
-)]
-pub fn percentile(sorted: &[Nanos], q: f64) -> Nanos {
-    if sorted.is_empty() {
-        return Nanos::ZERO;
-    }
-    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 /// Everything a run measured.
 #[derive(Clone, Debug)]
 pub struct LabResult {
@@ -116,26 +103,211 @@ impl LabResult {
             .map(|(_, v)| *v)
     }
 
-    /// The run as JSON for plots: per client, its work series (ms of work per sample) and its
-    /// jobs as `[release_ms, latency_ms]` (every k-th job past 2000, to keep files small).
-    pub fn to_json(&self) -> Value {
+    /// The run as a document for plots: per client, its work series (ms of work per sample)
+    /// and its jobs as `[release_ms, latency_ms]` (every k-th job past 2000, to keep files
+    /// small).
+    pub fn summary(&self) -> LabSummary {
         let ms = |n: Nanos| n.0 as f64 / 1e6;
-        json!({
-            "duration_ms": ms(self.duration),
-            "samples_ms": self.samples.iter().map(|t| ms(*t)).collect::<Vec<_>>(),
-            "decisions": self.decisions,
-            "inherited": self.inherited,
-            "counters": self.counters.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
-            "clients": self.clients.iter().zip(self.work_shares()).map(|(c, share)| json!({
-                "name": c.name,
-                "pid": c.pid,
-                "work_share": share,
-                "work_ms": c.work_series.iter().map(|w| ms(*w)).collect::<Vec<_>>(),
-                "jobs": c.jobs.iter().step_by(c.jobs.len().div_ceil(2000).max(1)).map(|j| [ms(j.release), ms(j.latency())]).collect::<Vec<_>>(),
-                "p50_ms": ms(c.latency(0.5)),
-                "p99_ms": ms(c.latency(0.99)),
-                "deadline_misses": c.deadline_misses(),
-            })).collect::<Vec<_>>(),
-        })
+        LabSummary {
+            schema: LabSummary::SCHEMA.into(),
+            duration_ms: ms(self.duration),
+            samples_ms: self.samples.iter().map(|t| ms(*t)).collect(),
+            decisions: self.decisions,
+            inherited: self.inherited,
+            counters: self
+                .counters
+                .iter()
+                .map(|(name, value)| CounterSummary {
+                    name: (*name).to_string(),
+                    value: *value,
+                })
+                .collect(),
+            clients: self
+                .clients
+                .iter()
+                .zip(self.work_shares())
+                .map(|(c, work_share)| ClientSummary {
+                    name: c.name.clone(),
+                    pid: c.pid,
+                    work_share,
+                    work_ms: c.work_series.iter().map(|w| ms(*w)).collect(),
+                    jobs: c
+                        .jobs
+                        .iter()
+                        .step_by(c.jobs.len().div_ceil(2000).max(1))
+                        .map(|j| [ms(j.release), ms(j.latency())])
+                        .collect(),
+                    p50_ms: ms(c.latency(0.5)),
+                    p99_ms: ms(c.latency(0.99)),
+                    deadline_misses: c.deadline_misses(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A run as a document for plots ([`LabResult::summary`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabSummary {
+    /// [`LabSummary::SCHEMA`].
+    pub schema: String,
+    /// The run's length, ms.
+    pub duration_ms: f64,
+    /// Sample times of the work series, ms.
+    pub samples_ms: Vec<f64>,
+    /// Decisions taken.
+    pub decisions: u64,
+    /// Suspensions overridden by priority inheritance.
+    pub inherited: u64,
+    /// The policy's counters at the end.
+    pub counters: Vec<CounterSummary>,
+    /// Per client, in the order given.
+    pub clients: Vec<ClientSummary>,
+}
+
+impl LabSummary {
+    /// The document's schema.
+    pub const SCHEMA: &'static str = "baton.lab/1";
+}
+
+/// One policy counter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterSummary {
+    /// Its name.
+    pub name: String,
+    /// Its value.
+    pub value: u64,
+}
+
+/// One client's part of a [`LabSummary`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientSummary {
+    /// Its name.
+    pub name: String,
+    /// Its process.
+    pub pid: u32,
+    /// Its share of all work completed (0..=1).
+    pub work_share: f64,
+    /// Cumulative work at each sample time, ms.
+    pub work_ms: Vec<f64>,
+    /// Jobs as `[release_ms, latency_ms]`, every k-th past 2000.
+    pub jobs: Vec<[f64; 2]>,
+    /// Median job latency, ms.
+    pub p50_ms: f64,
+    /// 99th-percentile job latency, ms.
+    pub p99_ms: f64,
+    /// Jobs that finished later than the deadline.
+    pub deadline_misses: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Job;
+
+    fn result() -> LabResult {
+        let jobs: Vec<Job> = (0..4500u64)
+            .map(|i| Job {
+                release: Nanos::from_millis(i),
+                done: Nanos::from_millis(i) + Nanos::from_micros(100 + i % 100),
+            })
+            .collect();
+        LabResult {
+            duration: Nanos::from_secs(5),
+            clients: vec![
+                ClientResult {
+                    name: "hp".into(),
+                    pid: 1,
+                    queue: None,
+                    deadline: Some(Nanos::from_micros(150)),
+                    jobs,
+                    open_jobs: 0,
+                    work: Nanos::from_millis(300),
+                    work_series: vec![Nanos::ZERO, Nanos::from_millis(300)],
+                    context_busy: Nanos::from_millis(300),
+                },
+                ClientResult {
+                    name: "be".into(),
+                    pid: 2,
+                    queue: None,
+                    deadline: None,
+                    jobs: Vec::new(),
+                    open_jobs: 3,
+                    work: Nanos::from_millis(100),
+                    work_series: vec![Nanos::ZERO, Nanos::from_millis(100)],
+                    context_busy: Nanos::from_millis(100),
+                },
+            ],
+            samples: vec![Nanos::ZERO, Nanos::from_millis(100)],
+            ops: Vec::new(),
+            counters: vec![("boosts", 7)],
+            decisions: 12,
+            inherited: 1,
+        }
+    }
+
+    #[test]
+    fn the_summary_has_series_shares_and_thinned_jobs() {
+        let s = result().summary();
+        assert_eq!(s.schema, "baton.lab/1");
+        assert_eq!(s.duration_ms, 5000.0);
+        assert_eq!(s.samples_ms, [0.0, 100.0]);
+        assert_eq!(
+            s.counters,
+            [CounterSummary {
+                name: "boosts".into(),
+                value: 7
+            }]
+        );
+        let hp = &s.clients[0];
+        assert_eq!((hp.work_share, s.clients[1].work_share), (0.75, 0.25));
+        assert_eq!(hp.work_ms, [0.0, 300.0]);
+        // 4500 jobs: every third is kept.
+        assert_eq!(hp.jobs.len(), 1500);
+        assert_eq!(hp.jobs[1], [3.0, 0.103]);
+        assert_eq!((hp.p50_ms, hp.p99_ms), (0.149, 0.198));
+        assert_eq!(hp.deadline_misses, 45 * 49);
+        assert_eq!(s.clients[1].p99_ms, 0.0);
+    }
+
+    #[test]
+    fn the_summary_keeps_its_keys_and_reads_back() {
+        let s = result().summary();
+        let v = serde_json::to_value(&s).unwrap();
+        let keys = |v: &serde_json::Value| {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort_unstable();
+            k
+        };
+        assert_eq!(
+            keys(&v),
+            [
+                "clients",
+                "counters",
+                "decisions",
+                "duration_ms",
+                "inherited",
+                "samples_ms",
+                "schema"
+            ]
+        );
+        assert_eq!(
+            keys(&v["clients"][0]),
+            [
+                "deadline_misses",
+                "jobs",
+                "name",
+                "p50_ms",
+                "p99_ms",
+                "pid",
+                "work_ms",
+                "work_share"
+            ]
+        );
+        assert_eq!(
+            v["counters"][0],
+            serde_json::json!({"name": "boosts", "value": 7})
+        );
+        assert_eq!(serde_json::from_value::<LabSummary>(v).unwrap(), s);
     }
 }

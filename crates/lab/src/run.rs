@@ -9,7 +9,9 @@ use baton_policies::{DeviceId, Hint, QueueHints};
 use baton_scheduler::{Inbox, LocalScheduler, QueueMeta, StaticProcessInfo};
 use baton_sim::{ContextId, Sim, StreamId, TimeMode};
 
-use crate::client::{Client, Path};
+use baton_demo::Route;
+
+use crate::client::Client;
 use crate::{Action, ClientResult, ContextSpec, LabResult, LabSpec, Workload};
 
 /// Runs `spec` to its end and returns what every client measured. Deterministic.
@@ -53,7 +55,7 @@ pub fn run(spec: LabSpec) -> LabResult {
         };
         let hw = sim.create_stream(ctx, spec.stream_priority);
         by_stream.insert((spec.device, hw.stream()), i);
-        let path = if spec.scheduled {
+        let route = if spec.scheduled {
             let q = XQueue::builder(hw)
                 .drive(Drive::External)
                 .clock(sims[&spec.device].clock())
@@ -77,11 +79,11 @@ pub fn run(spec: LabSpec) -> LabResult {
                 // The process was just registered, so it is known.
                 let _ = sched.set_process_hint(spec.pid, *h, Nanos::ZERO);
             }
-            Path::Queue(q)
+            Route::Scheduled(q)
         } else {
-            Path::Raw(hw)
+            Route::Raw(hw)
         };
-        clients.push(Client::new(spec, path, seed, i as u64));
+        clients.push(Client::new(spec, route, seed, i as u64));
     }
     actions.sort_by_key(|(t, _)| *t);
     let mut actions = actions.into_iter().peekable();
@@ -94,7 +96,7 @@ pub fn run(spec: LabSpec) -> LabResult {
             match a {
                 Action::Global(h) => sched.set_global_hint(h, t),
                 Action::Hint(i, h) => {
-                    if let Some(Path::Queue(q)) = clients.get(i).map(|c| &c.path) {
+                    if let Some(q) = clients.get(i).and_then(|c| c.route.queue()) {
                         let _ = sched.set_hint(q.id(), h, t);
                     }
                 }
@@ -104,11 +106,11 @@ pub fn run(spec: LabSpec) -> LabResult {
         for c in &mut clients {
             if c.act(t, end) {
                 if let (
-                    Path::Queue(q),
+                    Route::Scheduled(q),
                     Workload::Periodic {
                         announce: Some(a), ..
                     },
-                ) = (&c.path, c.spec.workload)
+                ) = (&c.route, c.spec.workload)
                 {
                     let lead = c.next_release.map_or(a.lead, |r| r - t);
                     if let Ok(h) = Hint::upcoming(lead, a.grace) {
@@ -156,10 +158,7 @@ pub fn run(spec: LabSpec) -> LabResult {
     let busy: Vec<Nanos> = clients
         .iter()
         .map(|c| {
-            let stream = match &c.path {
-                Path::Raw(hw) => hw.stream(),
-                Path::Queue(q) => q.hw().stream(),
-            };
+            let stream = c.route.stream();
             sims[&c.spec.device].with(|d| d.busy(d.context_of(stream)))
         })
         .collect();
@@ -170,10 +169,7 @@ pub fn run(spec: LabSpec) -> LabResult {
         .map(|((c, work_series), context_busy)| ClientResult {
             name: c.spec.name.clone(),
             pid: c.spec.pid,
-            queue: match &c.path {
-                Path::Queue(q) => Some(q.id()),
-                Path::Raw(_) => None,
-            },
+            queue: c.route.queue().map(|q| q.id()),
             deadline: c.spec.deadline,
             open_jobs: c.open_jobs(),
             jobs: c.jobs,

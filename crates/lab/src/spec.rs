@@ -4,30 +4,10 @@
 use std::collections::BTreeMap;
 
 use baton_core::{LaunchConfig, Level, Nanos};
+use baton_demo::SpanRange;
 use baton_policies::{GlobalHint, Hint, Policy, ProcessHint};
 use baton_scheduler::ProcessFacts;
 use baton_sim::SimConfig;
-
-/// An inclusive range of kernel durations, drawn uniformly.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
-    /// The shortest.
-    pub low: Nanos,
-    /// The longest.
-    pub high: Nanos,
-}
-
-impl Span {
-    /// Always `d`.
-    pub const fn fixed(d: Nanos) -> Span {
-        Span { low: d, high: d }
-    }
-
-    /// Uniformly within `low..=high`.
-    pub const fn between(low: Nanos, high: Nanos) -> Span {
-        Span { low, high }
-    }
-}
 
 /// Announced work: a pre-preemption hint sent `lead` before each release, lapsing `grace`
 /// after the expected arrival.
@@ -52,7 +32,7 @@ pub enum Workload {
         /// Kernels per job.
         kernels: u32,
         /// Each kernel's duration.
-        kernel: Span,
+        kernel: SpanRange,
         /// SMs each kernel asks for.
         sms: u32,
         /// Announce each job ahead of time.
@@ -63,7 +43,7 @@ pub enum Workload {
         /// Kernels per job.
         kernels: u32,
         /// Each kernel's duration.
-        kernel: Span,
+        kernel: SpanRange,
         /// SMs each kernel asks for.
         sms: u32,
         /// Pause between a job's completion and the next release.
@@ -74,7 +54,7 @@ pub enum Workload {
         /// Kernels outstanding.
         depth: u32,
         /// Each kernel's duration.
-        kernel: Span,
+        kernel: SpanRange,
         /// SMs each kernel asks for.
         sms: u32,
     },

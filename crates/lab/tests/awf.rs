@@ -6,7 +6,7 @@
 //! app for the first 5 s, on a background process for the last 5.
 
 use baton_core::Nanos;
-use baton_lab::{Action, ClientSpec, LabSpec, Span, Workload, run};
+use baton_lab::{Action, ClientSpec, LabSpec, SpanRange, Workload, run};
 use baton_policies::{GlobalHint, by_name};
 
 fn app() -> ClientSpec {
@@ -17,7 +17,7 @@ fn app() -> ClientSpec {
             period: Nanos::from_millis(16),
             offset: Nanos::ZERO,
             kernels: 30,
-            kernel: Span::fixed(Nanos::from_micros(100)),
+            kernel: SpanRange::fixed(Nanos::from_micros(100)),
             sms: 132,
             announce: None,
         },
@@ -30,7 +30,7 @@ fn background(name: &str, pid: u32) -> ClientSpec {
         pid,
         Workload::Flood {
             depth: 8,
-            kernel: Span::fixed(Nanos::from_millis(1)),
+            kernel: SpanRange::fixed(Nanos::from_millis(1)),
             sms: 132,
         },
     )
@@ -59,7 +59,7 @@ fn awf_focused_app_p99_3055_us_vs_3000_alone() {
             .map(|j| j.latency())
             .collect();
         l.sort_unstable();
-        baton_lab::percentile(&l, 0.99)
+        baton_core::percentile(&l, 0.99)
     };
     let focused = p99(Nanos::ZERO, Nanos::from_secs(5));
     let unfocused = jobs

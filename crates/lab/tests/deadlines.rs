@@ -5,7 +5,7 @@
 //! Level 3, 10 simulated seconds, deadlines equal to periods (KEDF) or given explicitly (LAX).
 
 use baton_core::Nanos;
-use baton_lab::{ClientSpec, LabResult, LabSpec, Span, Workload, run};
+use baton_lab::{ClientSpec, LabResult, LabSpec, SpanRange, Workload, run};
 use baton_policies::{Hint, by_name};
 
 /// A task releasing `work_us` of kernels every `period_ms`, its deadline `period_ms`.
@@ -18,7 +18,7 @@ fn task(name: &str, pid: u32, work_us: u64, period_ms: u64, offset_us: u64) -> C
             period,
             offset: Nanos::from_micros(offset_us),
             kernels: u32::try_from(work_us / 100).unwrap(),
-            kernel: Span::fixed(Nanos::from_micros(100)),
+            kernel: SpanRange::fixed(Nanos::from_micros(100)),
             sms: 132,
             announce: None,
         },
@@ -93,7 +93,7 @@ fn flood() -> ClientSpec {
         9,
         Workload::Flood {
             depth: 4,
-            kernel: Span::fixed(Nanos::from_micros(200)),
+            kernel: SpanRange::fixed(Nanos::from_micros(200)),
             sms: 132,
         },
     )

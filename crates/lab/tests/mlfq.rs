@@ -6,7 +6,7 @@
 //! Level 3, 10 simulated seconds.
 
 use baton_core::Nanos;
-use baton_lab::{ClientSpec, LabResult, LabSpec, Span, Workload, run};
+use baton_lab::{ClientSpec, LabResult, LabSpec, SpanRange, Workload, run};
 use baton_policies::by_name;
 
 fn short() -> ClientSpec {
@@ -15,7 +15,7 @@ fn short() -> ClientSpec {
         1,
         Workload::ClosedLoop {
             kernels: 10,
-            kernel: Span::fixed(Nanos::from_micros(100)),
+            kernel: SpanRange::fixed(Nanos::from_micros(100)),
             sms: 132,
             think: Nanos::from_millis(4),
         },
@@ -28,7 +28,7 @@ fn long() -> ClientSpec {
         2,
         Workload::ClosedLoop {
             kernels: 200,
-            kernel: Span::fixed(Nanos::from_micros(500)),
+            kernel: SpanRange::fixed(Nanos::from_micros(500)),
             sms: 132,
             think: Nanos::ZERO,
         },
@@ -68,7 +68,7 @@ fn mlfq_long_job_gets_50_percent_behind_two_saturating_short_clients() {
         pid,
         workload: Workload::ClosedLoop {
             kernels: 10,
-            kernel: Span::fixed(Nanos::from_micros(100)),
+            kernel: SpanRange::fixed(Nanos::from_micros(100)),
             sms: 132,
             think: Nanos::ZERO,
         },

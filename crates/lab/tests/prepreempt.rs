@@ -8,7 +8,7 @@
 //! it announces each release 5 ms ahead (lapsing 1 ms after the expected arrival).
 
 use baton_core::{LaunchConfig, Level, Nanos};
-use baton_lab::{Action, Announce, ClientSpec, LabResult, LabSpec, Span, Workload, run};
+use baton_lab::{Action, Announce, ClientSpec, LabResult, LabSpec, SpanRange, Workload, run};
 use baton_policies::{Hint, by_name};
 use baton_scheduler::OpKind;
 use baton_sim::SimConfig;
@@ -27,7 +27,7 @@ fn spec(announce: Option<Announce>, with_be: bool, hp_until: Option<Nanos>) -> L
             period: Nanos::from_millis(20),
             offset: Nanos::from_millis(10),
             kernels: 20,
-            kernel: Span::fixed(Nanos::from_micros(50)),
+            kernel: SpanRange::fixed(Nanos::from_micros(50)),
             sms: 132,
             announce,
         },
@@ -43,7 +43,7 @@ fn spec(announce: Option<Announce>, with_be: bool, hp_until: Option<Nanos>) -> L
             2,
             Workload::Flood {
                 depth: 16,
-                kernel: Span::fixed(Nanos::from_millis(1)),
+                kernel: SpanRange::fixed(Nanos::from_millis(1)),
                 sms: 132,
             },
         );

@@ -2,7 +2,7 @@
 //! niceness the agent reads.
 
 use baton_core::Nanos;
-use baton_lab::{ClientSpec, LabResult, LabSpec, Span, Workload, run};
+use baton_lab::{ClientSpec, LabResult, LabSpec, SpanRange, Workload, run};
 use baton_policies::{Hint, by_name};
 use baton_scheduler::ProcessFacts;
 
@@ -14,7 +14,7 @@ fn periodic(name: &str, pid: u32, device: u32) -> ClientSpec {
             period: Nanos::from_millis(10),
             offset: Nanos::ZERO,
             kernels: 20,
-            kernel: Span::fixed(Nanos::from_micros(100)),
+            kernel: SpanRange::fixed(Nanos::from_micros(100)),
             sms: 132,
             announce: None,
         },
@@ -29,7 +29,7 @@ fn flood(name: &str, pid: u32, device: u32) -> ClientSpec {
         pid,
         Workload::Flood {
             depth: 4,
-            kernel: Span::fixed(Nanos::from_micros(500)),
+            kernel: SpanRange::fixed(Nanos::from_micros(500)),
             sms: 132,
         },
     );

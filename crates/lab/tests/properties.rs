@@ -2,7 +2,7 @@
 //! progress never starve a continuously ready queue, and every policy finishes finite work.
 
 use baton_core::Nanos;
-use baton_lab::{ClientSpec, LabSpec, Span, Workload, run};
+use baton_lab::{ClientSpec, LabSpec, SpanRange, Workload, run};
 use baton_policies::{GlobalHint, Hint, ProcessHint, catalog};
 use proptest::prelude::*;
 
@@ -40,7 +40,7 @@ fn spec(name: &str, clients: &[Client], duration: Nanos) -> LabSpec {
         GlobalHint::active_window(Some(1)).unwrap(),
     ];
     for (i, c) in clients.iter().enumerate() {
-        let kernel = Span::between(
+        let kernel = SpanRange::new(
             Nanos::from_micros(c.kernel_us / 2 + 10),
             Nanos::from_micros(c.kernel_us),
         );

@@ -7,7 +7,7 @@
 //! share is its completed kernel work over everyone's.
 
 use baton_core::Nanos;
-use baton_lab::{ClientSpec, LabResult, LabSpec, Span, Workload, run};
+use baton_lab::{ClientSpec, LabResult, LabSpec, SpanRange, Workload, run};
 use baton_policies::{Hint, ProcessHint, by_name};
 
 const TEN_S: Nanos = Nanos::from_secs(10);
@@ -15,7 +15,7 @@ const TEN_S: Nanos = Nanos::from_secs(10);
 fn flood() -> Workload {
     Workload::Flood {
         depth: 4,
-        kernel: Span::between(Nanos::from_micros(200), Nanos::from_micros(400)),
+        kernel: SpanRange::new(Nanos::from_micros(200), Nanos::from_micros(400)),
         sms: 132,
     }
 }
@@ -86,7 +86,7 @@ fn service_beside_a_flood(policy: &str, kernels: u32) -> LabResult {
             period: Nanos::from_millis(20),
             offset: Nanos::ZERO,
             kernels,
-            kernel: Span::fixed(Nanos::from_micros(200)),
+            kernel: SpanRange::fixed(Nanos::from_micros(200)),
             sms: 132,
             announce: None,
         },
@@ -96,7 +96,7 @@ fn service_beside_a_flood(policy: &str, kernels: u32) -> LabResult {
         2,
         Workload::Flood {
             depth: 8,
-            kernel: Span::between(Nanos::from_micros(500), Nanos::from_micros(1_500)),
+            kernel: SpanRange::new(Nanos::from_micros(500), Nanos::from_micros(1_500)),
             sms: 132,
         },
     );

@@ -14,7 +14,7 @@
 //!   the feedback is for. Target 2.8 ms (1.25 × standalone).
 
 use baton_core::Nanos;
-use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, Span, Workload, run};
+use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, SpanRange, Workload, run};
 use baton_policies::{Hint, Policy, Slo};
 
 const TEN_S: Nanos = Nanos::from_secs(10);
@@ -47,7 +47,7 @@ fn lab(setup: Setup, policy: Box<dyn Policy>, target: Nanos, with_be: bool) -> L
             period: Nanos::from_millis(5),
             offset: Nanos::ZERO,
             kernels: 40,
-            kernel: Span::between(Nanos::from_micros(20), Nanos::from_micros(80)),
+            kernel: SpanRange::new(Nanos::from_micros(20), Nanos::from_micros(80)),
             sms: setup.hp_sms,
             announce: None,
         },
@@ -63,7 +63,7 @@ fn lab(setup: Setup, policy: Box<dyn Policy>, target: Nanos, with_be: bool) -> L
             2,
             Workload::Flood {
                 depth: 32,
-                kernel: Span::between(Nanos::from_millis(1), Nanos::from_millis(5)),
+                kernel: SpanRange::new(Nanos::from_millis(1), Nanos::from_millis(5)),
                 sms: setup.be_sms,
             },
         );

@@ -1,12 +1,14 @@
 //! `baton demo`: the scheduler side by side with native sharing — on a real GPU when there is
-//! one (`gpu_demo.rs`), otherwise on the simulated device.
+//! one (`baton_demo::gpu`, with this binary's processes as its clients), otherwise on the
+//! simulated device.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use baton_core::{LaunchConfig, Level, Nanos};
-use baton_demo::{Scenario, SpanRange, Trace};
+use baton_demo::gpu::{self, GpuPlan, WorkerRole};
+use baton_demo::{Scenario, SpanRange, SpanRangeError, Trace};
 use baton_sim::{SimConfig, TimeMode};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -107,11 +109,11 @@ pub struct DemoArgs {
     interrupt_us: f64,
 }
 
-fn parse_us(s: &str) -> Result<SpanRange, String> {
+fn parse_us(s: &str) -> Result<SpanRange, SpanRangeError> {
     SpanRange::parse(s, Nanos::from_micros(1))
 }
 
-fn parse_ms(s: &str) -> Result<SpanRange, String> {
+fn parse_ms(s: &str) -> Result<SpanRange, SpanRangeError> {
     SpanRange::parse(s, Nanos::from_millis(1))
 }
 
@@ -122,9 +124,9 @@ fn span(flag: &str, v: f64, unit: Nanos) -> anyhow::Result<Nanos> {
 }
 
 impl DemoArgs {
-    fn gpu_plan(&self) -> super::gpu_demo::Plan {
+    fn gpu_plan(&self) -> GpuPlan {
         let us = |n: Nanos| n.0 / 1_000;
-        super::gpu_demo::Plan {
+        GpuPlan {
             seconds: self.duration_s.unwrap_or(5.0),
             hp_kernels: self.hp_kernels,
             hp_kernel_us: (us(self.hp_kernel_us.low), us(self.hp_kernel_us.high)),
@@ -190,16 +192,16 @@ fn run_gpu(args: &DemoArgs, name: &str) -> anyhow::Result<ExitCode> {
     let plan = args.gpu_plan();
     let bar = progress(4, "{pos}/{len}", args.json);
     bar.set_message(format!("{name}, {:.0} s per run", plan.seconds));
-    let report = super::gpu_demo::run(&plan, &mut |phase, i| {
-        bar.set_prefix(phase.to_string());
-        bar.set_position(i as u64);
-    })
-    .map_err(|e| anyhow::anyhow!(e))?;
+    let exe = std::env::current_exe().context("finding baton itself")?;
+    let report = gpu::run(&plan, &exe, &mut |p| {
+        bar.set_prefix(gpu::phase_label(p.phase));
+        bar.set_position(p.index as u64);
+    })?;
     bar.finish_and_clear();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", super::gpu_demo::table(name, &report));
+        print!("{}", gpu::table(name, &report.figures));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -211,27 +213,25 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             .worker_out
             .as_deref()
             .ok_or_else(|| anyhow::anyhow!("--gpu-worker needs --worker-out"))?;
-        match role.as_str() {
-            "hp" => super::gpu_demo::hp_worker(&plan, out),
-            "be" => super::gpu_demo::be_worker(
+        match role.parse::<WorkerRole>()? {
+            WorkerRole::Hp => gpu::hp_worker(&plan, out)?,
+            WorkerRole::Be => gpu::be_worker(
                 &plan,
                 out,
                 args.ready_file.as_deref(),
                 args.stop_file.as_deref(),
-            ),
-            other => Err(format!("unknown GPU demo client {other:?}")),
+            )?,
         }
-        .map_err(anyhow::Error::msg)?;
         return Ok(ExitCode::SUCCESS);
     }
     let sim_only = args.realtime || args.trace.is_some() || args.check;
     let gpu = match args.device {
         DemoDevice::Sim => None,
-        DemoDevice::Gpu => Some(super::gpu_demo::available().ok_or_else(|| {
+        DemoDevice::Gpu => Some(gpu::available().ok_or_else(|| {
             anyhow::anyhow!("no CUDA GPU found (driver, cuInit, a device): use --device sim")
         })?),
         DemoDevice::Auto if sim_only => None,
-        DemoDevice::Auto => super::gpu_demo::available(),
+        DemoDevice::Auto => gpu::available(),
     };
     if let Some(name) = gpu {
         match run_gpu(&args, &name) {
@@ -271,7 +271,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+        println!("{}", serde_json::to_string_pretty(&report.summary())?);
     } else {
         print!("{}", report.table());
     }
@@ -279,4 +279,73 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Demo {
+        #[command(flatten)]
+        args: DemoArgs,
+    }
+
+    fn parse(args: &[&str]) -> DemoArgs {
+        Demo::try_parse_from(std::iter::once("demo").chain(args.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn the_gpu_plan_defaults_to_the_documented_story() {
+        assert_eq!(
+            parse(&[]).gpu_plan(),
+            GpuPlan {
+                seconds: 5.0,
+                hp_kernels: 40,
+                hp_kernel_us: (20, 80),
+                hp_period_ms: 5.0,
+                be_kernel_us: (1000, 5000),
+                be_depth: 32,
+                seed: 1,
+            }
+        );
+        // The BE client keeps at most 64 kernels outstanding on a GPU.
+        assert_eq!(parse(&["--be-depth", "500"]).gpu_plan().be_depth, 64);
+    }
+
+    #[test]
+    fn a_worker_reads_back_the_plan_its_parent_gave() {
+        let parent = parse(&[
+            "--duration-s",
+            "0.3",
+            "--hp-kernels",
+            "7",
+            "--hp-kernel-us",
+            "15-95",
+            "--hp-period-ms",
+            "2.5",
+            "--be-kernel-ms",
+            "0.5-2.25",
+            "--be-depth",
+            "9",
+            "--seed",
+            "42",
+        ])
+        .gpu_plan();
+        let mut worker = vec!["--gpu-worker", "be", "--worker-out", "/tmp/x.json"];
+        let flags = parent.args();
+        worker.extend(flags.iter().map(String::as_str));
+        let w = parse(&worker);
+        assert_eq!(w.gpu_worker.as_deref(), Some("be"));
+        assert_eq!(
+            w.worker_out.as_deref(),
+            Some(std::path::Path::new("/tmp/x.json"))
+        );
+        assert_eq!(w.gpu_plan(), parent);
+        assert_eq!(parent.be_kernel_us, (500, 2250));
+    }
 }

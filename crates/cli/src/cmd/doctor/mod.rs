@@ -1,0 +1,298 @@
+//! `baton doctor`: is everything Baton needs here? The driver, the interposer, the daemon,
+//! and the preemption levels each device supports.
+//!
+//! Each check is one function returning a [`Check`] (`report.rs` is the JSON document); the
+//! level report is per device (`levels.rs`). The GPU work — the driver's inventory and the
+//! self-tests levels are claimed by — is `baton_cuda::probe`; this module judges what the
+//! probes report and says it.
+
+mod levels;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use baton_cuda::probe::{self, Level3Answer};
+use baton_protocol::{Reply, Request};
+use clap::Args;
+
+use self::levels::{levels, spatial};
+use self::report::{
+    Check, DaemonFindings, DeviceFindings, DoctorReport, DriverFindings, InterposerFindings,
+};
+use crate::client::Client;
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// The real CUDA driver library, if it is not found by the usual search.
+    #[arg(long, value_name = "PATH")]
+    cuda_lib: Option<PathBuf>,
+    /// The interposer [default: next to the baton executable, or $BATON_INTERPOSER].
+    #[arg(long, value_name = "PATH")]
+    interposer: Option<PathBuf>,
+    /// Skip the per-device GPU self-tests (they take about a second each).
+    #[arg(long)]
+    no_self_test: bool,
+    /// Internal: run the Level-3 self-test for this device (in a child under the interposer).
+    #[arg(long, hide = true, value_name = "ORDINAL")]
+    self_test_level3: Option<i32>,
+}
+
+fn driver_check(
+    lib: Option<&Path>,
+    self_test: Option<&Path>,
+    tests: bool,
+) -> Check<DriverFindings> {
+    let lib = lib
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("BATON_CUDA_LIB").map(PathBuf::from));
+    let d = match probe::open_driver(lib.as_deref()) {
+        Ok(d) => d,
+        Err(e) => {
+            return Check {
+                ok: false,
+                detail: format!(
+                    "{e}: install the NVIDIA driver, or give its libcuda.so.1 with --cuda-lib \
+                     (without a GPU, `baton demo` runs on the simulated device)"
+                ),
+                found: DriverFindings::default(),
+            };
+        }
+    };
+    let inventory = probe::inventory(d);
+    let devices: Vec<DeviceFindings> = inventory
+        .devices
+        .iter()
+        .map(|dev| DeviceFindings {
+            ordinal: dev.ordinal(),
+            name: dev.name().to_string(),
+            levels: levels(d, dev.ordinal(), tests, self_test, lib.as_deref()),
+            spatial: spatial(d, dev, tests),
+        })
+        .collect();
+    let (version, count) = (inventory.version, devices.len());
+    let ok = inventory.initialized && count > 0;
+    Check {
+        ok,
+        detail: if ok {
+            format!("CUDA driver {version}, {count} device(s)")
+        } else if !inventory.initialized {
+            "the driver loads but cuInit failed: check that the GPU is visible (nvidia-smi)".into()
+        } else {
+            "the driver reports no device: check CUDA_VISIBLE_DEVICES and nvidia-smi".into()
+        },
+        found: DriverFindings {
+            found: true,
+            version: Some(version),
+            devices: Some(devices),
+        },
+    }
+}
+
+fn interposer_check(flag: Option<&Path>) -> Check<InterposerFindings> {
+    let path = match super::run::find_interposer(flag) {
+        Ok(p) => p,
+        Err(e) => {
+            return Check {
+                ok: false,
+                detail: format!("{e:#}"),
+                found: InterposerFindings::default(),
+            };
+        }
+    };
+    let hooks = probe::exports_hooks(&path);
+    Check {
+        ok: hooks,
+        detail: if hooks {
+            format!("{} loads and exports the hooks", path.display())
+        } else {
+            format!(
+                "{} does not load or lacks cuLaunchKernel: rebuild it with `cargo build \
+                 --release -p baton-interposer`",
+                path.display()
+            )
+        },
+        found: InterposerFindings {
+            found: true,
+            path: Some(path),
+            loads: Some(hooks),
+        },
+    }
+}
+
+fn daemon_check(socket: Option<&Path>) -> Check<DaemonFindings> {
+    let mut c = match Client::connect(socket) {
+        Ok(c) => c,
+        Err(e) => {
+            return Check {
+                ok: false,
+                detail: format!("{e:#}"),
+                found: DaemonFindings::default(),
+            };
+        }
+    };
+    match c.request(&Request::Status) {
+        Ok(Reply::Status(s)) => Check {
+            ok: true,
+            detail: format!(
+                "{} (pid {}) on {}: policy {}, {} processes, {} queues, decision p50 {:.1} µs",
+                s.software,
+                s.pid,
+                c.path().display(),
+                s.policy,
+                s.processes,
+                s.queues,
+                s.decision_latency.p50_ns as f64 / 1000.0
+            ),
+            found: DaemonFindings {
+                reachable: true,
+                status: Some(s),
+            },
+        },
+        other => Check {
+            ok: false,
+            detail: format!("the daemon did not report its status: {other:?}"),
+            found: DaemonFindings {
+                reachable: true,
+                status: None,
+            },
+        },
+    }
+}
+
+/// The report as text: one line per check, and under the driver each device's levels.
+fn text(r: &DoctorReport) -> String {
+    let line = |ok: bool, name: &str, detail: &str| {
+        format!("{} {name:<10} {detail}\n", if ok { "ok " } else { "!! " })
+    };
+    let mut s = line(r.driver.ok, "driver", &r.driver.detail);
+    for d in r.driver.found.devices.iter().flatten() {
+        s += &format!("      device {} {}\n", d.ordinal, d.name);
+        for l in &d.levels {
+            let yes = if l.supported { "yes" } else { "no " };
+            s += &format!("        L{} {yes} {}\n", l.level, l.how);
+        }
+        let yes = if d.spatial.available { "yes" } else { "no " };
+        s += &format!("        SM {yes} {}\n", d.spatial.how);
+    }
+    s += &line(r.interposer.ok, "interposer", &r.interposer.detail);
+    s += &line(r.daemon.ok, "daemon", &r.daemon.detail);
+    s
+}
+
+pub fn run(args: DoctorArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
+    if let Some(ordinal) = args.self_test_level3 {
+        let answer = Level3Answer::from(probe::level3(
+            ordinal,
+            args.cuda_lib.as_deref(),
+            probe::DEFAULT_YIELD_US,
+        ));
+        println!("{}", serde_json::to_string(&answer)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let interposer = interposer_check(args.interposer.as_deref());
+    let self_test = interposer
+        .found
+        .path
+        .clone()
+        .filter(|_| interposer.ok && !args.no_self_test);
+    let report = DoctorReport {
+        schema: DoctorReport::SCHEMA.into(),
+        driver: driver_check(
+            args.cuda_lib.as_deref(),
+            self_test.as_deref(),
+            !args.no_self_test,
+        ),
+        interposer,
+        daemon: daemon_check(socket),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", text(&report));
+    }
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_cuda::probe::{Level2Report, Level3Report, ProbeError};
+
+    use super::levels::{level2_findings, level3_findings, spatial_findings};
+    use super::report::SelfTest;
+    use super::*;
+
+    #[test]
+    fn the_json_keeps_its_shape_and_the_text_its_lines() {
+        let report = DoctorReport {
+            schema: DoctorReport::SCHEMA.into(),
+            driver: Check {
+                ok: true,
+                detail: "CUDA driver 13000, 1 device(s)".into(),
+                found: DriverFindings {
+                    found: true,
+                    version: Some(13000),
+                    devices: Some(vec![DeviceFindings {
+                        ordinal: 0,
+                        name: "GPU".into(),
+                        levels: vec![
+                            level2_findings(Some(Ok(Level2Report::new(true, 100.0)))),
+                            level3_findings(Some(Ok(Level3Report::group_not_seen()))),
+                        ],
+                        spatial: spatial_findings(Err(ProbeError::NoInterposer)),
+                    }]),
+                },
+            },
+            interposer: Check {
+                ok: false,
+                detail: "missing".into(),
+                found: InterposerFindings::default(),
+            },
+            daemon: Check {
+                ok: false,
+                detail: "none".into(),
+                found: DaemonFindings::default(),
+            },
+        };
+        assert!(!report.ok());
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(v["schema"], "baton.doctor/1");
+        assert_eq!(v["driver"]["ok"], true);
+        assert_eq!(v["driver"]["found"], true);
+        assert_eq!(v["driver"]["version"], 13000);
+        let dev = &v["driver"]["devices"][0];
+        assert_eq!(dev["levels"][0]["self_test"]["held_50ms"], true);
+        assert_eq!(dev["levels"][1]["self_test"]["group_found"], false);
+        assert!(dev["spatial"].get("self_test").is_none());
+        assert_eq!(
+            serde_json::to_value(&report.interposer).unwrap(),
+            serde_json::json!({"ok": false, "detail": "missing", "found": false})
+        );
+        assert_eq!(
+            serde_json::to_value(&report.daemon).unwrap(),
+            serde_json::json!({"ok": false, "detail": "none", "reachable": false})
+        );
+        // What is printed reads back.
+        let back: DoctorReport = serde_json::from_value(v).unwrap();
+        assert!(matches!(
+            back.driver.found.devices.as_deref(),
+            Some([DeviceFindings { levels, .. }]) if matches!(levels[1].self_test, Some(SelfTest::Level3(_)))
+        ));
+        let t = text(&report);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "ok  driver     CUDA driver 13000, 1 device(s)");
+        assert_eq!(lines[1], "      device 0 GPU");
+        assert!(lines[2].starts_with("        L2 yes deactivation"));
+        assert!(lines[3].starts_with("        L3 no  channel-group"));
+        assert!(lines[4].starts_with("        SM no  green contexts"));
+        assert_eq!(lines[5], "!!  interposer missing");
+        assert_eq!(lines[6], "!!  daemon     none");
+    }
+}
