@@ -161,7 +161,12 @@ pub fn sim_client() -> &'static std::path::Path {
             status.success(),
             "building baton-sim-client failed: {status}"
         );
-        profile.join("baton-sim-client")
+        // An in-process daemon binding while cargo ran narrowed the (process-wide) umask
+        // cargo inherited: make sure the program can be run.
+        let bin = profile.join("baton-sim-client");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        bin
     })
 }
 
