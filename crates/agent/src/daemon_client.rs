@@ -43,226 +43,24 @@
 //! `status`) are made without `state` held, because a queue reports events to the sink, which
 //! takes `state`.
 
+mod config;
 mod io;
 mod link;
+mod shared;
+mod tracked;
 
-use std::collections::{BTreeMap, HashMap};
+pub use config::{ClientConfig, QueueInfo};
+
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-use baton_core::locks;
-use baton_core::{Clock, EventSink, Nanos, QueueControl, QueueEvent, QueueState, XQueueId};
-use baton_protocol::{
-    AgentMessage, AgentTarget, DeviceRef, Hint, ProtocolError, QueueId, QueueStateChange,
-};
+use baton_core::{EventSink, QueueControl, QueueState, XQueueId};
+use baton_protocol::{AgentMessage, AgentTarget, Hint, ProtocolError, QueueId};
 
-use crate::AgentConfig;
-use link::Link;
-
-/// How a queue is described to the daemon, besides what its [`QueueControl`] reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QueueInfo {
-    /// A short description for `baton list` (`stream 0x7f3a…`); may be empty.
-    pub label: String,
-    /// The device it runs on (the daemon groups queues by `device.id`).
-    pub device: DeviceRef,
-    /// Queue-scope hints given at creation (a CUDA stream priority, say); process-wide
-    /// settings belong in [`ClientConfig::hints`].
-    pub hints: Vec<Hint>,
-}
-
-/// How a [`DaemonClient`] connects and introduces its process.
-#[derive(Clone)]
-pub struct ClientConfig {
-    /// The daemon sockets to try, in order.
-    pub sockets: Vec<PathBuf>,
-    /// The process's short name.
-    pub name: String,
-    /// Its command line.
-    pub argv: Vec<String>,
-    /// Process-wide hints (from `BATON_PRIORITY`, `BATON_UTILIZATION`, …).
-    pub hints: Vec<Hint>,
-    /// The software named in the hello.
-    pub software: String,
-    /// The clock stamping events and stats.
-    pub clock: Arc<dyn Clock>,
-    /// The first wait before reconnecting; doubles up to `max_backoff`.
-    pub min_backoff: Duration,
-    /// The longest wait between connection attempts.
-    pub max_backoff: Duration,
-    /// How long connecting and the handshake may take before the daemon counts as absent.
-    pub handshake_timeout: Duration,
-}
-
-impl ClientConfig {
-    /// A configuration for this process (name and command line from `/proc/self`) with the
-    /// given sockets and the default timings: reconnect after 20 ms, doubling to 500 ms;
-    /// handshake within 1 s.
-    pub fn new(sockets: Vec<PathBuf>, clock: Arc<dyn Clock>) -> ClientConfig {
-        let argv: Vec<String> = std::env::args_os()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        let name = std::fs::read_to_string("/proc/self/comm")
-            .map(|s| s.trim_end().to_string())
-            .ok()
-            .filter(|s| !s.is_empty())
-            .or_else(|| argv.first().cloned())
-            .unwrap_or_else(|| "?".into());
-        ClientConfig {
-            sockets,
-            name,
-            argv,
-            hints: Vec::new(),
-            software: format!("baton-agent {}", env!("CARGO_PKG_VERSION")),
-            clock,
-            min_backoff: Duration::from_millis(20),
-            max_backoff: Duration::from_millis(500),
-            handshake_timeout: Duration::from_secs(1),
-        }
-    }
-
-    /// The configuration `cfg` (the process's `BATON_*` settings) asks for.
-    pub fn from_agent_config(cfg: &AgentConfig, clock: Arc<dyn Clock>) -> ClientConfig {
-        let mut c = ClientConfig::new(crate::socket_candidates(cfg.socket.as_deref()), clock);
-        c.hints = cfg.process_hints();
-        c
-    }
-}
-
-/// One registered queue.
-struct Tracked {
-    ctl: Arc<dyn QueueControl>,
-    info: QueueInfo,
-    ready: bool,
-    transition: u64,
-    /// Suspended by the daemon (and so to be resumed by fail-open).
-    suspended: bool,
-    busy_ns: u64,
-    ready_since: Option<Nanos>,
-}
-
-impl Tracked {
-    /// Takes in a transition; false if it is not newer than the last one.
-    fn note(&mut self, ready: bool, transition: u64, at: Nanos) -> bool {
-        if transition <= self.transition {
-            return false;
-        }
-        self.transition = transition;
-        if self.ready != ready {
-            if ready {
-                self.ready_since = Some(at);
-            } else if let Some(since) = self.ready_since.take() {
-                self.busy_ns += at.saturating_sub(since).0;
-            }
-        }
-        self.ready = ready;
-        true
-    }
-
-    fn busy_at(&self, now: Nanos) -> u64 {
-        self.busy_ns + self.ready_since.map_or(0, |s| now.saturating_sub(s).0)
-    }
-}
-
-/// The most early transitions remembered for queues not registered yet.
-const MAX_EARLY: usize = 4096;
-
-#[derive(Default)]
-struct State {
-    queues: BTreeMap<XQueueId, Tracked>,
-    /// Transitions of queues that reported before they were registered.
-    early: HashMap<XQueueId, u64>,
-    process_hints: Vec<Hint>,
-    link: Option<Link>,
-}
-
-impl State {
-    /// Sends `msg` if connected; returns whether the background thread must be woken.
-    fn send(&mut self, msg: &AgentMessage) -> bool {
-        self.link.as_mut().is_some_and(|l| l.send(msg))
-    }
-}
-
-pub(crate) struct Shared {
-    cfg: ClientConfig,
-    pid: u32,
-    state: Mutex<State>,
-    apply: Mutex<()>,
-    wake: OwnedFd,
-    stop: AtomicBool,
-    /// The connected socket's descriptor, or -1 (for `forget_in_child`).
-    live_fd: AtomicI32,
-    connected: AtomicBool,
-    connections: AtomicU64,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        locks::lock(&self.state)
-    }
-
-    fn lock_apply(&self) -> MutexGuard<'_, ()> {
-        locks::lock(&self.apply)
-    }
-
-    /// Whether this is the process that created the client (not a forked child).
-    fn here(&self) -> bool {
-        rustix::process::getpid()
-            .as_raw_nonzero()
-            .get()
-            .unsigned_abs()
-            == self.pid
-    }
-
-    /// Wakes the background thread.
-    fn ring(&self) {
-        let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
-    }
-
-    fn now(&self) -> Nanos {
-        self.cfg.clock.now()
-    }
-}
-
-/// The sink queues report to; see [`DaemonClient::sink`].
-struct Sink(Arc<Shared>);
-
-impl EventSink for Sink {
-    fn on_queue_event(&self, ev: QueueEvent) {
-        let sh = &self.0;
-        if !sh.here() {
-            return;
-        }
-        let ready = ev.state == QueueState::Ready;
-        let mut st = sh.lock();
-        let Some(q) = st.queues.get_mut(&ev.queue) else {
-            if st.early.len() >= MAX_EARLY {
-                st.early.clear();
-            }
-            let t = st.early.entry(ev.queue).or_default();
-            *t = (*t).max(ev.transition);
-            return;
-        };
-        if !q.note(ready, ev.transition, ev.at) {
-            return;
-        }
-        let msg = AgentMessage::QueueState(QueueStateChange {
-            queue: QueueId::from(ev.queue),
-            ready,
-            transition: ev.transition,
-            at_ns: ev.at.0,
-        });
-        let wake = st.send(&msg);
-        drop(st);
-        if wake {
-            sh.ring();
-        }
-    }
-}
+use shared::{Shared, Sink, State};
+use tracked::Tracked;
 
 /// Schedules this process's queues through the daemon; see the module documentation.
 pub struct DaemonClient {

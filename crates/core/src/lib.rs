@@ -45,5 +45,6 @@ pub use hwqueue::{HwError, HwQueue, InflightRange};
 pub use level::Level;
 pub use stats::percentile;
 pub use xqueue::{
-    DEFAULT_MAX_BUFFERED, Drive, QueueControl, ResumeFlags, SuspendFlags, XQueue, XQueueStatus,
+    DEFAULT_MAX_BUFFERED, Drive, QueueControl, ResumeFlags, SuspendFlags, XQueue, XQueueBuilder,
+    XQueueStatus,
 };

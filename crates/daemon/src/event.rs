@@ -9,7 +9,8 @@ use baton_protocol::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use crate::core::{AgentLink, AgentTx, Core, Snapshot};
+use crate::core::views::Snapshot;
+use crate::core::{AgentLink, AgentTx, Core};
 use crate::peer::Peer;
 
 /// One input for the core.

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::core::Snapshot;
+use crate::core::views::Snapshot;
 use crate::event::Event;
 
 const MAX_REQUEST: usize = 8 * 1024;

@@ -17,7 +17,8 @@ use rustix::event::{PollFd, PollFlags, poll};
 use rustix::net::RecvFlags;
 
 use super::link::{self, Link};
-use super::{Shared, Tracked};
+use super::shared::Shared;
+use super::tracked::Tracked;
 
 /// The background thread's body: connect and serve until stopped, failing open between
 /// connections.

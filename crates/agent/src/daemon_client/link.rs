@@ -15,7 +15,7 @@ use baton_protocol::{
 };
 use rustix::net::SendFlags;
 
-use super::Tracked;
+use super::tracked::Tracked;
 
 /// The most bytes left waiting for a daemon that does not read: beyond this it counts as gone.
 pub(crate) const MAX_BACKLOG: usize = 4 * 1024 * 1024;

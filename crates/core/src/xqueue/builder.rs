@@ -5,9 +5,10 @@ use std::sync::Arc as StdArc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
+use super::options::Drive;
+use super::queue::XQueue;
 use super::shared::{Shared, State};
 use super::worker::spawn_worker;
-use super::{Drive, XQueue};
 use crate::dependency::{DemandWaker, LaunchProgress};
 use crate::sync::{Condvar, Mutex};
 use crate::{
@@ -164,5 +165,12 @@ impl<H: HwQueue> XQueueBuilder<H> {
             Drive::External => None,
         };
         Ok(XQueue { shared, worker })
+    }
+}
+
+impl<H: HwQueue> XQueue<H> {
+    /// Starts building a queue over `hw`.
+    pub fn builder(hw: H) -> XQueueBuilder<H> {
+        XQueueBuilder::new(hw)
     }
 }

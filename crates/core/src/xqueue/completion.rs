@@ -1,7 +1,8 @@
 //! Completion: querying and waiting for commands, deferred errors, and external progress.
 
+use super::options::Drive;
+use super::queue::XQueue;
 use super::shared::{Pending, State};
-use super::{Drive, XQueue};
 use crate::sync::{self, MutexGuard};
 use crate::{CommandSeq, CommandState, HwError, HwQueue, XQueueError};
 

@@ -1,8 +1,9 @@
 //! Control: suspension and resumption at each level, and the settings a scheduler changes
 //! (level, launch window, idle watch, reporting, unbounded launching).
 
+use super::options::{Drive, ResumeFlags, SuspendFlags};
+use super::queue::XQueue;
 use super::shared::Pending;
-use super::{Drive, ResumeFlags, SuspendFlags, XQueue};
 use crate::sync::{self};
 use crate::{CommandSeq, HwQueue, InflightRange, LaunchConfig, Level, QueueState, XQueueError};
 

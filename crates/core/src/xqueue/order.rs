@@ -1,7 +1,7 @@
 //! Dependencies and ordering: what other queues (and the driver) must wait for before a
 //! command of this queue, and running work in the queue's order.
 
-use super::XQueue;
+use super::queue::XQueue;
 use super::shared::{Pending, State};
 use crate::dependency::Dependency;
 use crate::sync::{self};

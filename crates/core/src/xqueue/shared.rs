@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::Drive;
+use super::options::Drive;
 use crate::dependency::{DemandWaker, Dependency, LaunchProgress};
 use crate::sync::{self, Condvar, Mutex, MutexGuard};
 use crate::{

@@ -1,8 +1,9 @@
 //! Submission: the fast path that launches on the caller's thread, the buffer that holds
 //! commands back, and the backpressure that bounds it.
 
+use super::options::Drive;
+use super::queue::XQueue;
 use super::shared::{Buffered, Pending, State};
-use super::{Drive, XQueue};
 use crate::dependency::Dependency;
 use crate::sync::{self, MutexGuard};
 use crate::{CommandSeq, HwError, HwQueue, QueueState, XQueueError};

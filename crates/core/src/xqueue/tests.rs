@@ -8,6 +8,7 @@ use crate::testing::{ScriptedHwQueue, TestCommand};
 use crate::{
     CommandSeq, CommandState, EventSink, HwError, InflightRange, ManualClock, Nanos, QueueEvent,
 };
+use crate::{HwQueue, LaunchConfig, Level, QueueState, XQueueError};
 
 /// Records every event it receives.
 #[derive(Default)]

@@ -17,7 +17,7 @@
 
 mod agents;
 mod requests;
-mod views;
+pub(crate) mod views;
 
 use baton_core::{Clock, LaunchConfig, Level, Nanos, QueueEvent, XQueueId};
 use baton_policies::DeviceId;
@@ -35,8 +35,6 @@ use crate::latency::Latencies;
 use crate::peer::Peer;
 use crate::proxy::{Attention, Outbox, RemoteQueue, Wanted};
 use crate::trace::Trace;
-
-pub(crate) use views::Snapshot;
 
 /// Where a client's outgoing messages go: its connection's writer task, or a test's inbox.
 pub(crate) trait AgentLink: Send {

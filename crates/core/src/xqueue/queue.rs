@@ -1,0 +1,144 @@
+//! The queue itself: its identity, its status, closing and shutting it down, and the
+//! object-safe face schedulers hold.
+
+use std::sync::Arc;
+
+use super::options::{ResumeFlags, SuspendFlags};
+use super::shared::{Shared, State};
+use super::status::{QueueControl, XQueueStatus};
+use crate::sync::{self, thread};
+use crate::{HwQueue, LaunchConfig, Level, QueueState, XQueueError, XQueueId};
+
+/// A preemptible queue over one hardware queue. See the module documentation.
+pub struct XQueue<H: HwQueue> {
+    pub(super) shared: Arc<Shared<H>>,
+    pub(super) worker: Option<thread::JoinHandle<()>>,
+}
+
+impl<H: HwQueue> XQueue<H> {
+    /// The queue's identity.
+    pub fn id(&self) -> XQueueId {
+        self.shared.id
+    }
+
+    /// The hardware queue underneath.
+    pub fn hw(&self) -> &H {
+        &self.shared.hw
+    }
+
+    /// The queue's current state.
+    pub fn status(&self) -> XQueueStatus {
+        self.status_of(&sync::lock(&self.shared.state))
+    }
+
+    /// How often a submitting thread was held back by this queue (waiting for room in its
+    /// buffer, or for the buffer to drain before an in-place launch), and for how long in all.
+    /// A held thread is what a full hardware queue would also cause; an application thread
+    /// holding a lock others need while it is held is the cost to look for.
+    pub fn submitter_held(&self) -> (u64, crate::Nanos) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let h = &self.shared.held;
+        (h[0].load(Relaxed), crate::Nanos(h[1].load(Relaxed)))
+    }
+
+    /// [`XQueue::status`] if no other thread holds the queue's lock (`None` otherwise; a
+    /// thread holds it while it launches, so a launch blocked in the driver shows here).
+    pub fn try_status(&self) -> Option<XQueueStatus> {
+        sync::try_lock(&self.shared.state).map(|st| self.status_of(&st))
+    }
+
+    pub(super) fn status_of(&self, st: &State<H>) -> XQueueStatus {
+        let sh = &*self.shared;
+        XQueueStatus {
+            id: sh.id,
+            state: if st.submitted == st.completed {
+                QueueState::Idle
+            } else {
+                QueueState::Ready
+            },
+            suspended: st.suspended,
+            level: st.level,
+            max_level: sh.hw.max_level(),
+            config: st.config,
+            pending: st.submitted - st.launched,
+            inflight: st.launched - st.completed,
+            submitted: st.submitted,
+            completed: st.completed,
+            transitions: st.transitions,
+        }
+    }
+
+    /// Stops accepting commands and lets everything already submitted run (a suspended queue
+    /// is resumed for that), without waiting: the launch worker drains the buffer and exits on
+    /// its own. For owners that share the queue and cannot call [`XQueue::shutdown`].
+    pub fn close(&self) {
+        sync::lock(&self.shared.state).shutdown = true;
+        let _ = self.resume(ResumeFlags::default());
+        let st = sync::lock(&self.shared.state);
+        self.shared.worker_cv.notify_one();
+        drop(st);
+    }
+
+    /// Stops accepting commands and, on a worker-driven queue, waits until everything already
+    /// submitted has run (a suspended queue is resumed for that). Called by `Drop`.
+    pub fn shutdown(&mut self) {
+        {
+            let mut st = sync::lock(&self.shared.state);
+            if st.shutdown && self.worker.is_none() {
+                return;
+            }
+            st.shutdown = true;
+        }
+        // Pending work must not be lost at exit: let it run. A hardware failure here has no
+        // one left to report to; the work then completes or fails as the hardware decides.
+        let _ = self.resume(ResumeFlags::default());
+        if let Some(worker) = self.worker.take() {
+            {
+                let st = sync::lock(&self.shared.state);
+                self.shared.worker_cv.notify_one();
+                drop(st);
+            }
+            // A panicking worker already recorded nothing more to do; nothing to propagate.
+            let _ = worker.join();
+        }
+    }
+}
+
+impl<H: HwQueue> Drop for XQueue<H> {
+    fn drop(&mut self) {
+        self.shutdown();
+        // Whatever it still held back is gone with it: its group count must not keep it.
+        self.shared
+            .set_counted_held_back(&mut sync::lock(&self.shared.state), false);
+    }
+}
+
+impl<H: HwQueue> QueueControl for XQueue<H> {
+    fn id(&self) -> XQueueId {
+        XQueue::id(self)
+    }
+    fn status(&self) -> XQueueStatus {
+        XQueue::status(self)
+    }
+    fn suspend(&self, flags: SuspendFlags) -> Result<(), XQueueError> {
+        XQueue::suspend(self, flags)
+    }
+    fn resume(&self, flags: ResumeFlags) -> Result<(), XQueueError> {
+        XQueue::resume(self, flags)
+    }
+    fn set_level(&self, level: Level) -> Result<(), XQueueError> {
+        XQueue::set_level(self, level)
+    }
+    fn set_launch_config(&self, config: LaunchConfig) {
+        XQueue::set_launch_config(self, config)
+    }
+    fn set_idle_watch(&self, on: bool) {
+        XQueue::set_idle_watch(self, on)
+    }
+    fn set_reporting(&self, on: bool) {
+        XQueue::set_reporting(self, on)
+    }
+    fn set_unbounded(&self, on: bool) {
+        XQueue::set_unbounded(self, on)
+    }
+}
