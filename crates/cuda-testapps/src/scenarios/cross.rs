@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use baton_cuda_sys::CU_STREAM_NON_BLOCKING;
 
-use super::Session;
+use super::session::Session;
 use crate::error::{AppError, ensure};
 use crate::gpu::KArg::{I32, Ptr};
 

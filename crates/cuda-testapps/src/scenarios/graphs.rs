@@ -5,7 +5,7 @@ use baton_cuda_sys::{
     CU_STREAM_CAPTURE_STATUS_ACTIVE, CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_DEFAULT, CUresult,
 };
 
-use super::{Session, checksum, join};
+use super::session::{Session, checksum, join};
 use crate::error::{AppError, ensure, expect_code};
 use crate::gpu::KArg::*;
 

@@ -11,7 +11,7 @@ use baton_cuda_sys::{
     CUlaunchAttributeValue, CUresult, CUstream,
 };
 
-use super::{Session, join};
+use super::session::{Session, join};
 use crate::error::{AppError, ensure, expect_code};
 use crate::gpu::KArg::{self, *};
 

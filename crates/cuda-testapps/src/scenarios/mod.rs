@@ -9,7 +9,10 @@ mod launches;
 mod ordering;
 pub mod priority;
 mod process;
+mod session;
 mod sync;
+
+pub use session::Session;
 
 use baton_cuda_sys::{
     CU_GET_PROC_ADDRESS_DEFAULT, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
@@ -18,19 +21,7 @@ use baton_cuda_sys::{
 
 use crate::api::{Api, Driver, Resolve};
 use crate::error::{AppError, ensure};
-use crate::gpu::{Ctx, Gpu, Kernels};
-
-/// Everything a scenario works with.
-pub struct Session {
-    /// The opened driver (to resolve more functions, e.g. with other flags).
-    pub driver: Driver,
-    /// The functions the app resolved.
-    pub gpu: Gpu,
-    /// The current context.
-    pub ctx: Ctx,
-    /// The module's functions.
-    pub k: Kernels,
-}
+use crate::gpu::Gpu;
 
 type Scenario = fn(&Session) -> Result<String, AppError>;
 
@@ -192,25 +183,6 @@ pub fn dlsym_direct(name: &str) -> Result<String, AppError> {
     })
 }
 
-/// FNV-1a over the values, for result lines.
-pub(crate) fn checksum(values: &[i32]) -> u64 {
-    values
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
-}
-
-/// `1,2,3`.
-pub(crate) fn join(values: &[i32]) -> String {
-    values
-        .iter()
-        .map(i32::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,11 +191,5 @@ mod tests {
     fn every_scenario_is_named() {
         let names: Vec<_> = SCENARIOS.iter().map(|(n, _)| *n).collect();
         assert_eq!(names, NAMES);
-    }
-
-    #[test]
-    fn checksum_is_fnv1a() {
-        assert_eq!(checksum(&[]), 0xcbf2_9ce4_8422_2325);
-        assert_ne!(checksum(&[1, 2]), checksum(&[2, 1]));
     }
 }

@@ -6,7 +6,7 @@ use baton_cuda_sys::{
     CU_STREAM_PER_THREAD, CU_STREAM_WAIT_VALUE_GEQ, CUresult, CUstream,
 };
 
-use super::{Session, checksum, join};
+use super::session::{Session, checksum, join};
 use crate::api::{Api, Resolve};
 use crate::error::{AppError, ensure, expect_code};
 use crate::gpu::{Gpu, KArg::*};

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_cuda_sys::{CU_STREAM_NON_BLOCKING, CU_STREAM_WAIT_VALUE_GEQ, CUstream};
 
-use super::Session;
+use super::session::Session;
 use crate::error::{AppError, ensure};
 use crate::gpu::Gpu;
 use crate::gpu::KArg::{I32, Ptr};

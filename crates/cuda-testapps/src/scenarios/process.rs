@@ -2,7 +2,7 @@
 
 use baton_cuda_sys::{CU_STREAM_DEFAULT, CUresult, CUstream};
 
-use super::{Session, join};
+use super::session::{Session, join};
 use crate::error::{AppError, ensure, expect_code};
 use crate::gpu::KArg::*;
 

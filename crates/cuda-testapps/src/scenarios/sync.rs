@@ -10,7 +10,7 @@ use baton_cuda_sys::{
     CU_STREAM_WAIT_VALUE_NOR, CUresult, CUstream,
 };
 
-use super::{Session, checksum, join};
+use super::session::{Session, checksum, join};
 use crate::error::{AppError, ensure, expect_code};
 use crate::gpu::KArg::*;
 

@@ -4,7 +4,7 @@ use std::ffi::{CStr, c_uint, c_void};
 
 use baton_cuda_sys::{CUcontext, CUdevice, CUevent, CUfunction, CUmodule, CUresult, CUstream};
 
-use super::{ProbeError, ck, need};
+use super::error::{ProbeError, ck, need};
 use crate::Driver;
 
 /// Two kernels: `baton_spin` spins on the GPU's global timer for its argument, in ns (a

@@ -4,7 +4,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Context, Kernels, ProbeError, need};
+use super::error::{ProbeError, need};
+use super::kernels::{Context, Kernels};
 use crate::{Driver, Gate};
 
 /// What the Level-2 self-test saw.

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Context, Kernels, ProbeError, open_driver};
+use super::error::ProbeError;
+use super::kernels::{Context, Kernels};
+use super::library::open_driver;
 use crate::rm::{self, ChannelGroup, ComputeGroupOf, ExportedGroup, Ioctl};
 
 /// The slice, in µs, the self-test shortens a context's to (`BATON_YIELD_SLICE_US`'s

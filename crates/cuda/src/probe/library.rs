@@ -3,7 +3,7 @@
 use std::ffi::{CStr, CString};
 use std::path::Path;
 
-use super::ProbeError;
+use super::error::ProbeError;
 use crate::{Driver, open_library};
 
 /// Opens the CUDA driver (`path`, or `libcuda.so.1` as the loader finds it) and resolves its

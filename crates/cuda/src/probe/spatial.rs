@@ -8,7 +8,9 @@ use std::sync::Arc;
 use baton_cuda_sys::{CUdeviceptr, CUresult, CUstream};
 use serde::{Deserialize, Serialize};
 
-use super::{Context, Device, ProbeError, ck, need};
+use super::devices::Device;
+use super::error::{ProbeError, ck, need};
+use super::kernels::Context;
 use crate::{Driver, DriverError, SmPartition, check};
 
 /// `baton_smid`: every block spins for `ns`, then its first thread writes the SM it ran on to

@@ -3,8 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::GpuDemoError;
-
 /// What the clients do; the parent passes it on their command line ([`GpuPlan::args`]). The
 /// GPU counterpart of the parts of a [`Scenario`](crate::Scenario) a GPU has: no SM counts,
 /// launch window or device model, which the GPU and `baton run` decide.
@@ -85,14 +83,19 @@ impl fmt::Display for WorkerRole {
     }
 }
 
-impl FromStr for WorkerRole {
-    type Err = GpuDemoError;
+/// A client role other than `hp` and `be`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown GPU demo client {0:?}")]
+pub struct UnknownRole(pub String);
 
-    fn from_str(s: &str) -> Result<WorkerRole, GpuDemoError> {
+impl FromStr for WorkerRole {
+    type Err = UnknownRole;
+
+    fn from_str(s: &str) -> Result<WorkerRole, UnknownRole> {
         match s {
             "hp" => Ok(WorkerRole::Hp),
             "be" => Ok(WorkerRole::Be),
-            other => Err(GpuDemoError::UnknownRole(other.to_string())),
+            other => Err(UnknownRole(other.to_string())),
         }
     }
 }

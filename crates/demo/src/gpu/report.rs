@@ -1,6 +1,6 @@
 //! The GPU demo's report: the clients' results as a [`DemoSummary`], and as a table.
 
-use super::{BeResult, HpResult};
+use super::worker::{BeResult, HpResult};
 use crate::{DemoDevice, DemoFigures, DemoSummary, Phase};
 
 /// The phase's name in the GPU demo's table and progress.

@@ -6,7 +6,10 @@ use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 
-use super::{BeResult, GpuDemoError, GpuPlan, HpResult, WorkerRole, summary};
+use super::error::GpuDemoError;
+use super::plan::{GpuPlan, WorkerRole};
+use super::report::summary;
+use super::worker::{BeResult, HpResult};
 use crate::{DemoSummary, Phase, Progress};
 
 /// A client's result document.

@@ -8,7 +8,8 @@ use baton_core::{Nanos, percentile};
 use baton_cuda::probe::{self, Context, Kernels, ProbeError};
 use serde::{Deserialize, Serialize};
 
-use super::{GpuDemoError, GpuPlan};
+use super::error::GpuDemoError;
+use super::plan::GpuPlan;
 
 /// What the HP client measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
