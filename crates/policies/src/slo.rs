@@ -101,7 +101,8 @@ impl Slo {
             }
             let mut sorted: Vec<Nanos> = window.iter().copied().collect();
             sorted.sort_unstable();
-            if let Some(p) = p99(&sorted) {
+            if !sorted.is_empty() {
+                let p = baton_core::percentile(&sorted, 0.99);
                 worst = worst.max(p.0 as f64 / target.0 as f64);
             }
         }
@@ -124,12 +125,6 @@ impl Slo {
             self.share = 0.0;
         }
     }
-}
-
-/// The 99th percentile of ascending `sorted`, by nearest rank.
-fn p99(sorted: &[Nanos]) -> Option<Nanos> {
-    let n = sorted.len();
-    (n > 0).then(|| sorted[(n * 99).div_ceil(100).clamp(1, n) - 1])
 }
 
 impl Policy for Slo {
@@ -230,6 +225,16 @@ mod tests {
                 .suspend
                 .is_empty()
         );
-        assert_eq!(p99(&[Nanos(1), Nanos(2)]), Some(Nanos(2)));
+    }
+
+    #[test]
+    fn the_window_p99_is_the_exact_nearest_rank() {
+        // The project's percentile, in floating point, picks the same rank as ⌈99n/100⌉ for
+        // every window size the policy can have (decisions must not move by one rank).
+        for n in 1..=5_000u64 {
+            let v: Vec<Nanos> = (1..=n).map(Nanos).collect();
+            let rank = (n * 99).div_ceil(100).max(1);
+            assert_eq!(baton_core::percentile(&v, 0.99), Nanos(rank), "n = {n}");
+        }
     }
 }
