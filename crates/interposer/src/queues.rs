@@ -49,6 +49,15 @@ fn next_thread_no() -> u64 {
 }
 
 impl Runtime {
+    /// The entry of `stream` when Baton schedules anything (`BATON_ENABLE` is not off): what
+    /// every stream operation starts from; `None` sends the call straight to the driver.
+    pub(crate) fn scheduled_entry(&self, stream: CUstream, api: Api) -> Option<Arc<StreamEntry>> {
+        if !self.cfg.enabled {
+            return None;
+        }
+        self.entry(stream, api)
+    }
+
     /// The entry for `stream` as the application named it, or `None` when the call should go
     /// straight to the driver (no current context, an invalid handle: the driver reports it).
     pub(crate) fn entry(&self, stream: CUstream, api: Api) -> Option<Arc<StreamEntry>> {

@@ -32,10 +32,7 @@ impl Runtime {
         api: Api,
         real: impl FnOnce(CUstream) -> CUresult,
     ) -> CUresult {
-        if !self.cfg.enabled {
-            return real(stream);
-        }
-        let Some(e) = self.entry(stream, api) else {
+        let Some(e) = self.scheduled_entry(stream, api) else {
             return real(stream);
         };
         self.before_recording(&e);
@@ -77,10 +74,7 @@ impl Runtime {
         api: Api,
         real: impl FnOnce(CUstream) -> CUresult,
     ) -> CUresult {
-        if !self.cfg.enabled {
-            return real(stream);
-        }
-        let Some(e) = self.entry(stream, api) else {
+        let Some(e) = self.scheduled_entry(stream, api) else {
             return real(stream);
         };
         let r = real(Self::handle_for(&e, stream));

@@ -43,10 +43,7 @@ impl Runtime {
         direct: impl FnOnce(CUstream) -> CUresult,
         defer: impl FnOnce() -> Option<CudaCommand>,
     ) -> CUresult {
-        if !self.cfg.enabled {
-            return direct(stream);
-        }
-        let Some(e) = self.entry(stream, api) else {
+        let Some(e) = self.scheduled_entry(stream, api) else {
             return direct(stream);
         };
         if self.capturing(&e, Self::handle_for(&e, stream)) {
@@ -94,10 +91,7 @@ impl Runtime {
         flags: u32,
         direct: impl FnOnce(CUstream) -> CUresult,
     ) -> CUresult {
-        if !self.cfg.enabled {
-            return direct(stream);
-        }
-        let Some(e) = self.entry(stream, api) else {
+        let Some(e) = self.scheduled_entry(stream, api) else {
             return direct(stream);
         };
         let handle = Self::handle_for(&e, stream);

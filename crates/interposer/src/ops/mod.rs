@@ -208,10 +208,7 @@ impl Runtime {
 
     /// The handle an unscheduled call (an allocation) should use for `stream`.
     pub(crate) fn plain_handle(&self, stream: CUstream, api: Api) -> CUstream {
-        if !self.cfg.enabled {
-            return stream;
-        }
-        match self.entry(stream, api) {
+        match self.scheduled_entry(stream, api) {
             Some(e) => Self::handle_for(&e, stream),
             None => stream,
         }

@@ -22,10 +22,7 @@ impl Runtime {
         api: Api,
         call: impl FnOnce(CUstream) -> CUresult,
     ) -> CUresult {
-        if !self.cfg.enabled {
-            return call(stream);
-        }
-        let Some(e) = self.entry(stream, api) else {
+        let Some(e) = self.scheduled_entry(stream, api) else {
             return call(stream);
         };
         let handle = Self::handle_for(&e, stream);
@@ -47,10 +44,7 @@ impl Runtime {
         api: Api,
         real: impl FnOnce(CUstream) -> CUresult,
     ) -> CUresult {
-        if !self.cfg.enabled {
-            return real(stream);
-        }
-        let Some(e) = self.entry(stream, api) else {
+        let Some(e) = self.scheduled_entry(stream, api) else {
             return real(stream);
         };
         let handle = Self::handle_for(&e, stream);
@@ -71,10 +65,7 @@ impl Runtime {
         api: Api,
         real: impl FnOnce(CUstream) -> CUresult,
     ) -> CUresult {
-        if !self.cfg.enabled {
-            return real(stream);
-        }
-        let Some(e) = self.entry(stream, api) else {
+        let Some(e) = self.scheduled_entry(stream, api) else {
             return real(stream);
         };
         let handle = Self::handle_for(&e, stream);
