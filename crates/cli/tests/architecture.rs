@@ -146,29 +146,3 @@ fn crates_depend_only_on_the_crates_below_them() {
         "crate edges not allowed: {violations:?}"
     );
 }
-
-/// The daemon's core is plain state: time comes from its injected clock and agents from
-/// `AgentLink`, so its tests run in virtual time without a runtime. Its test module may use
-/// tokio's channels to build events; the core itself may not.
-#[test]
-fn the_daemon_core_reads_no_wall_clock_and_no_runtime() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../daemon/src/core");
-    let mut offenders = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("the daemon's core directory") {
-        let path = entry.unwrap().path();
-        if path.file_name().is_some_and(|n| n == "tests.rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            if ["tokio", "Instant", "SystemTime"]
-                .iter()
-                .any(|w| code.contains(w))
-            {
-                offenders.push(format!("{}:{}: {}", path.display(), i + 1, line.trim()));
-            }
-        }
-    }
-    assert!(offenders.is_empty(), "{offenders:#?}");
-}

@@ -5,7 +5,8 @@
 //!   each crate reads one way, and a newcomer can start at the bottom of it;
 //! - library crates report errors as types, never as `Result<_, String>`;
 //! - the interposer and the agent, which run inside applications, never print by themselves
-//!   (`baton_agent::log` is their only voice).
+//!   (`baton_agent::log` is their only voice);
+//! - the daemon's core reads no wall clock and holds no runtime type.
 //!
 //! Test code (`tests.rs`, `#[cfg(test)]` modules, `tests/`) is exempt; binaries may use
 //! strings at their edge.
@@ -456,4 +457,27 @@ fn code_inside_applications_does_not_print() {
         found.is_empty(),
         "printing inside an application (use tracing, or baton_agent::log::notice): {found:#?}"
     );
+}
+
+/// The daemon's core is plain state: time comes from its injected clock and agents from
+/// `AgentLink`, so its tests run in virtual time without a runtime. Its test module may use
+/// tokio's channels to build events; the core itself may not.
+#[test]
+fn the_daemon_core_reads_no_wall_clock_and_no_runtime() {
+    let mut offenders = Vec::new();
+    for f in rust_files(&crates_dir().join("daemon/src/core")) {
+        if f.ends_with("tests.rs") {
+            continue;
+        }
+        let code = code_of(&std::fs::read_to_string(&f).unwrap());
+        for (i, line) in code.lines().enumerate() {
+            if ["tokio", "Instant", "SystemTime"]
+                .iter()
+                .any(|w| line.contains(w))
+            {
+                offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:#?}");
 }
