@@ -15,4 +15,5 @@ LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p baton-core --release --lib --locked loom
 echo "== GPU-script analysis self-tests"
 python3 scripts/gpu/levels/preemption_timeline.py --self-test
+python3 scripts/gpu/matrix/analyze.py --self-test
 echo "== all tests passed"

@@ -1,0 +1,438 @@
+#!/usr/bin/env python3
+"""The co-location matrix's analysis: from the raw files matrix.py writes to the cells, the
+rules, the table and the pictures. Standard library only, so that CI runs its self-test and
+anyone can regenerate the documents without a GPU.
+
+  analyze.py DIR          reads DIR/raw-*.json; writes DIR/summary.json, DIR/table.md and
+                          DIR/pareto-<setup>.svg; prints the table
+  analyze.py --self-test
+
+A cell is (hp, be, setup, mode). Per repeat: HP p50 and p99 over HP alone (native, same setup,
+same repeat); BE's progress inside HP's window (first to last timed request) over BE alone
+(same setup and repeat) and over native co-located (same repeat). Medians over the valid
+repeats, with min and max. A repeat is invalid when a worker failed, HP answered fewer requests
+than asked, or BE's log does not cover HP's window; a cell is valid only if every repeat it
+asked for is. Percentiles are nearest-rank, as everywhere in Baton.
+
+The rules (each Baton cell; native cells are judged too, as the reference):
+  protect          HP p99 <= x1.10 of alone, and not above native co-located's
+  no harm          where native co-located HP p99 <= x1.10 of alone: BE >= 90 % of native's
+  work-conserving  otherwise: BE >= 90 % of BE alone x (1 - HP's GPU-busy share)
+"""
+import glob, json, math, os, statistics, sys
+
+HPS, BES, SETUPS = "RBD", "GT", "SMP"
+MODES = ["native", "baton", "baton-l3"]
+HP_NAMES = {"R": "ResNet-50 b8", "B": "BERT-base b1", "D": "GPT-2-medium decode"}
+BE_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training"}
+SETUP_NAMES = {"S": "separate processes, time-sliced", "M": "separate processes, MPS",
+               "P": "one process, HP on a high-priority stream"}
+PROTECT, NO_HARM, SHARE_OF_IDLE = 1.10, 0.90, 0.90
+
+
+def pct(v, q):
+    """Nearest-rank percentile (the value at rank ceil(q * n)); None for no samples."""
+    if not v:
+        return None
+    s = sorted(v)
+    return s[min(len(s), max(1, math.ceil(q * len(s)))) - 1]
+
+
+def rotate(items, k):
+    k %= len(items)
+    return items[k:] + items[:k]
+
+
+def progress_at(log, t):
+    """Units done by time T, from a log of (time, cumulative units) at completions, linear
+    between two completions; None outside the log."""
+    if not log or t < log[0][0] or t > log[-1][0]:
+        return None
+    lo, hi = 0, len(log) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if log[mid][0] <= t:
+            lo = mid
+        else:
+            hi = mid
+    (t0, u0), (t1, u1) = log[lo], log[hi]
+    if t1 <= t0:
+        return u1 if t >= t1 else u0
+    return u0 + (u1 - u0) * (t - t0) / (t1 - t0)
+
+
+def window_progress(log, t_first, t_last):
+    """BE's progress inside [t_first, t_last]: units, rate, and whether the log covers it."""
+    a, b = progress_at(log, t_first), progress_at(log, t_last)
+    if a is None or b is None or t_last <= t_first:
+        return {"units": None, "rate": None, "covered": False}
+    return {"units": b - a, "rate": (b - a) / (t_last - t_first), "covered": True}
+
+
+def steady_rate(log, t_from, t_to):
+    """Rate between the first completion at or after T_FROM and the last at or before T_TO."""
+    pts = [(t, u) for t, u in log if t_from <= t <= t_to]
+    if len(pts) < 2 or pts[-1][0] <= pts[0][0]:
+        return 0.0
+    return (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])
+
+
+def thin(log, dt):
+    """Every completion at least DT after the last kept one, and the last."""
+    out = []
+    for t, u in log:
+        if not out or t - out[-1][0] >= dt:
+            out.append([t, u])
+    if log and out[-1] != list(log[-1]):
+        out.append(list(log[-1]))
+    return out
+
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def spread(v):
+    """(max - min) / median: the repeat-to-repeat spread."""
+    m = med(v)
+    return (max(v) - min(v)) / m if v and m else None
+
+
+def load(d):
+    raws = []
+    for path in sorted(glob.glob(os.path.join(d, "raw-*.json"))):
+        with open(path) as f:
+            raw = json.load(f)
+        raw["_file"] = os.path.basename(path)
+        raws.append(raw)
+    return raws
+
+
+def cells(raws):
+    """Every (hp, be, setup, mode) measured, with its repeats' figures, medians and rules."""
+    out, costs = [], []
+    for raw in raws:
+        recs = raw["records"]
+        want = raw["args"]["repeats"]
+        idx = {}
+        for r in recs:
+            idx[(r["kind"], r["setup"], r["mode"], r["rep"], r.get("hp"), r.get("be"))] = r
+        busy = {h: v.get("busy") for h, v in raw.get("busy", {}).items()}
+
+        def ok(r, n=None):
+            return r is not None and "error" not in r and (n is None or len(r.get("lat_ms", [])) >= n)
+        setups = sorted({r["setup"] for r in recs}, key=SETUPS.index)
+        for setup in setups:
+            modes = [m for m in MODES if any(r["setup"] == setup and r["mode"] == m and r["kind"] == "coloc"
+                                             for r in recs)]
+            for hp in HPS:
+                # Baton's own cost: HP alone under Baton over HP alone natively, repeat by repeat.
+                pairs = []
+                for rep in range(want):
+                    a = idx.get(("alone", setup, "native", rep, hp, None))
+                    b = idx.get(("alone", setup, "baton", rep, hp, None))
+                    if ok(a, a and a["n"]) and ok(b, b and b["n"]):
+                        pairs.append((pct(b["lat_ms"], .5) / pct(a["lat_ms"], .5),
+                                      statistics.fmean(b["lat_ms"]) / statistics.fmean(a["lat_ms"]),
+                                      pct(b["lat_ms"], .99) / pct(a["lat_ms"], .99)))
+                if pairs:
+                    costs.append({"setup": setup, "hp": hp, "repeats": len(pairs), "raw": raw["_file"],
+                                  "p50_ratio_median": med([p[0] for p in pairs]),
+                                  "p50_ratio_min": min(p[0] for p in pairs), "p50_ratio_max": max(p[0] for p in pairs),
+                                  "mean_ratio_median": med([p[1] for p in pairs]),
+                                  "p99_ratio_median": med([p[2] for p in pairs])})
+                for be in BES:
+                    for mode in modes:
+                        reps = []
+                        for rep in range(want):
+                            c = idx.get(("coloc", setup, mode, rep, hp, be))
+                            if c is None:
+                                continue
+                            alone = idx.get(("alone", setup, "native", rep, hp, None))
+                            be_alone = idx.get(("be_alone", setup, "native", rep, None, be))
+                            nat = idx.get(("coloc", setup, "native", rep, hp, be))
+                            why = None
+                            if not ok(c, c["n"]):
+                                why = c.get("error", "fewer requests than asked")
+                            elif not c.get("be_covered"):
+                                why = "BE did not cover HP's window"
+                            elif not ok(alone, alone and alone["n"]):
+                                why = "no HP-alone baseline in this repeat"
+                            elif not ok(be_alone) or not be_alone.get("rate"):
+                                why = "no BE-alone baseline in this repeat"
+                            rep_out = {"rep": rep, "valid": why is None, "why": why}
+                            if why is None:
+                                a50, a99 = pct(alone["lat_ms"], .5), pct(alone["lat_ms"], .99)
+                                rep_out.update(
+                                    hp_p50_ms=pct(c["lat_ms"], .5), hp_p99_ms=pct(c["lat_ms"], .99),
+                                    alone_p50_ms=a50, alone_p99_ms=a99,
+                                    hp_p50_ratio=pct(c["lat_ms"], .5) / a50, hp_p99_ratio=pct(c["lat_ms"], .99) / a99,
+                                    be_rate=c["be_rate"], be_unit=c.get("be_unit"), be_alone_rate=be_alone["rate"],
+                                    be_share_alone=c["be_rate"] / be_alone["rate"])
+                                if ok(nat) and nat.get("be_covered") and nat.get("be_rate"):
+                                    rep_out["be_share_native"] = c["be_rate"] / nat["be_rate"]
+                            reps.append(rep_out)
+                        if not reps:
+                            continue
+                        good = [r for r in reps if r["valid"]]
+
+                        def col(k, good=good):
+                            return [r[k] for r in good if r.get(k) is not None]
+                        p99r, p50r = col("hp_p99_ratio"), col("hp_p50_ratio")
+                        out.append({
+                            "hp": hp, "be": be, "setup": setup, "mode": mode,
+                            "repeats": len(good), "repeats_asked": want,
+                            "valid": len(good) == want and len(reps) == want,
+                            "hp_p99_ratio_median": med(p99r), "hp_p99_ratio_min": min(p99r, default=None),
+                            "hp_p99_ratio_max": max(p99r, default=None), "hp_p99_ratio_spread": spread(p99r),
+                            "hp_p50_ratio_median": med(p50r), "hp_p50_ratio_min": min(p50r, default=None),
+                            "hp_p50_ratio_max": max(p50r, default=None),
+                            "hp_p99_ms_median": med(col("hp_p99_ms")), "alone_p99_ms_median": med(col("alone_p99_ms")),
+                            "be_share_alone_median": med(col("be_share_alone")),
+                            "be_share_alone_min": min(col("be_share_alone"), default=None),
+                            "be_share_alone_max": max(col("be_share_alone"), default=None),
+                            "be_share_native_median": med(col("be_share_native")),
+                            "hp_gpu_busy": busy.get(hp), "commit": raw.get("commit"), "raw": raw["_file"],
+                            "per_repeat": reps})
+    by = {(c["hp"], c["be"], c["setup"], c["mode"]): c for c in out}
+    for c in out:
+        judge(c, by.get((c["hp"], c["be"], c["setup"], "native")))
+    return out, costs
+
+
+def judge(c, nat):
+    """The three rules' results: PASS, FAIL, n/a (the rule does not apply) or invalid."""
+    if not c["valid"] or nat is None or not nat["valid"] or c["hp_p99_ratio_median"] is None:
+        c.update(protect="invalid", no_harm="invalid", work_conserving="invalid")
+        return
+    r, nr = c["hp_p99_ratio_median"], nat["hp_p99_ratio_median"]
+    c["protect"] = "PASS" if r <= PROTECT and r <= nr + 1e-9 else "FAIL"
+    if nr <= PROTECT:
+        share = c["be_share_native_median"]
+        c["no_harm"] = "PASS" if share is not None and share >= NO_HARM else "FAIL"
+        c["work_conserving"] = "n/a"
+    else:
+        c["no_harm"] = "n/a"
+        busy, share = c["hp_gpu_busy"], c["be_share_alone_median"]
+        if busy is None or share is None:
+            c["work_conserving"] = "invalid"
+        else:
+            c["work_conserving"] = "PASS" if share >= SHARE_OF_IDLE * (1 - busy) else "FAIL"
+
+
+def fx(v, digits=2):
+    return "—" if v is None else f"×{v:.{digits}f}"
+
+
+def fpct(v):
+    return "—" if v is None else f"{100 * v:.0f} %"
+
+
+def rng(c, k):
+    lo, hi = c.get(f"{k}_min"), c.get(f"{k}_max")
+    return "" if lo is None else f" ({lo:.2f}–{hi:.2f})"
+
+
+def table(summary):
+    cs = summary["cells"]
+    lines = ["| setup | HP | BE | HP busy alone | mode | HP p50 × alone | HP p99 × alone (min–max) | p99 spread "
+             "| BE in window, % of alone (min–max) | % of native's | protect | no harm | work-conserving | repeats |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    order = sorted(cs, key=lambda c: (SETUPS.index(c["setup"]), HPS.index(c["hp"]), BES.index(c["be"]),
+                                      MODES.index(c["mode"])))
+    for c in order:
+        sp = c["hp_p99_ratio_spread"]
+        bmin, bmax = c["be_share_alone_min"], c["be_share_alone_max"]
+        brange = "" if bmin is None else f" ({100 * bmin:.0f}–{100 * bmax:.0f})"
+        lines.append(
+            f"| {c['setup']} | {c['hp']} | {c['be']} | {fpct(c['hp_gpu_busy'])} | {c['mode']} "
+            f"| {fx(c['hp_p50_ratio_median'])} | {fx(c['hp_p99_ratio_median'])}{rng(c, 'hp_p99_ratio')} "
+            f"| {fpct(sp)} | {fpct(c['be_share_alone_median'])}{brange} | {fpct(c['be_share_native_median'])} "
+            f"| {c['protect']} | {c['no_harm']} | {c['work_conserving']} "
+            f"| {c['repeats']}/{c['repeats_asked']}{'' if c['valid'] else ' invalid'} |")
+    return "\n".join(lines)
+
+
+def headline(summary):
+    """One line per (setup, HP, BE): native against Baton's default flags."""
+    by = {(c["hp"], c["be"], c["setup"], c["mode"]): c for c in summary["cells"]}
+    lines = ["| setup | HP / BE | native: HP p99 × alone, BE % of alone | Baton: HP p99 × alone, BE % of alone "
+             "| Baton's rules (protect, no harm / work-conserving) |",
+             "| --- | --- | --- | --- | --- |"]
+    for s in SETUPS:
+        for h in HPS:
+            for b in BES:
+                n, t = by.get((h, b, s, "native")), by.get((h, b, s, "baton"))
+                if not n or not t:
+                    continue
+                second = t["no_harm"] if t["no_harm"] != "n/a" else t["work_conserving"]
+                lines.append(f"| {s} | {h} / {b} | {fx(n['hp_p99_ratio_median'])}, {fpct(n['be_share_alone_median'])} "
+                             f"| {fx(t['hp_p99_ratio_median'])}, {fpct(t['be_share_alone_median'])} "
+                             f"| {t['protect']}, {second} |")
+    return "\n".join(lines)
+
+
+def passes(summary, mode="baton"):
+    """How many cells of MODE hold all three rules."""
+    cs = [c for c in summary["cells"] if c["mode"] == mode]
+    good = [c for c in cs if c["protect"] == "PASS" and "FAIL" not in (c["no_harm"], c["work_conserving"])
+            and "invalid" not in (c["no_harm"], c["work_conserving"])]
+    return len(good), len(cs)
+
+
+def pareto_svg(summary, setup):
+    """x: HP p99 × alone; y: BE % of alone; one arrow per cell from native to each Baton mode."""
+    by = {(c["hp"], c["be"], c["mode"]): c for c in summary["cells"] if c["setup"] == setup}
+    pts = [c for c in by.values() if c["hp_p99_ratio_median"] is not None and c["be_share_alone_median"] is not None]
+    if not pts:
+        return None
+    W, H, L, B_, T_, R_ = 640, 420, 60, 50, 30, 20
+    xmax = max(1.5, max(c["hp_p99_ratio_median"] for c in pts) * 1.05)
+    xmin = min(0.9, min(c["hp_p99_ratio_median"] for c in pts) * 0.95)
+    ymax = max(1.1, max(c["be_share_alone_median"] for c in pts) * 1.05)
+    lx = lambda v: math.log(v)  # noqa: E731  (the x axis is logarithmic: ratios)
+
+    def X(v):
+        return L + (lx(v) - lx(xmin)) / (lx(xmax) - lx(xmin)) * (W - L - R_)
+
+    def Y(v):
+        return H - B_ - v / ymax * (H - B_ - T_)
+    colors = {"native": "#777777", "baton": "#1f77b4", "baton-l3": "#d62728"}
+    s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+         '<defs>' + "".join(f'<marker id="a-{m}" markerWidth="8" markerHeight="8" refX="7" refY="3" orient="auto">'
+                            f'<path d="M0,0 L7,3 L0,6 z" fill="{col}"/></marker>' for m, col in colors.items()) + '</defs>',
+         f'<rect x="0" y="0" width="{W}" height="{H}" fill="white"/>',
+         f'<text x="{W / 2}" y="16" text-anchor="middle" font-size="13">{setup}: {SETUP_NAMES[setup]}</text>',
+         f'<line x1="{L}" y1="{H - B_}" x2="{W - R_}" y2="{H - B_}" stroke="black"/>',
+         f'<line x1="{L}" y1="{T_}" x2="{L}" y2="{H - B_}" stroke="black"/>']
+    ticks = [t for t in (0.9, 1.0, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50) if xmin <= t <= xmax]
+    for t in ticks:
+        s.append(f'<line x1="{X(t):.1f}" y1="{H - B_}" x2="{X(t):.1f}" y2="{H - B_ + 4}" stroke="black"/>'
+                 f'<text x="{X(t):.1f}" y="{H - B_ + 16}" text-anchor="middle">×{t:g}</text>')
+    for t in [i / 10 for i in range(0, int(ymax * 10) + 1, 2)]:
+        s.append(f'<line x1="{L - 4}" y1="{Y(t):.1f}" x2="{L}" y2="{Y(t):.1f}" stroke="black"/>'
+                 f'<text x="{L - 6}" y="{Y(t) + 4:.1f}" text-anchor="end">{100 * t:.0f} %</text>')
+    s.append(f'<line x1="{X(PROTECT):.1f}" y1="{T_}" x2="{X(PROTECT):.1f}" y2="{H - B_}" stroke="#2ca02c" '
+             f'stroke-dasharray="4,3"/><text x="{X(PROTECT) + 3:.1f}" y="{T_ + 10}" fill="#2ca02c">×1.10</text>')
+    s.append(f'<text x="{(L + W - R_) / 2}" y="{H - 12}" text-anchor="middle">HP p99 × alone (log scale)</text>')
+    s.append(f'<text x="14" y="{(T_ + H - B_) / 2}" text-anchor="middle" '
+             f'transform="rotate(-90 14 {(T_ + H - B_) / 2})">BE in HP\'s window, % of BE alone</text>')
+    for (h, b, m), c in sorted(by.items()):
+        if m == "native" or c not in pts or (h, b, "native") not in by or by[(h, b, "native")] not in pts:
+            continue
+        n = by[(h, b, "native")]
+        s.append(f'<line x1="{X(n["hp_p99_ratio_median"]):.1f}" y1="{Y(n["be_share_alone_median"]):.1f}" '
+                 f'x2="{X(c["hp_p99_ratio_median"]):.1f}" y2="{Y(c["be_share_alone_median"]):.1f}" '
+                 f'stroke="{colors[m]}" stroke-width="1.5" marker-end="url(#a-{m})"/>')
+    for (h, b, m), c in sorted(by.items()):
+        if c not in pts:
+            continue
+        x, y = X(c["hp_p99_ratio_median"]), Y(c["be_share_alone_median"])
+        fill = "white" if m == "native" else colors[m]
+        s.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{fill}" stroke="{colors[m]}"/>')
+        if m == "native":
+            s.append(f'<text x="{x + 6:.1f}" y="{y - 6:.1f}">{h}/{b}</text>')
+    ly = T_ + 8
+    for m, col in colors.items():
+        if any(k[2] == m for k in by):
+            s.append(f'<circle cx="{W - R_ - 90}" cy="{ly}" r="4" fill="{"white" if m == "native" else col}" '
+                     f'stroke="{col}"/><text x="{W - R_ - 80}" y="{ly + 4}">{m}</text>')
+            ly += 16
+    s.append("</svg>")
+    return "\n".join(s)
+
+
+def summarize(raws):
+    cs, costs = cells(raws)
+    machines = sorted({r["machine"]["gpu"] for r in raws})
+    commits = sorted({r.get("commit", "unknown") for r in raws})
+    busy = {}
+    for r in raws:
+        for h, v in r.get("busy", {}).items():
+            busy.setdefault(h, v.get("busy"))
+    return {"schema": 1, "machine": "; ".join(machines), "commit": ", ".join(commits),
+            "runs": [{"file": r["_file"], "setups": r["args"]["setups"], "repeats": r["args"]["repeats"],
+                      "elapsed_s": r.get("elapsed_s"), "started": r.get("started"), "skipped": r.get("skipped", []),
+                      "notes": r.get("notes", []), "machine": r["machine"], "commit": r.get("commit")} for r in raws],
+            "hp_gpu_busy": busy, "baton_alone_cost": costs, "cells": cs}
+
+
+def main(argv):
+    if argv == ["--self-test"]:
+        self_test()
+        return
+    if len(argv) != 1:
+        sys.exit(__doc__)
+    d = argv[0]
+    raws = load(d)
+    if not raws:
+        sys.exit(f"no raw-*.json in {d}")
+    summary = summarize(raws)
+    with open(os.path.join(d, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    good, n = passes(summary)
+    text = ["## Headline (Baton's default flags)", "", headline(summary), "",
+            f"Baton cells holding all three rules: {good} of {n}.", "",
+            "## Every cell", "", table(summary), "", "## Baton's own cost (HP alone under Baton ÷ HP alone native)", "",
+            "| setup | HP | p50 ratio, median (min–max) | mean ratio | p99 ratio | repeats |", "| --- | --- | --- | --- | --- | --- |"]
+    for c in summary["baton_alone_cost"]:
+        text.append(f"| {c['setup']} | {c['hp']} | {fx(c['p50_ratio_median'], 3)} ({c['p50_ratio_min']:.3f}–"
+                    f"{c['p50_ratio_max']:.3f}) | {fx(c['mean_ratio_median'], 3)} | {fx(c['p99_ratio_median'], 3)} "
+                    f"| {c['repeats']} |")
+    with open(os.path.join(d, "table.md"), "w") as f:
+        f.write("\n".join(text) + "\n")
+    for s in SETUPS:
+        svg = pareto_svg(summary, s)
+        if svg:
+            with open(os.path.join(d, f"pareto-{s}.svg"), "w") as f:
+                f.write(svg)
+    print("\n".join(text))
+
+
+def self_test():
+    assert pct(list(range(1, 101)), .5) == 50 and pct(list(range(1, 101)), .99) == 99
+    assert pct([3.0], .99) == 3.0 and pct([], .5) is None
+    assert rotate(["a", "b", "c"], 1) == ["b", "c", "a"] and rotate(["a", "b"], 3) == ["b", "a"]
+    log = [[0.0, 0.0], [1.0, 10.0], [2.0, 20.0], [4.0, 20.0], [5.0, 30.0]]
+    assert progress_at(log, 1.5) == 15.0 and progress_at(log, 3.0) == 20.0 and progress_at(log, 6) is None
+    w = window_progress(log, 0.5, 4.5)
+    assert w["covered"] and abs(w["units"] - 20.0) < 1e-9 and abs(w["rate"] - 5.0) < 1e-9
+    assert not window_progress(log, -1.0, 2.0)["covered"]
+    assert steady_rate(log, 0.5, 2.5) == 10.0
+    assert thin([[0, 0], [0.01, 1], [0.1, 2], [0.12, 3]], 0.05) == [[0, 0], [0.1, 2], [0.12, 3]]
+
+    # A synthetic run: one setup, two repeats, HP alone at 10 ms; native co-located doubles p99
+    # and gives BE half its alone rate, Baton keeps HP at x1.05 and BE at 45 % of alone.
+    def lat(ms):
+        return [ms] * 99 + [ms * 1.2]
+    recs = []
+    for rep in range(2):
+        recs.append({"kind": "alone", "setup": "S", "mode": "native", "rep": rep, "hp": "R", "n": 100,
+                     "lat_ms": lat(10.0)})
+        recs.append({"kind": "be_alone", "setup": "S", "mode": "native", "rep": rep, "be": "G", "rate": 100.0})
+        for mode, ms, rate in (("native", 20.0, 50.0), ("baton", 10.5, 45.0)):
+            recs.append({"kind": "coloc", "setup": "S", "mode": mode, "rep": rep, "hp": "R", "be": "G", "n": 100,
+                         "lat_ms": lat(ms), "be_rate": rate, "be_covered": True})
+    # A third mode whose second repeat's BE did not cover the window: invalid, not averaged.
+    for rep in range(2):
+        recs.append({"kind": "coloc", "setup": "S", "mode": "baton-l3", "rep": rep, "hp": "R", "be": "G", "n": 100,
+                     "lat_ms": lat(10.0), "be_rate": 10.0, "be_covered": rep == 0})
+    raw = {"_file": "raw-S.json", "args": {"repeats": 2, "setups": ["S"]}, "records": recs,
+           "busy": {"R": {"busy": 0.4}}, "machine": {"gpu": "test"}, "commit": "x"}
+    s = summarize([raw])
+    by = {c["mode"]: c for c in s["cells"]}
+    n, b, l3 = by["native"], by["baton"], by["baton-l3"]
+    assert abs(n["hp_p99_ratio_median"] - 2.0) < 1e-9 and n["protect"] == "FAIL"
+    assert abs(b["hp_p99_ratio_median"] - 1.05) < 1e-9 and b["protect"] == "PASS"
+    # Native is above x1.10, so work-conserving applies: 45 % >= 0.9 x (1 - 0.4) = 54 %? No.
+    assert b["no_harm"] == "n/a" and b["work_conserving"] == "FAIL"
+    assert abs(b["be_share_native_median"] - 0.9) < 1e-9
+    assert not l3["valid"] and l3["repeats"] == 1 and l3["protect"] == "invalid"
+    assert passes(s) == (0, 1)
+    assert "×1.05" in table(s) and "| S | R / G |" in headline(s)
+    assert pareto_svg(s, "S").startswith("<svg") and pareto_svg(s, "M") is None
+    print("matrix analysis self-test: ok")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""The co-location matrix: does Baton keep the service at its standalone latency AND give the
+best-effort job what the service leaves? One command on the GPU machine:
+
+  matrix.py --out DIR [--quick] [--setups S,M,P] [--repeats 3] [--budget-s 570]
+
+HP services (closed loop, think time between requests): R ResNet-50 b8, B BERT-base b1,
+D a GPT-2-medium-shaped decoder (32 tokens through `generate`). BE floods: G bf16 GEMMs,
+T ResNet-50 training. Setups: S separate processes (time-slicing), M separate processes
+under MPS (started and stopped here), P one process with HP on a high-priority stream.
+Modes: native; baton (`baton run --priority 10` / `--priority 0`, `--local` in P);
+baton-l3 (BE at `--level 3`, S only).
+
+Method (see docs/benchmarks/matrix/README.md): the workers (workers.py) are started once per
+setup and stay warm, so model loading is never timed; every repeat measures HP alone (native,
+and under Baton where the setup lists it) and BE alone again, then each (BE, mode) block: BE
+floods, the three services run back to back, BE stops. Modes rotate from repeat to repeat, so
+native and Baton alternate. BE progress is counted inside each service's window (its first
+to its last timed request). Writes DIR/raw-<setups>-<jobs>.json (every request's latency, rewritten
+after every measurement so that a cut-off run keeps what it measured), then the analysis
+(analyze.py) of every raw file in DIR.
+"""
+import argparse, importlib.metadata, json, os, platform, select, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, HERE)
+import analyze  # noqa: E402
+
+MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["native", "baton"]}
+# Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
+# Elsewhere HP alone is measured natively only (the baseline), which keeps each setup's run
+# inside one device call.
+ALONE_MODES = {"S": ["native", "baton"], "M": ["native"], "P": ["native"]}
+
+
+def cpu_sets():
+    """HP's and BE's cores: the upper half of the machine, a quarter each, away from CPU 0 (where
+    interrupts land) and from the daemon; none on small machines."""
+    n = os.cpu_count() or 1
+    if n < 8:
+        return None, None, None
+    hp = ",".join(str(c) for c in range(n // 2, n // 2 + n // 4))
+    be = ",".join(str(c) for c in range(n // 2 + n // 4, n))
+    return hp, be, f"{hp},{be}"
+
+
+HP_CPUS, BE_CPUS, BOTH_CPUS = cpu_sets()
+BE_ALONE_S = 2.5
+
+
+class WorkerError(Exception):
+    pass
+
+
+class Worker:
+    """One workers.py process: a JSON line per command, a JSON line per answer."""
+
+    def __init__(self, name, cmd, env, log):
+        self.name = name
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                  env=env, text=True, bufsize=1, cwd=ROOT)
+        self.info = None
+
+    def read(self, timeout):
+        r, _, _ = select.select([self.p.stdout], [], [], timeout)
+        if not r:
+            raise WorkerError(f"{self.name}: no answer within {timeout:.0f} s")
+        line = self.p.stdout.readline()
+        if not line:
+            raise WorkerError(f"{self.name}: exited (status {self.p.poll()})")
+        obj = json.loads(line)
+        if "error" in obj:
+            raise WorkerError(f"{self.name}: {obj['error']}")
+        return obj
+
+    def ready(self, timeout):
+        self.info = self.read(timeout)
+        return self.info
+
+    def call(self, timeout, **req):
+        if self.p.poll() is not None:
+            raise WorkerError(f"{self.name}: exited (status {self.p.returncode})")
+        self.p.stdin.write(json.dumps(req) + "\n")
+        self.p.stdin.flush()
+        return self.read(timeout)
+
+    def close(self):
+        try:
+            if self.p.poll() is None:
+                self.p.stdin.write('{"cmd": "quit"}\n')
+                self.p.stdin.flush()
+                self.p.wait(timeout=20)
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            self.p.kill()
+            self.p.wait()
+
+
+def steal_s():
+    """CPU time the hypervisor gave to others (all CPUs, seconds): a noise source on shared VMs."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def with_cpus(env, cpus):
+    return dict(env, MATRIX_CPUS=cpus) if cpus else env
+
+
+def machine():
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,power.limit",
+                          "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+
+    def version(pkg):
+        try:
+            return importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+    return {"gpu": smi, "kernel": platform.release(), "cpus": os.cpu_count(),
+            "python": platform.python_version(), "torch": version("torch"),
+            "transformers": version("transformers")}
+
+
+class Matrix:
+    def __init__(self, a):
+        self.a = a
+        self.tmp = tempfile.mkdtemp(prefix="baton-matrix.")
+        self.baton = os.path.abspath(os.environ.get("BATON_BIN") or os.path.join(ROOT, "target", "release", "baton"))
+        self.env = dict(os.environ, BATON_SOCKET=os.path.join(self.tmp, "baton.sock"), PYTHONUNBUFFERED="1",
+                        TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
+        self.log = open(os.path.join(a.out, "workers.log"), "a")
+        self.t0 = time.monotonic()
+        self.raw = {"schema": "baton.matrix-raw/1", "machine": machine(),
+                    "commit": os.environ.get("BATON_COMMIT", "unknown"), "args": vars(a),
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "busy": {}, "records": [], "skipped": [], "notes": []}
+        self.raw_path = os.path.join(a.out, f"raw-{''.join(a.setups)}-{''.join(a.bes)}.json")
+        self.block_s = []
+
+    def elapsed(self):
+        return time.monotonic() - self.t0
+
+    def say(self, msg):
+        print(f"[{self.elapsed():6.1f} s] {msg}", flush=True)
+
+    def save(self):
+        self.raw["elapsed_s"] = round(self.elapsed(), 1)
+        tmp = self.raw_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.raw, f)
+        os.replace(tmp, self.raw_path)
+
+    def record(self, rec):
+        self.raw["records"].append(rec)
+        self.save()
+
+    # --- processes -------------------------------------------------------------------------
+
+    def wrapper(self, setup, mode, role):
+        if mode == "native":
+            return []
+        if setup == "P":
+            return [self.baton, "run", "--local", "--"]
+        prio = ["--priority", "10" if role == "hp" else "0"]
+        lvl = ["--level", "3"] if (mode == "baton-l3" and role == "be") else []
+        return [self.baton, "run", *prio, *lvl, "--"]
+
+    def start(self, setup, env):
+        """The setup's warm workers: {(role, mode): Worker}; in P one worker plays both roles."""
+        me = [sys.executable, os.path.join(HERE, "workers.py")]
+        ws = {}
+        for mode in MODES[setup]:
+            if setup == "P":
+                w = Worker(f"P/{mode}", self.wrapper(setup, mode, "hp") + me + ["both"],
+                           with_cpus(env, BOTH_CPUS), self.log)
+                ws[("hp", mode)] = ws[("be", mode)] = w
+                continue
+            if mode != "baton-l3":   # baton-l3 shares baton's HP process; only BE's level differs
+                ws[("hp", mode)] = Worker(f"{setup}/{mode}/hp", self.wrapper(setup, mode, "hp") + me + ["hp"],
+                                          with_cpus(env, HP_CPUS), self.log)
+            ws[("be", mode)] = Worker(f"{setup}/{mode}/be", self.wrapper(setup, mode, "be") + me + ["be"],
+                                      with_cpus(env, BE_CPUS), self.log)
+        if setup == "S":
+            ws[("hp", "baton-l3")] = ws[("hp", "baton")]
+        if not self.raw["busy"]:
+            # HP's GPU-busy share is measured in a process of its own, closed afterwards: the
+            # profiler's CUDA activity tracing slows every later launch of the process it ran in.
+            ws[("busy", "native")] = Worker("busy", me + ["hp" if setup != "P" else "both"],
+                                            with_cpus(env, HP_CPUS if setup != "P" else BOTH_CPUS), self.log)
+        for w in {id(w): w for w in ws.values() if w}.values():
+            info = w.ready(300)
+            self.say(f"{w.name} ready (pid {info['pid']}, baton={info['baton']})")
+        return ws
+
+    def stop_daemon(self):
+        subprocess.run([self.baton, "daemon", "--stop"], env=self.env, capture_output=True)
+
+    def mps(self, on):
+        d = os.path.join(self.tmp, "mps")
+        env = dict(self.env, CUDA_MPS_PIPE_DIRECTORY=d, CUDA_MPS_LOG_DIRECTORY=d)
+        if on:
+            os.makedirs(d, exist_ok=True)
+            subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
+            time.sleep(1)
+            return env
+        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env)
+        time.sleep(2)
+        return None
+
+    # --- measurements ----------------------------------------------------------------------
+
+    def n_of(self, hp):
+        return {"R": self.a.n_r, "B": self.a.n_b, "D": self.a.n_d}[hp]
+
+    def serve(self, w, hp):
+        st = steal_s()
+        r = w.call(600, cmd="hp", hp=hp, n=self.n_of(hp), warmup=2 if hp == "D" else 10)
+        st2 = steal_s()
+        if st is not None and st2 is not None:
+            r["steal_s"] = round(st2 - st, 3)
+        return r
+
+    def measure_busy(self, w):
+        try:
+            self._measure_busy(w)
+        finally:
+            w.close()
+
+    def _measure_busy(self, w):
+        for hp in self.a.hps:
+            try:
+                r = w.call(300, cmd="busy", hp=hp, n=4 if hp == "D" else 60)
+                self.raw["busy"][hp] = r
+                self.say(f"busy {hp}: {r['busy']:.3f} ({r['kernel_s']:.3f} s of {r['wall_s']:.3f} s)")
+            except WorkerError as e:
+                self.raw["notes"].append(f"busy {hp}: {e}")
+                self.say(f"busy {hp}: failed: {e}")
+        self.save()
+
+    def alone(self, setup, mode, rep, w):
+        for hp in self.a.hps:
+            base = {"kind": "alone", "setup": setup, "mode": mode, "rep": rep, "hp": hp, "n": self.n_of(hp)}
+            try:
+                r = self.serve(w, hp)
+                self.record({**base, **r})
+                self.say(f"{setup} rep {rep} alone {mode:8} {hp}: p50 {analyze.pct(r['lat_ms'], .5):8.3f} "
+                         f"p99 {analyze.pct(r['lat_ms'], .99):8.3f} ms")
+            except WorkerError as e:
+                self.record({**base, "error": str(e)})
+                self.say(f"{setup} rep {rep} alone {mode} {hp}: {e}")
+
+    def be_alone(self, setup, rep, w):
+        for be in self.a.bes:
+            base = {"kind": "be_alone", "setup": setup, "mode": "native", "rep": rep, "be": be}
+            try:
+                t = w.call(60, cmd="flood", be=be)["t_start"]
+                time.sleep(BE_ALONE_S)
+                t_end = time.monotonic()
+                r = w.call(120, cmd="stop")
+                if "error" in r:
+                    raise WorkerError(r["error"])
+                rate = analyze.steady_rate(r["log"], t + 0.5, t_end)
+                self.record({**base, "rate": rate, "unit": r["unit"], "seconds": t_end - t - 0.5})
+                self.say(f"{setup} rep {rep} BE alone {be}: {rate:.1f} {r['unit']}/s")
+            except WorkerError as e:
+                self.record({**base, "error": str(e)})
+                self.say(f"{setup} rep {rep} BE alone {be}: {e}")
+
+    def coloc(self, setup, mode, rep, be, hpw, bew):
+        results, err = {}, None
+        try:
+            bew.call(60, cmd="flood", be=be)
+            time.sleep(0.5)
+            for hp in self.a.hps:
+                try:
+                    results[hp] = self.serve(hpw, hp)
+                except WorkerError as e:
+                    results[hp] = {"error": str(e)}
+            log = bew.call(180, cmd="stop")
+        except WorkerError as e:
+            err, log = str(e), {"log": [], "unit": None}
+        for hp in self.a.hps:
+            r = results.get(hp, {"error": err or "not run"})
+            rec = {"kind": "coloc", "setup": setup, "mode": mode, "rep": rep, "hp": hp, "be": be,
+                   "n": self.n_of(hp), **r}
+            if "error" not in r:
+                w = analyze.window_progress(log["log"], r["t_first"], r["t_last"])
+                rec.update(be_units=w["units"], be_rate=w["rate"], be_covered=w["covered"], be_unit=log["unit"])
+                if log.get("error"):
+                    rec["error"] = "BE: " + log["error"]
+                self.say(f"{setup} rep {rep} {mode:8} {hp}+{be}: p50 {analyze.pct(r['lat_ms'], .5):8.3f} "
+                         f"p99 {analyze.pct(r['lat_ms'], .99):8.3f} ms; BE {w['rate'] or 0:8.1f} "
+                         f"{log['unit']}/s{'' if w['covered'] else ' (BE did not cover the window)'}")
+            else:
+                self.say(f"{setup} rep {rep} {mode} {hp}+{be}: {r['error']}")
+            self.record(rec)
+        # The BE's timeline, thinned to ~20 points a second, for pictures and checks.
+        self.raw.setdefault("be_logs", []).append(
+            {"setup": setup, "mode": mode, "rep": rep, "be": be, "unit": log["unit"],
+             "log": analyze.thin(log["log"], 0.05)})
+
+    # --- the run ---------------------------------------------------------------------------
+
+    def run_setup(self, setup):
+        env = self.env
+        if setup == "M":
+            env = self.mps(True)
+        ws = {}
+        try:
+            self.say(f"setup {setup}: starting workers")
+            ws = self.start(setup, env)
+            if ("busy", "native") in ws:
+                self.measure_busy(ws.pop(("busy", "native")))
+            modes = MODES[setup]
+            for rep in range(self.a.repeats):
+                t_block = time.monotonic()
+                need = max(self.block_s) if self.block_s else 0
+                if self.elapsed() + need > self.a.budget_s:
+                    self.raw["skipped"].append({"setup": setup, "rep": rep,
+                                                "reason": f"budget: {self.elapsed():.0f} s spent, a repeat takes ~{need:.0f} s"})
+                    self.say(f"setup {setup}: repeat {rep} skipped (budget)")
+                    self.save()
+                    continue
+                for mode in analyze.rotate(ALONE_MODES[setup], rep):
+                    self.alone(setup, mode, rep, ws[("hp", mode)])
+                self.be_alone(setup, rep, ws[("be", "native")])
+                for be in self.a.bes:
+                    for mode in analyze.rotate(modes, rep):
+                        self.coloc(setup, mode, rep, be, ws[("hp", mode)], ws[("be", mode)])
+                self.block_s.append(time.monotonic() - t_block)
+                self.say(f"setup {setup}: repeat {rep} took {self.block_s[-1]:.0f} s")
+        finally:
+            for w in {id(w): w for w in ws.values() if w}.values():
+                w.close()
+            self.stop_daemon()
+            if setup == "M":
+                self.mps(False)
+            self.save()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True)
+    p.add_argument("--quick", action="store_true", help="one repeat, R and D only")
+    p.add_argument("--setups", default="S,M,P")
+    p.add_argument("--hps", default=None, help="default R,B,D (quick: R,D)")
+    p.add_argument("--bes", default="G,T")
+    p.add_argument("--repeats", type=int, default=None, help="default 3 (quick: 1)")
+    p.add_argument("--n-r", type=int, default=300)
+    p.add_argument("--n-b", type=int, default=300)
+    p.add_argument("--n-d", type=int, default=30)
+    p.add_argument("--budget-s", type=float, default=570,
+                   help="no repeat starts that would not end within this many seconds of the start")
+    a = p.parse_args()
+    a.setups = [s for s in a.setups.split(",") if s]
+    a.hps = (a.hps or ("R,D" if a.quick else "R,B,D")).split(",")
+    a.bes = a.bes.split(",")
+    a.repeats = a.repeats or (1 if a.quick else 3)
+    bad = [s for s in a.setups if s not in MODES] + [h for h in a.hps if h not in "RBD"] + \
+          [b for b in a.bes if b not in "GT"]
+    if bad:
+        p.error(f"unknown setup, service or job: {', '.join(bad)}")
+    os.makedirs(a.out, exist_ok=True)
+    m = Matrix(a)
+    if not os.access(m.baton, os.X_OK):
+        p.error(f"no baton executable at {m.baton} (set BATON_BIN)")
+    m.say(f"machine: {m.raw['machine']}; commit {m.raw['commit']}; setups {a.setups}, "
+          f"services {a.hps}, jobs {a.bes}, {a.repeats} repeat(s)")
+    for setup in a.setups:
+        try:
+            m.run_setup(setup)
+        except Exception as e:  # noqa: BLE001 (the other setups still run; the raw file says why)
+            m.raw["notes"].append(f"setup {setup} aborted: {e!r}")
+            m.say(f"setup {setup} aborted: {e!r}")
+            m.save()
+    m.say("done; analysing")
+    analyze.main([a.out])
+
+
+if __name__ == "__main__":
+    main()
