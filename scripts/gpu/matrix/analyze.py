@@ -109,95 +109,109 @@ def load(d):
 
 
 def cells(raws):
-    """Every (hp, be, setup, mode) measured, with its repeats' figures, medians and rules."""
+    """Every (hp, be, setup, mode) measured, with its repeats' figures, medians and rules. The
+    repeats of one setup may come from several runs (`--first-rep`): a repeat is (run, index),
+    its baselines come from the same run and index, and a cell asks for as many repeats as
+    there are distinct indices asked for its setup and job."""
     out, costs = [], []
+    idx, asked, busies = {}, {}, {}
     for raw in raws:
-        recs = raw["records"]
-        want = raw["args"]["repeats"]
-        idx = {}
-        for r in recs:
-            idx[(r["kind"], r["setup"], r["mode"], r["rep"], r.get("hp"), r.get("be"))] = r
-        busy = {h: v.get("busy") for h, v in raw.get("busy", {}).items()}
+        f, a = raw["_file"], raw["args"]
+        first = a.get("first_rep", 0)
+        for setup in a["setups"]:
+            for be in a["bes"]:
+                asked.setdefault((setup, be), set()).update(range(first, first + a["repeats"]))
+            for h, v in raw.get("busy", {}).items():
+                if v.get("busy") is not None:
+                    busies.setdefault((setup, h), []).append(v["busy"])
+        for r in raw["records"]:
+            r["_file"] = f
+            idx[(r["kind"], r["setup"], r["mode"], (f, r["rep"]), r.get("hp"), r.get("be"))] = r
+    runs = sorted({k[3] for k in idx})
 
-        def ok(r, n=None):
-            return r is not None and "error" not in r and (n is None or len(r.get("lat_ms", [])) >= n)
-        setups = sorted({r["setup"] for r in recs}, key=SETUPS.index)
-        for setup in setups:
-            modes = [m for m in MODES if any(r["setup"] == setup and r["mode"] == m and r["kind"] == "coloc"
-                                             for r in recs)]
-            for hp in HPS:
-                # Baton's own cost: HP alone under Baton over HP alone natively, repeat by repeat.
-                pairs = []
-                for rep in range(want):
-                    a = idx.get(("alone", setup, "native", rep, hp, None))
-                    b = idx.get(("alone", setup, "baton", rep, hp, None))
-                    if ok(a, a and a["n"]) and ok(b, b and b["n"]):
-                        pairs.append((pct(b["lat_ms"], .5) / pct(a["lat_ms"], .5),
-                                      statistics.fmean(b["lat_ms"]) / statistics.fmean(a["lat_ms"]),
-                                      pct(b["lat_ms"], .99) / pct(a["lat_ms"], .99)))
-                if pairs:
-                    costs.append({"setup": setup, "hp": hp, "repeats": len(pairs), "raw": raw["_file"],
-                                  "p50_ratio_median": med([p[0] for p in pairs]),
-                                  "p50_ratio_min": min(p[0] for p in pairs), "p50_ratio_max": max(p[0] for p in pairs),
-                                  "mean_ratio_median": med([p[1] for p in pairs]),
-                                  "p99_ratio_median": med([p[2] for p in pairs])})
-                for be in BES:
-                    for mode in modes:
-                        reps = []
-                        for rep in range(want):
-                            c = idx.get(("coloc", setup, mode, rep, hp, be))
-                            if c is None:
-                                continue
-                            alone = idx.get(("alone", setup, "native", rep, hp, None))
-                            be_alone = idx.get(("be_alone", setup, "native", rep, None, be))
-                            nat = idx.get(("coloc", setup, "native", rep, hp, be))
-                            why = None
-                            if not ok(c, c["n"]):
-                                why = c.get("error", "fewer requests than asked")
-                            elif not c.get("be_covered"):
-                                why = "BE did not cover HP's window"
-                            elif not ok(alone, alone and alone["n"]):
-                                why = "no HP-alone baseline in this repeat"
-                            elif not ok(be_alone) or not be_alone.get("rate"):
-                                why = "no BE-alone baseline in this repeat"
-                            rep_out = {"rep": rep, "valid": why is None, "why": why}
-                            if why is None:
-                                a50, a99 = pct(alone["lat_ms"], .5), pct(alone["lat_ms"], .99)
-                                rep_out.update(
-                                    hp_p50_ms=pct(c["lat_ms"], .5), hp_p99_ms=pct(c["lat_ms"], .99),
-                                    alone_p50_ms=a50, alone_p99_ms=a99,
-                                    hp_p50_ratio=pct(c["lat_ms"], .5) / a50, hp_p99_ratio=pct(c["lat_ms"], .99) / a99,
-                                    be_rate=c["be_rate"], be_unit=c.get("be_unit"), be_alone_rate=be_alone["rate"],
-                                    be_share_alone=c["be_rate"] / be_alone["rate"])
-                                if ok(nat) and nat.get("be_covered") and nat.get("be_rate"):
-                                    rep_out["be_share_native"] = c["be_rate"] / nat["be_rate"]
-                            reps.append(rep_out)
-                        if not reps:
+    def ok(r, n=None):
+        return r is not None and "error" not in r and (n is None or len(r.get("lat_ms", [])) >= n)
+    setups = sorted({k[1] for k in idx}, key=SETUPS.index)
+    for setup in setups:
+        modes = [m for m in MODES if any(k[0] == "coloc" and k[1] == setup and k[2] == m for k in idx)]
+        for hp in HPS:
+            # Baton's own cost: HP alone under Baton over HP alone natively, repeat by repeat.
+            pairs = []
+            for rep in runs:
+                a = idx.get(("alone", setup, "native", rep, hp, None))
+                b = idx.get(("alone", setup, "baton", rep, hp, None))
+                if ok(a, a and a["n"]) and ok(b, b and b["n"]):
+                    pairs.append((pct(b["lat_ms"], .5) / pct(a["lat_ms"], .5),
+                                  statistics.fmean(b["lat_ms"]) / statistics.fmean(a["lat_ms"]),
+                                  pct(b["lat_ms"], .99) / pct(a["lat_ms"], .99)))
+            if pairs:
+                costs.append({"setup": setup, "hp": hp, "repeats": len(pairs),
+                              "p50_ratio_median": med([p[0] for p in pairs]),
+                              "p50_ratio_min": min(p[0] for p in pairs), "p50_ratio_max": max(p[0] for p in pairs),
+                              "mean_ratio_median": med([p[1] for p in pairs]),
+                              "p99_ratio_median": med([p[2] for p in pairs])})
+            busy = med(busies.get((setup, hp), []))
+            for be in BES:
+                want = len(asked.get((setup, be), ()))
+                for mode in modes:
+                    reps = []
+                    for rep in runs:
+                        c = idx.get(("coloc", setup, mode, rep, hp, be))
+                        if c is None:
                             continue
-                        good = [r for r in reps if r["valid"]]
+                        reps.append(one_repeat(c, idx.get(("alone", setup, "native", rep, hp, None)),
+                                               idx.get(("be_alone", setup, "native", rep, None, be)),
+                                               idx.get(("coloc", setup, "native", rep, hp, be)), ok))
+                    if not reps:
+                        continue
+                    good = [r for r in reps if r["valid"]]
 
-                        def col(k, good=good):
-                            return [r[k] for r in good if r.get(k) is not None]
-                        p99r, p50r = col("hp_p99_ratio"), col("hp_p50_ratio")
-                        out.append({
-                            "hp": hp, "be": be, "setup": setup, "mode": mode,
-                            "repeats": len(good), "repeats_asked": want,
-                            "valid": len(good) == want and len(reps) == want,
-                            "hp_p99_ratio_median": med(p99r), "hp_p99_ratio_min": min(p99r, default=None),
-                            "hp_p99_ratio_max": max(p99r, default=None), "hp_p99_ratio_spread": spread(p99r),
-                            "hp_p50_ratio_median": med(p50r), "hp_p50_ratio_min": min(p50r, default=None),
-                            "hp_p50_ratio_max": max(p50r, default=None),
-                            "hp_p99_ms_median": med(col("hp_p99_ms")), "alone_p99_ms_median": med(col("alone_p99_ms")),
-                            "be_share_alone_median": med(col("be_share_alone")),
-                            "be_share_alone_min": min(col("be_share_alone"), default=None),
-                            "be_share_alone_max": max(col("be_share_alone"), default=None),
-                            "be_share_native_median": med(col("be_share_native")),
-                            "hp_gpu_busy": busy.get(hp), "commit": raw.get("commit"), "raw": raw["_file"],
-                            "per_repeat": reps})
+                    def col(k, good=good):
+                        return [r[k] for r in good if r.get(k) is not None]
+                    p99r, p50r = col("hp_p99_ratio"), col("hp_p50_ratio")
+                    out.append({
+                        "hp": hp, "be": be, "setup": setup, "mode": mode,
+                        "repeats": len(good), "repeats_asked": want,
+                        "valid": len(good) >= want and len(good) == len(reps),
+                        "hp_p99_ratio_median": med(p99r), "hp_p99_ratio_min": min(p99r, default=None),
+                        "hp_p99_ratio_max": max(p99r, default=None), "hp_p99_ratio_spread": spread(p99r),
+                        "hp_p50_ratio_median": med(p50r), "hp_p50_ratio_min": min(p50r, default=None),
+                        "hp_p50_ratio_max": max(p50r, default=None),
+                        "hp_p99_ms_median": med(col("hp_p99_ms")), "alone_p99_ms_median": med(col("alone_p99_ms")),
+                        "be_share_alone_median": med(col("be_share_alone")),
+                        "be_share_alone_min": min(col("be_share_alone"), default=None),
+                        "be_share_alone_max": max(col("be_share_alone"), default=None),
+                        "be_share_native_median": med(col("be_share_native")),
+                        "hp_gpu_busy": busy, "raw": sorted({r["run"] for r in reps}),
+                        "per_repeat": reps})
     by = {(c["hp"], c["be"], c["setup"], c["mode"]): c for c in out}
     for c in out:
         judge(c, by.get((c["hp"], c["be"], c["setup"], "native")))
     return out, costs
+
+
+def one_repeat(c, alone, be_alone, nat, ok):
+    """One repeat of a cell: its figures, or why it is invalid."""
+    why = None
+    if not ok(c, c["n"]):
+        why = c.get("error", "fewer requests than asked")
+    elif not c.get("be_covered"):
+        why = "BE did not cover HP's window"
+    elif not ok(alone, alone and alone["n"]):
+        why = "no HP-alone baseline in this repeat"
+    elif not ok(be_alone) or not be_alone.get("rate"):
+        why = "no BE-alone baseline in this repeat"
+    out = {"run": c.get("_file"), "rep": c["rep"], "valid": why is None, "why": why}
+    if why is None:
+        a50, a99 = pct(alone["lat_ms"], .5), pct(alone["lat_ms"], .99)
+        out.update(hp_p50_ms=pct(c["lat_ms"], .5), hp_p99_ms=pct(c["lat_ms"], .99),
+                   alone_p50_ms=a50, alone_p99_ms=a99,
+                   hp_p50_ratio=pct(c["lat_ms"], .5) / a50, hp_p99_ratio=pct(c["lat_ms"], .99) / a99,
+                   be_rate=c["be_rate"], be_unit=c.get("be_unit"), be_alone_rate=be_alone["rate"],
+                   be_share_alone=c["be_rate"] / be_alone["rate"])
+        if ok(nat) and nat.get("be_covered") and nat.get("be_rate"):
+            out["be_share_native"] = c["be_rate"] / nat["be_rate"]
+    return out
 
 
 def judge(c, nat):
@@ -350,7 +364,10 @@ def summarize(raws):
     for r in raws:
         for h, v in r.get("busy", {}).items():
             busy.setdefault(h, v.get("busy"))
-    return {"schema": 1, "machine": "; ".join(machines), "commit": ", ".join(commits),
+    methods = sorted({r["args"].get("think", "hybrid") for r in raws})
+    if len(methods) > 1:
+        sys.exit(f"runs with different methods (think: {', '.join(methods)}) cannot be merged: keep them apart")
+    return {"schema": 1, "machine": "; ".join(machines), "commit": ", ".join(commits), "think": methods[0],
             "runs": [{"file": r["_file"], "setups": r["args"]["setups"], "repeats": r["args"]["repeats"],
                       "elapsed_s": r.get("elapsed_s"), "started": r.get("started"), "skipped": r.get("skipped", []),
                       "notes": r.get("notes", []), "machine": r["machine"], "commit": r.get("commit")} for r in raws],
@@ -417,7 +434,7 @@ def self_test():
     for rep in range(2):
         recs.append({"kind": "coloc", "setup": "S", "mode": "baton-l3", "rep": rep, "hp": "R", "be": "G", "n": 100,
                      "lat_ms": lat(10.0), "be_rate": 10.0, "be_covered": rep == 0})
-    raw = {"_file": "raw-S.json", "args": {"repeats": 2, "setups": ["S"]}, "records": recs,
+    raw = {"_file": "raw-S.json", "args": {"repeats": 2, "setups": ["S"], "bes": ["G"]}, "records": recs,
            "busy": {"R": {"busy": 0.4}}, "machine": {"gpu": "test"}, "commit": "x"}
     s = summarize([raw])
     by = {c["mode"]: c for c in s["cells"]}
@@ -431,6 +448,15 @@ def self_test():
     assert passes(s) == (0, 1)
     assert "×1.05" in table(s) and "| S | R / G |" in headline(s)
     assert pareto_svg(s, "S").startswith("<svg") and pareto_svg(s, "M") is None
+
+    # A third repeat from another run (--first-rep 2) joins the cells, with its own baselines.
+    extra = {"_file": "raw-S-r2.json", "args": {"repeats": 1, "first_rep": 2, "setups": ["S"], "bes": ["G"]},
+             "records": [dict(r, rep=2) for r in recs if r["rep"] == 0 and r["mode"] != "baton-l3"],
+             "busy": {"R": {"busy": 0.4}}, "machine": {"gpu": "test"}, "commit": "y"}
+    s = summarize([raw, extra])
+    by = {c["mode"]: c for c in s["cells"]}
+    assert by["baton"]["repeats"] == 3 and by["baton"]["repeats_asked"] == 3 and by["baton"]["valid"]
+    assert not by["baton-l3"]["valid"] and by["baton-l3"]["repeats_asked"] == 3
     print("matrix analysis self-test: ok")
 
 

@@ -137,7 +137,8 @@ class Matrix:
                     "commit": os.environ.get("BATON_COMMIT", "unknown"), "args": vars(a),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "busy": {}, "records": [], "skipped": [], "notes": []}
-        self.raw_path = os.path.join(a.out, f"raw-{''.join(a.setups)}-{''.join(a.bes)}.json")
+        tail = f"-r{a.first_rep}" if a.first_rep else ""
+        self.raw_path = os.path.join(a.out, f"raw-{''.join(a.setups)}-{''.join(a.bes)}{tail}.json")
         self.block_s = []
 
     def elapsed(self):
@@ -217,7 +218,7 @@ class Matrix:
 
     def serve(self, w, hp):
         st = steal_s()
-        r = w.call(600, cmd="hp", hp=hp, n=self.n_of(hp), warmup=2 if hp == "D" else 10)
+        r = w.call(600, cmd="hp", hp=hp, n=self.n_of(hp), warmup=2 if hp == "D" else 10, think_mode=self.a.think)
         st2 = steal_s()
         if st is not None and st2 is not None:
             r["steal_s"] = round(st2 - st, 3)
@@ -232,7 +233,7 @@ class Matrix:
     def _measure_busy(self, w):
         for hp in self.a.hps:
             try:
-                r = w.call(300, cmd="busy", hp=hp, n=4 if hp == "D" else 60)
+                r = w.call(300, cmd="busy", hp=hp, n=4 if hp == "D" else 60, think_mode=self.a.think)
                 self.raw["busy"][hp] = r
                 self.say(f"busy {hp}: {r['busy']:.3f} ({r['kernel_s']:.3f} s of {r['wall_s']:.3f} s)")
             except WorkerError as e:
@@ -315,7 +316,7 @@ class Matrix:
             if ("busy", "native") in ws:
                 self.measure_busy(ws.pop(("busy", "native")))
             modes = MODES[setup]
-            for rep in range(self.a.repeats):
+            for rep in range(self.a.first_rep, self.a.first_rep + self.a.repeats):
                 t_block = time.monotonic()
                 need = max(self.block_s) if self.block_s else 0
                 if self.elapsed() + need > self.a.budget_s:
@@ -349,9 +350,14 @@ def main():
     p.add_argument("--hps", default=None, help="default R,B,D (quick: R,D)")
     p.add_argument("--bes", default="G,T")
     p.add_argument("--repeats", type=int, default=None, help="default 3 (quick: 1)")
+    p.add_argument("--first-rep", type=int, default=0,
+                   help="number the repeats from here (their mode order rotates by it): more repeats "
+                        "of a setup in another run, merged by analyze.py")
     p.add_argument("--n-r", type=int, default=300)
     p.add_argument("--n-b", type=int, default=300)
     p.add_argument("--n-d", type=int, default=30)
+    p.add_argument("--think", default="spin", choices=["spin", "hybrid", "sleep"],
+                   help="how HP spends its think time (workers.py); spin: awake throughout")
     p.add_argument("--budget-s", type=float, default=570,
                    help="no repeat starts that would not end within this many seconds of the start")
     a = p.parse_args()

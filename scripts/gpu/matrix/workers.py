@@ -16,7 +16,7 @@ Workloads (random weights, nothing downloaded):
   T  ResNet-50 fp32 training, batch 64, SGD (unit: images)
 
 Commands and answers:
-  {"cmd": "hp", "hp": "R", "n": 300, "warmup": 10, "think_ms": 5}
+  {"cmd": "hp", "hp": "R", "n": 300, "warmup": 10, "think_ms": 5, "think_mode": "spin"}
       -> {"lat_ms": [...], "t_first": T, "t_last": T, "cpu_s": C, "invol_switches": N}
       n closed-loop requests after warm-up, garbage collection off while timing
   {"cmd": "busy", "hp": "R", "n": 60, "think_ms": 5}
@@ -52,12 +52,15 @@ DEV = torch.device("cuda")
 THINK_MS = {"R": 5.0, "B": 5.0, "D": 20.0}
 
 
-def think_wait(seconds):
-    """The think time between requests: asleep, then awake for its last millisecond (yielding
-    the interpreter lock), so that the next request starts on a running core instead of paying
-    for the core's (or the virtual CPU's) wake-up."""
+def think_wait(seconds, mode):
+    """The think time between requests. `spin`: awake throughout, yielding the interpreter lock
+    (the matrix's default: see docs/benchmarks/matrix/README.md, "Noise"); `hybrid`: asleep,
+    awake for the last millisecond; `sleep`: asleep throughout."""
     end = time.monotonic() + seconds
-    if seconds > 0.002:
+    if mode == "sleep":
+        time.sleep(seconds)
+        return
+    if mode == "hybrid" and seconds > 0.002:
         time.sleep(seconds - 0.001)
     while time.monotonic() < end:
         time.sleep(0)
@@ -143,14 +146,14 @@ class Worker:
         self.flood_thread, self.stop_flag, self.flood_log, self.flood_unit = None, None, [], ""
         self.flood_error = None
 
-    def serve(self, name, n, warmup, think_ms):
+    def serve(self, name, n, warmup, think_ms, think_mode):
         fn, think = self.fns[name], think_ms / 1e3
         lat, t_first, t_last = [], None, None
         with torch.cuda.stream(self.hs), torch.no_grad():
             for _ in range(warmup):
                 fn()
                 self.hs.synchronize()
-                think_wait(think)
+                think_wait(think, think_mode)
             # Collections would land in random requests: none while timing.
             gc.collect()
             gc.disable()
@@ -164,7 +167,7 @@ class Worker:
                     t_first = t0 if t_first is None else t_first
                     t_last = t1
                     lat.append((t1 - t0) * 1e3)
-                    think_wait(think)
+                    think_wait(think, think_mode)
             finally:
                 gc.enable()
             ru1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -172,7 +175,7 @@ class Worker:
                 "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 4),
                 "invol_switches": ru1.ru_nivcsw - ru0.ru_nivcsw}
 
-    def busy(self, name, n, think_ms):
+    def busy(self, name, n, think_ms, think_mode):
         """Kernel and copy time on the device (their union) over wall time, alone, from the
         CUDA activity the profiler records."""
         import tempfile
@@ -182,13 +185,13 @@ class Worker:
             for _ in range(2):
                 fn()
                 self.hs.synchronize()
-                think_wait(think)
+                think_wait(think, think_mode)
             t0 = time.monotonic()
             for i in range(n):
                 fn()
                 self.hs.synchronize()
                 if i < n - 1:
-                    think_wait(think)
+                    think_wait(think, think_mode)
             wall = time.monotonic() - t0
         path = tempfile.mktemp(suffix=".json")
         prof.export_chrome_trace(path)
@@ -264,10 +267,11 @@ def main():
                 break
             if cmd == "hp":
                 name = req["hp"]
-                res = w.serve(name, req["n"], req.get("warmup", 5), req.get("think_ms", THINK_MS[name]))
+                res = w.serve(name, req["n"], req.get("warmup", 5), req.get("think_ms", THINK_MS[name]),
+                              req.get("think_mode", "spin"))
             elif cmd == "busy":
                 name = req["hp"]
-                res = w.busy(name, req["n"], req.get("think_ms", THINK_MS[name]))
+                res = w.busy(name, req["n"], req.get("think_ms", THINK_MS[name]), req.get("think_mode", "spin"))
             elif cmd == "flood":
                 res = w.flood(req["be"])
             elif cmd == "stop":
