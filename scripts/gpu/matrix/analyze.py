@@ -363,7 +363,9 @@ def summarize(raws):
     busy = {}
     for r in raws:
         for h, v in r.get("busy", {}).items():
-            busy.setdefault(h, v.get("busy"))
+            if v.get("busy") is not None:
+                busy.setdefault(h, []).append(v["busy"])
+    busy = {h: med(v) for h, v in busy.items()}
     methods = sorted({r["args"].get("think", "hybrid") for r in raws})
     if len(methods) > 1:
         sys.exit(f"runs with different methods (think: {', '.join(methods)}) cannot be merged: keep them apart")

@@ -356,8 +356,9 @@ def main():
     p.add_argument("--n-r", type=int, default=300)
     p.add_argument("--n-b", type=int, default=300)
     p.add_argument("--n-d", type=int, default=30)
-    p.add_argument("--think", default="spin", choices=["spin", "hybrid", "sleep"],
-                   help="how HP spends its think time (workers.py); spin: awake throughout")
+    p.add_argument("--think", default="hybrid", choices=["hybrid", "spin", "sleep"],
+                   help="how HP spends its think time (workers.py): hybrid, asleep but awake for its last "
+                        "millisecond (the committed matrix's method); spin, awake throughout; sleep")
     p.add_argument("--budget-s", type=float, default=570,
                    help="no repeat starts that would not end within this many seconds of the start")
     a = p.parse_args()

@@ -16,7 +16,7 @@ Workloads (random weights, nothing downloaded):
   T  ResNet-50 fp32 training, batch 64, SGD (unit: images)
 
 Commands and answers:
-  {"cmd": "hp", "hp": "R", "n": 300, "warmup": 10, "think_ms": 5, "think_mode": "spin"}
+  {"cmd": "hp", "hp": "R", "n": 300, "warmup": 10, "think_ms": 5, "think_mode": "hybrid"}
       -> {"lat_ms": [...], "t_first": T, "t_last": T, "cpu_s": C, "invol_switches": N}
       n closed-loop requests after warm-up, garbage collection off while timing
   {"cmd": "busy", "hp": "R", "n": 60, "think_ms": 5}
@@ -53,9 +53,10 @@ THINK_MS = {"R": 5.0, "B": 5.0, "D": 20.0}
 
 
 def think_wait(seconds, mode):
-    """The think time between requests. `spin`: awake throughout, yielding the interpreter lock
-    (the matrix's default: see docs/benchmarks/matrix/README.md, "Noise"); `hybrid`: asleep,
-    awake for the last millisecond; `sleep`: asleep throughout."""
+    """The think time between requests. `hybrid` (the matrix's default): asleep, then awake for
+    the last millisecond, yielding the interpreter lock; `spin`: awake throughout; `sleep`:
+    asleep throughout. None of the three steadies the latency on a shared VM
+    (docs/benchmarks/matrix/README.md, "Noise")."""
     end = time.monotonic() + seconds
     if mode == "sleep":
         time.sleep(seconds)
@@ -268,10 +269,10 @@ def main():
             if cmd == "hp":
                 name = req["hp"]
                 res = w.serve(name, req["n"], req.get("warmup", 5), req.get("think_ms", THINK_MS[name]),
-                              req.get("think_mode", "spin"))
+                              req.get("think_mode", "hybrid"))
             elif cmd == "busy":
                 name = req["hp"]
-                res = w.busy(name, req["n"], req.get("think_ms", THINK_MS[name]), req.get("think_mode", "spin"))
+                res = w.busy(name, req["n"], req.get("think_ms", THINK_MS[name]), req.get("think_mode", "hybrid"))
             elif cmd == "flood":
                 res = w.flood(req["be"])
             elif cmd == "stop":

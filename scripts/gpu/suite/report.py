@@ -35,6 +35,25 @@ def pairing(hp_args, be_args):
     return re.sub(r"[^A-Za-z0-9.]+", "-", "-".join(parts))
 
 
+MATRIX = "benchmarks/matrix"
+
+
+def matrix_lead(docs):
+    """The co-location matrix's headline (from its generated table.md), which leads the page:
+    the matrix is the benchmark every change is judged by; the suite's pairings follow."""
+    path = os.path.join(docs, MATRIX, "table.md")
+    if not os.path.exists(path):
+        return []
+    head = open(path).read().split("## Every cell")[0].split("\n", 1)[1].strip()
+    return ["## The co-location matrix", "",
+            f"Three services × two best-effort jobs × three setups, native against Baton's default "
+            f"flags, medians of three interleaved repeats on an H100; method, spreads, pictures and "
+            f"the noise that limits them: [`{MATRIX}/README.md`]({MATRIX}/README.md). Setups: S "
+            f"separate processes (time-sliced), M MPS, P one process. HP: R ResNet-50 b8, B BERT-base "
+            f"b1, D a GPT-2-medium-shaped decoder. BE: G bf16 GEMM flood, T ResNet-50 training.", "",
+            head, "", "## The earlier suite", ""]
+
+
 def rebase_links(text, from_dir, to_dir):
     """Rewrites the relative Markdown link targets of text, written for a page in from_dir, so
     they resolve from a page in to_dir."""
@@ -90,6 +109,7 @@ def main():
           "workload running alone in the same run. \"of idle\" is BE's throughput as a share of "
           "what it gets alone, divided by the share of time HP leaves the GPU idle when alone "
           "(the most it could get): 100 % means BE used every moment HP left.", ""]
+    md[2:2] = matrix_lead(a.docs)
     headline = []
     for (hk, bk), rs in sorted(groups.items()):
         ha, ba = rs[-1]["_ha"], rs[-1]["_ba"]
