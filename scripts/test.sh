@@ -16,4 +16,5 @@ LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 echo "== GPU-script analysis self-tests"
 python3 scripts/gpu/levels/preemption_timeline.py --self-test
 python3 scripts/gpu/matrix/analyze.py --self-test
+python3 scripts/gpu/matrix/selftest.py
 echo "== all tests passed"

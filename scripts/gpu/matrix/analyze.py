@@ -159,7 +159,10 @@ def cells(raws):
                         c = idx.get(("coloc", setup, mode, rep, hp, be))
                         if c is None:
                             continue
-                        reps.append(one_repeat(c, idx.get(("alone", setup, "native", rep, hp, None)),
+                        # A phased measurement brings its own alone baseline (matrix.py --phases).
+                        alone = (idx.get(("alone_paired", setup, mode, rep, hp, be))
+                                 or idx.get(("alone", setup, "native", rep, hp, None)))
+                        reps.append(one_repeat(c, alone,
                                                idx.get(("be_alone", setup, "native", rep, None, be)),
                                                idx.get(("coloc", setup, "native", rep, hp, be)), ok))
                     if not reps:

@@ -16,7 +16,9 @@ setup and stay warm, so model loading is never timed; every repeat measures HP a
 and under Baton where the setup lists it) and BE alone again, then each (BE, mode) block: BE
 floods, the three services run back to back, BE stops. Modes rotate from repeat to repeat, so
 native and Baton alternate. BE progress is counted inside each service's window (its first
-to its last timed request). Writes DIR/raw-<setups>-<jobs>.json (every request's latency, rewritten
+to its last timed request). With --phases K, R and B are instead measured as K alternating
+phases, HP alone then co-located, each with its own alone baseline (against the VM's drifting
+CPU speed). Writes DIR/raw-<setups>-<jobs>.json (every request's latency, rewritten
 after every measurement so that a cut-off run keeps what it measured), then the analysis
 (analyze.py) of every raw file in DIR.
 """
@@ -46,7 +48,9 @@ def cpu_sets():
 
 
 HP_CPUS, BE_CPUS, BOTH_CPUS = cpu_sets()
-BE_ALONE_S = 2.5
+BE_ALONE_S = float(os.environ.get("MATRIX_BE_ALONE_S", "2.5"))
+# The worker program; the self-test puts a stand-in without a GPU here.
+WORKER = os.environ.get("MATRIX_WORKER") or os.path.join(HERE, "workers.py")
 
 
 class WorkerError(Exception):
@@ -111,8 +115,11 @@ def with_cpus(env, cpus):
 
 
 def machine():
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,power.limit",
-                          "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,power.limit",
+                              "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        smi = "no nvidia-smi"
 
     def version(pkg):
         try:
@@ -171,7 +178,7 @@ class Matrix:
 
     def start(self, setup, env):
         """The setup's warm workers: {(role, mode): Worker}; in P one worker plays both roles."""
-        me = [sys.executable, os.path.join(HERE, "workers.py")]
+        me = [sys.executable, WORKER]
         ws = {}
         for mode in MODES[setup]:
             if setup == "P":
@@ -263,19 +270,67 @@ class Matrix:
                 r = w.call(120, cmd="stop")
                 if "error" in r:
                     raise WorkerError(r["error"])
-                rate = analyze.steady_rate(r["log"], t + 0.5, t_end)
-                self.record({**base, "rate": rate, "unit": r["unit"], "seconds": t_end - t - 0.5})
+                ramp = min(0.5, BE_ALONE_S / 4)   # the first steps fill the pipeline
+                rate = analyze.steady_rate(r["log"], t + ramp, t_end)
+                self.record({**base, "rate": rate, "unit": r["unit"], "seconds": t_end - t - ramp})
                 self.say(f"{setup} rep {rep} BE alone {be}: {rate:.1f} {r['unit']}/s")
             except WorkerError as e:
                 self.record({**base, "error": str(e)})
                 self.say(f"{setup} rep {rep} BE alone {be}: {e}")
 
-    def coloc(self, setup, mode, rep, be, hpw, bew):
+    def paired(self, setup, mode, rep, be, hp, hpw, bew, natw):
+        """HP alone (natively) and co-located in alternating phases of n / --phases requests,
+        BE flooding only in the co-located ones, so that both sides of the ratio see the same
+        moments of a machine whose speed drifts; recorded as a co-located measurement and its
+        own alone baseline (kind `alone_paired`)."""
+        k = self.a.phases
+        per = max(1, self.n_of(hp) // k)
+        alone, co, units, secs, covered, err = [], [], 0.0, 0.0, True, None
+        t_first = t_last = None
+        try:
+            for _ in range(k):
+                a = natw.call(600, cmd="hp", hp=hp, n=per, warmup=2, think_mode=self.a.think)
+                alone += a["lat_ms"]
+                bew.call(60, cmd="flood", be=be)
+                time.sleep(0.05)
+                c = hpw.call(600, cmd="hp", hp=hp, n=per, warmup=2, think_mode=self.a.think)
+                log = bew.call(180, cmd="stop")
+                if log.get("error"):
+                    raise WorkerError("BE: " + log["error"])
+                w = analyze.window_progress(log["log"], c["t_first"], c["t_last"])
+                co += c["lat_ms"]
+                covered = covered and w["covered"]
+                units += w["units"] or 0.0
+                secs += c["t_last"] - c["t_first"]
+                t_first = c["t_first"] if t_first is None else t_first
+                t_last = c["t_last"]
+                unit = log["unit"]
+        except WorkerError as e:
+            err = str(e)
+        base = {"setup": setup, "mode": mode, "rep": rep, "hp": hp, "be": be, "n": per * k, "phases": k}
+        self.record({**base, "kind": "alone_paired", "lat_ms": alone, **({"error": err} if err else {})})
+        rec = {**base, "kind": "coloc", "lat_ms": co, "t_first": t_first, "t_last": t_last}
+        if err:
+            rec["error"] = err
+            self.say(f"{setup} rep {rep} {mode} {hp}+{be} (phased): {err}")
+        else:
+            rec.update(be_units=units, be_rate=units / secs if secs > 0 else None, be_covered=covered, be_unit=unit)
+            self.say(f"{setup} rep {rep} {mode:8} {hp}+{be}: p99 {analyze.pct(co, .99):8.3f} ms against "
+                     f"{analyze.pct(alone, .99):8.3f} alone, in {k} phases; BE {rec['be_rate'] or 0:8.1f} {unit}/s")
+        self.record(rec)
+
+    def coloc(self, setup, mode, rep, be, hpw, bew, natw):
+        phased = [h for h in self.a.hps if self.a.phases > 1 and h in self.a.phased]
+        for hp in phased:
+            self.paired(setup, mode, rep, be, hp, hpw, bew, natw)
+        rest = [h for h in self.a.hps if h not in phased]
+        if not rest:
+            return
         results, err = {}, None
         try:
             bew.call(60, cmd="flood", be=be)
             time.sleep(0.5)
-            for hp in self.a.hps:
+            for hp in rest:
                 try:
                     results[hp] = self.serve(hpw, hp)
                 except WorkerError as e:
@@ -283,7 +338,7 @@ class Matrix:
             log = bew.call(180, cmd="stop")
         except WorkerError as e:
             err, log = str(e), {"log": [], "unit": None}
-        for hp in self.a.hps:
+        for hp in rest:
             r = results.get(hp, {"error": err or "not run"})
             rec = {"kind": "coloc", "setup": setup, "mode": mode, "rep": rep, "hp": hp, "be": be,
                    "n": self.n_of(hp), **r}
@@ -330,7 +385,7 @@ class Matrix:
                 self.be_alone(setup, rep, ws[("be", "native")])
                 for be in self.a.bes:
                     for mode in analyze.rotate(modes, rep):
-                        self.coloc(setup, mode, rep, be, ws[("hp", mode)], ws[("be", mode)])
+                        self.coloc(setup, mode, rep, be, ws[("hp", mode)], ws[("be", mode)], ws[("hp", "native")])
                 self.block_s.append(time.monotonic() - t_block)
                 self.say(f"setup {setup}: repeat {rep} took {self.block_s[-1]:.0f} s")
         finally:
@@ -359,6 +414,10 @@ def main():
     p.add_argument("--think", default="hybrid", choices=["hybrid", "spin", "sleep"],
                    help="how HP spends its think time (workers.py): hybrid, asleep but awake for its last "
                         "millisecond (the committed matrix's method); spin, awake throughout; sleep")
+    p.add_argument("--phases", type=int, default=1,
+                   help="measure the services in --phased as alternating alone/co-located phases of "
+                        "n/PHASES requests each (1: the committed matrix's method, alone once per repeat)")
+    p.add_argument("--phased", default="R,B", help="the services --phases applies to")
     p.add_argument("--budget-s", type=float, default=570,
                    help="no repeat starts that would not end within this many seconds of the start")
     a = p.parse_args()
@@ -366,6 +425,7 @@ def main():
     a.hps = (a.hps or ("R,D" if a.quick else "R,B,D")).split(",")
     a.bes = a.bes.split(",")
     a.repeats = a.repeats or (1 if a.quick else 3)
+    a.phased = a.phased.split(",")
     bad = [s for s in a.setups if s not in MODES] + [h for h in a.hps if h not in "RBD"] + \
           [b for b in a.bes if b not in "GT"]
     if bad:

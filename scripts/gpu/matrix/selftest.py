@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""The matrix controller end to end without a GPU: matrix.py drives fake_worker.py processes
+(a shim stands in for `baton run`) through setups S and P, two repeats, the phased method for R
+and B; then the analysis must find every cell valid, the baselines paired, and the slowdown
+the fake workers make (×1.5 natively). Run by scripts/test.sh."""
+import json, os, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="matrix-selftest.")
+    shim = os.path.join(tmp, "baton")
+    with open(shim, "w") as f:
+        # `baton run [flags] -- CMD...` runs CMD; `baton daemon --stop` does nothing.
+        f.write('#!/bin/sh\n[ "$1" = run ] || exit 0\nwhile [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n')
+    os.chmod(shim, 0o755)
+    out = os.path.join(tmp, "out")
+    env = dict(os.environ, BATON_BIN=shim, MATRIX_WORKER=os.path.join(HERE, "fake_worker.py"),
+               MATRIX_FAKE_DIR=tmp, MATRIX_BE_ALONE_S="0.3")
+    r = subprocess.run([sys.executable, os.path.join(HERE, "matrix.py"), "--out", out, "--setups", "S,P",
+                        "--repeats", "2", "--phases", "2", "--n-r", "20", "--n-b", "20", "--n-d", "4",
+                        "--budget-s", "300"], env=env, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        sys.exit(f"matrix.py failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    s = json.load(open(os.path.join(out, "summary.json")))
+    cells = s["cells"]
+    assert len(cells) == 3 * 2 * 3 + 3 * 2 * 2, len(cells)
+    bad = [c for c in cells if not c["valid"] or c["repeats"] != 2]
+    assert not bad, bad[0]
+    raw = json.load(open(os.path.join(out, "raw-SP-GT.json")))
+    kinds = {(r["kind"], r["hp"]) for r in raw["records"] if r.get("hp")}
+    assert ("alone_paired", "R") in kinds and ("alone_paired", "B") in kinds, kinds
+    assert ("alone_paired", "D") not in kinds
+    for c in cells:
+        if c["mode"] == "native":
+            # The fakes make a request 1.5× slower while BE floods.
+            assert 1.2 < c["hp_p50_ratio_median"] < 2.0, c
+        assert c["be_share_alone_median"] and 0.5 < c["be_share_alone_median"] < 1.5, c
+    assert os.path.exists(os.path.join(out, "pareto-S.svg")) and os.path.exists(os.path.join(out, "table.md"))
+    print(f"matrix controller self-test: ok ({len(cells)} cells, {len(raw['records'])} records)")
+
+
+if __name__ == "__main__":
+    main()
