@@ -28,6 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, HERE)
 import analyze  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "apps"))
+from mps import mps  # noqa: E402
 
 MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["native", "baton"]}
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
@@ -207,16 +209,7 @@ class Matrix:
         subprocess.run([self.baton, "daemon", "--stop"], env=self.env, capture_output=True)
 
     def mps(self, on):
-        d = os.path.join(self.tmp, "mps")
-        env = dict(self.env, CUDA_MPS_PIPE_DIRECTORY=d, CUDA_MPS_LOG_DIRECTORY=d)
-        if on:
-            os.makedirs(d, exist_ok=True)
-            subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
-            time.sleep(1)
-            return env
-        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env)
-        time.sleep(2)
-        return None
+        return mps(self.tmp, self.env, on)
 
     # --- measurements ----------------------------------------------------------------------
 

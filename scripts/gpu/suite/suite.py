@@ -20,6 +20,8 @@ import argparse, json, os, platform, shutil, signal, subprocess, sys, tempfile, 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 W = [sys.executable, os.path.join(HERE, "workloads.py")]
+sys.path.insert(0, os.path.join(HERE, "..", "apps"))
+from mps import mps  # noqa: E402
 
 
 def machine():
@@ -137,16 +139,7 @@ class Suite:
             self.record("alone", "native", [], be_args, {"be": self.load(out).get("be")})
 
     def mps(self, on):
-        d = os.path.join(self.tmp, "mps")
-        env = dict(self.env, CUDA_MPS_PIPE_DIRECTORY=d, CUDA_MPS_LOG_DIRECTORY=d)
-        if on:
-            os.makedirs(d, exist_ok=True)
-            subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
-            time.sleep(1)
-            return env
-        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env)
-        time.sleep(2)
-        return None
+        return mps(self.tmp, self.env, on)
 
     def stop_daemon(self):
         subprocess.run([self.baton, "daemon", "--stop"], env=self.env, capture_output=True)

@@ -1,0 +1,19 @@
+"""The MPS control daemon for the GPU benchmarks: started with its pipe and log directories
+under a run's temporary directory, stopped afterwards. Both setups that use it (the suite and
+the co-location matrix) go through here."""
+import os, subprocess, time
+
+
+def mps(tmp, env, on):
+    """Starts (ON) or stops the control daemon whose directories are under TMP. Starting returns
+    the environment its clients need (ENV plus the pipe and log directories); stopping, None."""
+    d = os.path.join(tmp, "mps")
+    env = dict(env, CUDA_MPS_PIPE_DIRECTORY=d, CUDA_MPS_LOG_DIRECTORY=d)
+    if on:
+        os.makedirs(d, exist_ok=True)
+        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
+        time.sleep(1)
+        return env
+    subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env)
+    time.sleep(2)
+    return None
