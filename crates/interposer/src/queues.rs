@@ -35,6 +35,17 @@ impl Cache {
         stream: None,
         ctx: None,
     };
+
+    /// Empties the cache if it belongs to another runtime or an older registry generation.
+    fn renew(&mut self, owner: usize, generation: u64) {
+        if self.owner != owner || self.generation != generation {
+            *self = Cache {
+                owner,
+                generation,
+                ..Cache::default()
+            };
+        }
+    }
 }
 
 thread_local! {
@@ -51,8 +62,9 @@ fn next_thread_no() -> u64 {
 impl Runtime {
     /// The entry of `stream` when Baton schedules anything (`BATON_ENABLE` is not off): what
     /// every stream operation starts from; `None` sends the call straight to the driver.
+    #[inline]
     pub(crate) fn scheduled_entry(&self, stream: CUstream, api: Api) -> Option<Arc<StreamEntry>> {
-        if !self.cfg.enabled {
+        if !self.hot.enabled {
             return None;
         }
         self.entry(stream, api)
@@ -83,13 +95,7 @@ impl Runtime {
             let e = self.regular(stream)?;
             CACHE.with(|c| {
                 let mut c = c.borrow_mut();
-                if c.owner != owner || c.generation != generation {
-                    *c = Cache {
-                        owner,
-                        generation,
-                        ..Cache::default()
-                    };
-                }
+                c.renew(owner, generation);
                 c.stream = Some((h, e.clone()));
             });
             return Some(e);
@@ -123,13 +129,7 @@ impl Runtime {
         };
         CACHE.with(|c| {
             let mut c = c.borrow_mut();
-            if c.owner != owner || c.generation != generation {
-                *c = Cache {
-                    owner,
-                    generation,
-                    ..Cache::default()
-                };
-            }
+            c.renew(owner, generation);
             let keep = match &c.ctx {
                 Some((k, _, p)) if *k == ctx as usize => p.clone(),
                 _ => None,

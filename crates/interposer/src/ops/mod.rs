@@ -112,10 +112,7 @@ impl Runtime {
         direct: impl FnOnce(CUstream) -> CUresult,
         defer: impl FnOnce() -> Option<CudaCommand>,
     ) -> CUresult {
-        if !self.hot.enabled {
-            return direct(stream);
-        }
-        let Some(e) = self.entry(stream, api) else {
+        let Some(e) = self.scheduled_entry(stream, api) else {
             return direct(stream);
         };
         self.scheduled_on(&e, stream, count, Vec::new(), direct, defer)
