@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{SCENARIOS, baton_binary, check_log, driver_dir, interposer_library, run, temp_dir};
+use support::{baton_binary, check_log, driver_dir, interposer_library, run, scenarios, temp_dir};
 
 const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
 
@@ -53,7 +53,7 @@ fn every_scenario_suspended_and_resumed_at_random_gives_the_native_result() {
         .expect("a UTF-8 path")
         .to_owned();
     let mut deferred = 0;
-    for scenario in SCENARIOS {
+    for scenario in scenarios() {
         let native = native(scenario);
         let expected = native.line().to_owned();
         for (level, seeds) in SEEDS {
@@ -145,7 +145,7 @@ fn every_scenario_at_higher_priority_beside_a_scheduled_flood_gives_the_native_r
         let flood = Flood::start(level, &dir);
         let socket = flood.socket.to_str().expect("a UTF-8 path").to_owned();
         let level_s = level.to_string();
-        for scenario in SCENARIOS {
+        for scenario in scenarios() {
             let native = native(scenario);
             let what = format!("{scenario} at higher priority beside a flood (level {level})");
             let args = [

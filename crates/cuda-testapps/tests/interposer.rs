@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use support::{
-    Log, Run, SCENARIOS, baton_binary, check_log, interposer_library, linked_program, num, run,
+    Log, Run, baton_binary, check_log, interposer_library, linked_program, num, run, scenarios,
     temp_dir,
 };
 
@@ -53,7 +53,7 @@ fn launch_calls(log: &Log) -> usize {
 
 #[test]
 fn every_scenario_gives_the_native_result_under_baton() {
-    for scenario in SCENARIOS {
+    for scenario in scenarios() {
         let native = run(RUNTIME_LIKE, &[scenario], &[]);
         let expected = native.line().to_owned();
         for (threshold, batch) in WINDOWS {
@@ -83,7 +83,7 @@ fn every_scenario_gives_the_native_result_under_baton() {
             check_log(&what, &b.run.log, &native.log);
             // Every launch the application made reached Baton (the fork scenario's child
             // reports separately; its parent's count is the last report line).
-            if *scenario != "fork" {
+            if scenario != "fork" {
                 assert_eq!(
                     b.report["kernels"].as_u64(),
                     Some(launch_calls(&native.log) as u64),
@@ -100,7 +100,7 @@ fn kernels_confined_to_part_of_the_sms_keep_every_scenarios_result_and_order() {
     // BATON_SMS moves the kernels of normal-priority streams onto a green context's stream,
     // chained to the application's stream by events: every scenario must still compute what
     // it does natively, with the same work executed, and the kernels must really run there.
-    for scenario in SCENARIOS {
+    for scenario in scenarios() {
         let native = run(RUNTIME_LIKE, &[scenario], &[]);
         // A small kept window makes most launches go through the worker too.
         for window in [
@@ -138,7 +138,7 @@ fn kernels_confined_to_part_of_the_sms_keep_every_scenarios_result_and_order() {
                 .filter(|l| l["op"] == "kernel" && l["sms"].as_u64() == Some(64))
                 .count();
             // Kernels inside a stream capture run from the graph, on the application's stream.
-            if *scenario != "capture" && kernels > 0 {
+            if scenario != "capture" && kernels > 0 {
                 assert!(
                     confined > 0,
                     "{what}: none of {kernels} kernels ran on 64 SMs"

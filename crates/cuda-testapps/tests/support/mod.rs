@@ -22,26 +22,9 @@ use serde_json::Value;
 
 /// The scenarios whose result must not change under Baton, alone or under contention:
 /// everything an application does with streams.
-pub const SCENARIOS: &[&str] = &[
-    "order",
-    "legacy",
-    "ptds",
-    "events",
-    "sync",
-    "free-pending",
-    "allocator-reuse",
-    "wait-value",
-    "capture",
-    "capture-modes",
-    "async-alloc",
-    "params",
-    "reload",
-    "attr-events",
-    "attributes",
-    "host-func",
-    "fork",
-    "exit-pending",
-];
+pub fn scenarios() -> Vec<&'static str> {
+    baton_cuda_testapps::scenarios::transparency().collect()
+}
 
 /// How long one app may run before the test kills it and fails (a deadlock, not slowness).
 const APP_LIMIT: Duration = Duration::from_secs(120);
