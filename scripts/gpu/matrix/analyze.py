@@ -128,9 +128,6 @@ def cells(raws):
             r["_file"] = f
             idx[(r["kind"], r["setup"], r["mode"], (f, r["rep"]), r.get("hp"), r.get("be"))] = r
     runs = sorted({k[3] for k in idx})
-
-    def ok(r, n=None):
-        return r is not None and "error" not in r and (n is None or len(r.get("lat_ms", [])) >= n)
     setups = sorted({k[1] for k in idx}, key=SETUPS.index)
     for setup in setups:
         modes = [m for m in MODES if any(k[0] == "coloc" and k[1] == setup and k[2] == m for k in idx)]
@@ -164,7 +161,7 @@ def cells(raws):
                                  or idx.get(("alone", setup, "native", rep, hp, None)))
                         reps.append(one_repeat(c, alone,
                                                idx.get(("be_alone", setup, "native", rep, None, be)),
-                                               idx.get(("coloc", setup, "native", rep, hp, be)), ok))
+                                               idx.get(("coloc", setup, "native", rep, hp, be))))
                     if not reps:
                         continue
                     good = [r for r in reps if r["valid"]]
@@ -193,7 +190,12 @@ def cells(raws):
     return out, costs
 
 
-def one_repeat(c, alone, be_alone, nat, ok):
+def ok(r, n=None):
+    """Whether measurement R exists, did not fail and (given N) answered N requests."""
+    return r is not None and "error" not in r and (n is None or len(r.get("lat_ms", [])) >= n)
+
+
+def one_repeat(c, alone, be_alone, nat):
     """One repeat of a cell: its figures, or why it is invalid."""
     why = None
     if not ok(c, c["n"]):
