@@ -22,6 +22,8 @@ pub(crate) struct Client {
     pub(crate) next_release: Option<Nanos>,
     /// When the next announcement is due.
     pub(crate) next_announce: Option<Nanos>,
+    /// A paced job being launched: its tag, the kernels still to launch, the next launch.
+    pacing: Option<(u64, u32, Nanos)>,
     outstanding: u32,
     /// Durations of submitted, not yet completed kernels, in stream order.
     durations: VecDeque<Nanos>,
@@ -44,7 +46,7 @@ impl Client {
                 Some(offset),
                 announce.map(|a| offset.saturating_sub(a.lead)),
             ),
-            Workload::ClosedLoop { .. } => (Some(Nanos::ZERO), None),
+            Workload::ClosedLoop { .. } | Workload::Paced { .. } => (Some(Nanos::ZERO), None),
             Workload::Flood { .. } => (None, None),
         };
         Client {
@@ -55,6 +57,7 @@ impl Client {
             next_job: 0,
             next_release,
             next_announce,
+            pacing: None,
             outstanding: 0,
             durations: VecDeque::new(),
             jobs: Vec::new(),
@@ -73,10 +76,26 @@ impl Client {
         self.next_job += 1;
         self.open.release(id, at, kernels);
         for _ in 0..kernels {
-            let d = draw(&mut self.rng, kernel);
-            self.durations.push_back(d);
-            self.submit(SimCommand::kernel(d, sms).with_tag(id));
+            self.launch(id, kernel, sms);
         }
+    }
+
+    fn launch(&mut self, job: u64, kernel: SpanRange, sms: u32) {
+        let d = draw(&mut self.rng, kernel);
+        self.durations.push_back(d);
+        self.submit(SimCommand::kernel(d, sms).with_tag(job));
+    }
+
+    /// When this client next acts on its own (a release, a paced launch, an announcement).
+    pub(crate) fn next_action(&self) -> Option<Nanos> {
+        [
+            self.next_release,
+            self.next_announce,
+            self.pacing.map(|(_, _, at)| at),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Acts at `t` (before `end`): releases due jobs, tops up floods. Returns whether an
@@ -121,6 +140,27 @@ impl Client {
                     }
                 }
             }
+            Workload::Paced {
+                kernels,
+                kernel,
+                sms,
+                gap,
+                ..
+            } => {
+                if let Some(r) = self.next_release.filter(|r| *r <= t) {
+                    self.next_release = None;
+                    if r < stop && kernels > 0 {
+                        let id = self.next_job;
+                        self.next_job += 1;
+                        self.open.release(id, r, kernels);
+                        self.pacing = Some((id, kernels, r));
+                    }
+                }
+                while let Some((id, left, at)) = self.pacing.filter(|p| p.2 <= t) {
+                    self.launch(id, kernel, sms);
+                    self.pacing = (left > 1).then_some((id, left - 1, at + gap));
+                }
+            }
             Workload::Flood { depth, kernel, sms } => {
                 if t < stop {
                     while self.outstanding < depth {
@@ -141,7 +181,9 @@ impl Client {
         };
         self.jobs.push(job);
         match self.spec.workload {
-            Workload::ClosedLoop { think, .. } => self.next_release = Some(c.ended_at + think),
+            Workload::ClosedLoop { think, .. } | Workload::Paced { think, .. } => {
+                self.next_release = Some(c.ended_at + think);
+            }
             Workload::Flood { .. } => self.outstanding -= 1,
             Workload::Periodic { .. } => {}
         }

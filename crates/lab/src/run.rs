@@ -26,6 +26,7 @@ pub fn run(spec: LabSpec) -> LabResult {
         global,
         clients: specs,
         mut actions,
+        idle_linger,
     } = spec;
     let mut sims: BTreeMap<u32, Sim> = BTreeMap::new();
     for d in specs.iter().map(|c| c.device).chain([0]) {
@@ -56,7 +57,11 @@ pub fn run(spec: LabSpec) -> LabResult {
         let hw = sim.create_stream(ctx, spec.stream_priority);
         by_stream.insert((spec.device, hw.stream()), i);
         let route = if spec.scheduled {
-            let q = XQueue::builder(hw)
+            let mut b = XQueue::builder(hw);
+            if let Some(l) = idle_linger {
+                b = b.idle_linger(l);
+            }
+            let q = b
                 .drive(Drive::External)
                 .clock(sims[&spec.device].clock())
                 .sink(inbox.clone())
@@ -128,7 +133,8 @@ pub fn run(spec: LabSpec) -> LabResult {
             next = next.min(sim.next_event_time());
         }
         for c in &clients {
-            for n in [c.next_release, c.next_announce].into_iter().flatten() {
+            let look = c.route.queue().and_then(|q| q.next_look());
+            for n in [c.next_action(), look].into_iter().flatten() {
                 next = next.min(n.max(t + Nanos(1)));
             }
         }

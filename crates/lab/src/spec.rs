@@ -49,6 +49,21 @@ pub enum Workload {
         /// Pause between a job's completion and the next release.
         think: Nanos,
     },
+    /// Closed loop, launch-bound: a job's `kernels` kernels are launched one at a time, `gap`
+    /// of host time apart (an LLM decoder's token, small-batch inference: the host, not the
+    /// device, sets the pace); the next job is released `think` after one completes.
+    Paced {
+        /// Kernels per job.
+        kernels: u32,
+        /// Each kernel's duration.
+        kernel: SpanRange,
+        /// SMs each kernel asks for.
+        sms: u32,
+        /// Host time between two launches of a job.
+        gap: Nanos,
+        /// Pause between a job's completion and the next release.
+        think: Nanos,
+    },
     /// Keeps `depth` kernels submitted and unfinished at all times; each kernel is a job.
     Flood {
         /// Kernels outstanding.
@@ -170,6 +185,11 @@ pub struct LabSpec {
     pub clients: Vec<ClientSpec>,
     /// Actions at given times, in any order.
     pub actions: Vec<(Nanos, Action)>,
+    /// How long a scheduled queue's launches must pause before its in-flight tail is found
+    /// done, as a launch worker does on a GPU (`Some(300 µs)`, the worker's linger); none: at
+    /// once. With it, a launch-bound client is busy from its first launch to its last
+    /// completion, as such a program looks to a scheduler on a GPU.
+    pub idle_linger: Option<Nanos>,
 }
 
 impl LabSpec {
@@ -185,6 +205,7 @@ impl LabSpec {
             global: Vec::new(),
             clients: Vec::new(),
             actions: Vec::new(),
+            idle_linger: None,
         }
     }
 

@@ -24,6 +24,7 @@ pub struct XQueueBuilder<H: HwQueue> {
     level: Level,
     config: LaunchConfig,
     drive: Drive,
+    linger: Option<crate::Nanos>,
     clock: StdArc<dyn Clock>,
     sink: StdArc<dyn EventSink>,
     keep_window: bool,
@@ -42,6 +43,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             level: Level::L1,
             config: LaunchConfig::default(),
             drive: Drive::Worker,
+            linger: None,
             clock: StdArc::new(MonotonicClock::new()),
             sink: StdArc::new(NullSink),
             keep_window: false,
@@ -88,6 +90,16 @@ impl<H: HwQueue> XQueueBuilder<H> {
         self
     }
 
+    /// On an externally driven queue, finds an uncovered in-flight tail done only once
+    /// launches have paused for `linger` of the clock's time, as the launch worker does in
+    /// real time (default: at the first look). The owner polls again at
+    /// [`XQueue::next_look`]. Virtual-time runs use it to show launch-bound programs as they
+    /// look on a GPU: busy from their first launch to their last completion.
+    pub fn idle_linger(mut self, linger: crate::Nanos) -> Self {
+        self.linger = Some(linger);
+        self
+    }
+
     /// The clock events are stamped with (default: a monotonic clock from now).
     pub fn clock(mut self, clock: StdArc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -124,6 +136,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             clock: self.clock,
             sink: self.sink,
             drive: self.drive,
+            linger: self.linger,
             keep_window: self.keep_window,
             max_buffered: self.max_buffered,
             state: Mutex::new(State {
@@ -148,6 +161,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 gate_open: false,
                 observed: false,
                 counted_held_back: false,
+                quiet: (0, crate::Nanos::ZERO),
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),

@@ -189,4 +189,12 @@ impl<H: HwQueue> XQueue<H> {
         sh.poll_locked(&mut st, &mut ev);
         sh.unlock_and_emit(st, ev);
     }
+
+    /// With an [idle linger](crate::XQueueBuilder::idle_linger): when [`XQueue::poll`] should
+    /// be called again to find the in-flight tail done, if it may be.
+    pub fn next_look(&self) -> Option<crate::Nanos> {
+        let sh = &*self.shared;
+        let st = sync::lock(&sh.state);
+        sh.next_look(&st)
+    }
 }

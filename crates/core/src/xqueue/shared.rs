@@ -22,6 +22,12 @@ pub(super) struct Shared<H: HwQueue> {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) sink: Arc<dyn EventSink>,
     pub(super) drive: Drive,
+    /// On an externally driven queue, how long launches must pause before an uncovered
+    /// in-flight tail is asked whether it is done (the launch worker's [`IDLE_LINGER`], in the
+    /// owner's time); none: at once.
+    ///
+    /// [`IDLE_LINGER`]: super::worker::IDLE_LINGER
+    pub(super) linger: Option<crate::Nanos>,
     /// [`XQueue::set_unbounded`] is ignored.
     pub(super) keep_window: bool,
     /// Beyond this many buffered commands, `submit` waits for the buffer to drain.
@@ -107,6 +113,8 @@ pub(super) struct State<H: HwQueue> {
     pub(super) waiters: u32,
     /// What the hardware queue was last told by [`HwQueue::set_preemptible`].
     pub(super) preemptible: bool,
+    /// With a linger: the launch count at the look that last found it changed, and when.
+    pub(super) quiet: (u64, crate::Nanos),
     /// Suspended at Level 2 but reactivated because another queue waits for one of its
     /// commands to complete (see [`Shared::sync_gate`]).
     pub(super) gate_open: bool,
@@ -409,8 +417,32 @@ impl<H: HwQueue> Shared<H> {
         self.launch_buffered(st);
         let stalled = st.buffer.is_empty() || st.suspended || !st.window_open();
         if stalled && st.launched > st.covered() {
+            if let Some(linger) = self.linger {
+                // As the launch worker does: a tail still being launched to is busy; look once
+                // launches have paused for the linger.
+                let now = self.clock.now();
+                if st.quiet.0 != st.launched {
+                    st.quiet = (st.launched, now);
+                    return;
+                }
+                if now.saturating_sub(st.quiet.1) < linger {
+                    return;
+                }
+            }
             self.reap_idle(st, ev);
         }
+    }
+
+    /// When [`Shared::poll_locked`] next needs to look at an uncovered tail (with a linger).
+    pub(super) fn next_look(&self, st: &State<H>) -> Option<crate::Nanos> {
+        let linger = self.linger?;
+        let at = st.quiet.1 + linger;
+        // Past the linger, the tail is looked at whenever the hardware progresses.
+        (st.inflight() > 0
+            && st.launched > st.covered()
+            && st.quiet.0 == st.launched
+            && at > self.clock.now())
+        .then_some(at)
     }
 
     #[inline]
