@@ -32,6 +32,7 @@ mod chpf;
 mod decision;
 mod dependency;
 mod edge;
+mod guard;
 mod hhpf;
 mod hint;
 mod hpf;
@@ -53,6 +54,10 @@ pub use chpf::Chpf;
 pub use decision::Decision;
 pub use dependency::inherit;
 pub use edge::{Dependency, Until};
+pub use guard::{
+    GUARD_DWELL_MAX, GUARD_DWELL_MIN, GUARD_MIN_SAMPLES, GUARD_PROBE_MAX, GUARD_SAMPLES,
+    GUARD_TOLERANCE, Guard,
+};
 pub use hhpf::Hhpf;
 pub use hint::{
     GlobalHint, GlobalHints, Hint, HintError, Laxity, ProcessHint, ProcessHints, QueueHints, Share,
@@ -69,6 +74,9 @@ pub use registry::{PolicyInfo, UnknownPolicy, by_name, catalog};
 pub use slo::Slo;
 pub use snapshot::{DeviceId, ProcessView, QueueView, Snapshot};
 pub use up::Up;
+
+/// The policy a scheduler runs unless told otherwise.
+pub const DEFAULT_POLICY: &str = "guard";
 
 /// A scheduling policy.
 pub trait Policy: Send {

@@ -1,8 +1,8 @@
 //! Every policy Baton knows, by name.
 
 use crate::{
-    Awf, Cfs, Chaos, Chpf, Hhpf, Hpf, Kedf, Lax, Mlfq, Policy, PrePreempt, ProcessUnits, Pup, Slo,
-    Up,
+    Awf, Cfs, Chaos, Chpf, Guard, Hhpf, Hpf, Kedf, Lax, Mlfq, Policy, PrePreempt, ProcessUnits,
+    Pup, Slo, Up,
 };
 
 /// A policy's name, what it does, and what it reads.
@@ -33,6 +33,14 @@ const PRIORITY: &str = "priority: -100..=100, default 0";
 const TIMESLICE: &str = "time slice (global): 100 µs..=1 s";
 
 const CATALOG: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "guard",
+        description: "highest priority first where it helps: lower work waits only while that measurably speeds up the service (the default)",
+        reads: &[PRIORITY, UPCOMING],
+        work_conserving: true,
+        starvation_free: false,
+        make: || Box::new(Guard::new()),
+    },
     PolicyInfo {
         name: "hpf",
         description: "highest priority first per device: lower priorities wait while a higher one is ready",
@@ -218,7 +226,7 @@ mod tests {
             assert!(!info.description.is_empty());
             assert!(!info.reads.is_empty());
         }
-        assert_eq!(catalog().len(), 11);
+        assert_eq!(catalog().len(), 12);
         assert_eq!(by_name("process:PUP").unwrap().name(), "pup");
         assert_eq!(by_name("chaos").unwrap().name(), "chaos");
         assert_eq!(by_name("Chaos:42").unwrap().name(), "chaos");
