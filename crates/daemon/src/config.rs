@@ -28,13 +28,13 @@ pub struct DaemonConfig {
 }
 
 impl DaemonConfig {
-    /// A per-user daemon on `socket` running HPF, without metrics.
+    /// A per-user daemon on `socket` running the default policy, without metrics.
     pub fn new(socket: PathBuf) -> DaemonConfig {
         DaemonConfig {
             socket,
             system: false,
             group: None,
-            policy: "hpf".into(),
+            policy: baton_policies::DEFAULT_POLICY.into(),
             metrics: None,
             stats_interval_ms: DEFAULT_STATS_INTERVAL_MS,
             idle_exit: None,

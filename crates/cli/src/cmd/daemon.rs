@@ -15,7 +15,7 @@ use crate::client::Client;
 #[derive(Debug, Args)]
 pub struct DaemonArgs {
     /// The policy to start with (see `baton policy list`); switch later with `baton policy`.
-    #[arg(long, value_name = "NAME", default_value = "hpf")]
+    #[arg(long, value_name = "NAME", default_value = baton_policies::DEFAULT_POLICY)]
     policy: String,
     /// Serve the machine: socket /run/baton/baton.sock, mode 0660 for --group; only root may
     /// change the policy.
