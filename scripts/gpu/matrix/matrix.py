@@ -182,7 +182,7 @@ class Matrix:
         """The setup's warm workers: {(role, mode): Worker}; in P one worker plays both roles."""
         me = [sys.executable, WORKER]
         ws = {}
-        for mode in MODES[setup]:
+        for mode in self.modes(setup):
             if setup == "P":
                 w = Worker(f"P/{mode}", self.wrapper(setup, mode, "hp") + me + ["both"],
                            with_cpus(env, BOTH_CPUS), self.log)
@@ -193,7 +193,7 @@ class Matrix:
                                           with_cpus(env, HP_CPUS), self.log)
             ws[("be", mode)] = Worker(f"{setup}/{mode}/be", self.wrapper(setup, mode, "be") + me + ["be"],
                                       with_cpus(env, BE_CPUS), self.log)
-        if setup == "S":
+        if ("be", "baton-l3") in ws:
             ws[("hp", "baton-l3")] = ws[("hp", "baton")]
         if not self.raw["busy"]:
             # HP's GPU-busy share is measured in a process of its own, closed afterwards: the
@@ -204,6 +204,9 @@ class Matrix:
             info = w.ready(300)
             self.say(f"{w.name} ready (pid {info['pid']}, baton={info['baton']})")
         return ws
+
+    def modes(self, setup):
+        return [m for m in MODES[setup] if self.a.modes is None or m in self.a.modes]
 
     def stop_daemon(self):
         subprocess.run([self.baton, "daemon", "--stop"], env=self.env, capture_output=True)
@@ -363,7 +366,7 @@ class Matrix:
             ws = self.start(setup, env)
             if ("busy", "native") in ws:
                 self.measure_busy(ws.pop(("busy", "native")))
-            modes = MODES[setup]
+            modes = self.modes(setup)
             for rep in range(self.a.first_rep, self.a.first_rep + self.a.repeats):
                 t_block = time.monotonic()
                 need = max(self.block_s) if self.block_s else 0
@@ -373,7 +376,7 @@ class Matrix:
                     self.say(f"setup {setup}: repeat {rep} skipped (budget)")
                     self.save()
                     continue
-                for mode in analyze.rotate(ALONE_MODES[setup], rep):
+                for mode in analyze.rotate([m for m in ALONE_MODES[setup] if m in modes], rep):
                     self.alone(setup, mode, rep, ws[("hp", mode)])
                 self.be_alone(setup, rep, ws[("be", "native")])
                 for be in self.a.bes:
@@ -411,6 +414,8 @@ def main():
                    help="measure the services in --phased as alternating alone/co-located phases of "
                         "n/PHASES requests each (1: the committed matrix's method, alone once per repeat)")
     p.add_argument("--phased", default="R,B", help="the services --phases applies to")
+    p.add_argument("--modes", default=None,
+                   help="only these modes (default: every mode of each setup: native, baton, and baton-l3 in S)")
     p.add_argument("--budget-s", type=float, default=570,
                    help="no repeat starts that would not end within this many seconds of the start")
     a = p.parse_args()
@@ -419,6 +424,11 @@ def main():
     a.bes = a.bes.split(",")
     a.repeats = a.repeats or (1 if a.quick else 3)
     a.phased = a.phased.split(",")
+    a.modes = a.modes.split(",") if a.modes else None
+    if a.modes is not None and "native" not in a.modes:
+        p.error("--modes must include native: every ratio is against it")
+    if a.modes is not None and "baton-l3" in a.modes and "baton" not in a.modes:
+        p.error("--modes: baton-l3 needs baton (they share the service's process)")
     bad = [s for s in a.setups if s not in MODES] + [h for h in a.hps if h not in "RBD"] + \
           [b for b in a.bes if b not in "GT"]
     if bad:
