@@ -43,7 +43,9 @@ pub const GUARD_DWELL_MAX: Nanos = Nanos::from_secs(16);
 /// than the hold median by more than twice the tolerance ends there, since each such job costs
 /// the service. The choice stands for a dwell of
 /// [`GUARD_DWELL_MIN`], doubled each time a new pair of probes confirms it up to
-/// [`GUARD_DWELL_MAX`], then is measured again. Meanwhile the service's last
+/// [`GUARD_DWELL_MAX`] (and at least four times as long as the pair of probes took, so that
+/// probing stays under a fifth of the time for services with long jobs), then is measured
+/// again. Meanwhile the service's last
 /// [`GUARD_SAMPLES`] jobs are watched, and a median off the hold probe's by more than twice
 /// the tolerance measures again at once: above it while free (the lower work changed phase,
 /// say), above or below it while holding (the service changed). It starts by probing hold, so
@@ -96,6 +98,8 @@ struct Control {
     /// The choice last made, and how long it stands.
     choice: Option<Regime>,
     dwell: Nanos,
+    /// When the current pair of probes began.
+    pair_since: Nanos,
     /// The service's priority the measurements belong to.
     service: Option<Priority>,
     /// When a lower queue was last seen with work.
@@ -111,6 +115,7 @@ impl Control {
             hold: None,
             choice: None,
             dwell: GUARD_DWELL_MIN,
+            pair_since: now,
             service: None,
             contended_at: None,
         }
@@ -123,6 +128,9 @@ impl Control {
     }
 
     fn enter(&mut self, phase: Phase, now: Nanos) {
+        if phase == Phase::Probe(Regime::Hold) {
+            self.pair_since = now;
+        }
         self.phase = phase;
         self.since = now;
         self.samples.clear();
@@ -254,7 +262,10 @@ impl Guard {
                     GUARD_DWELL_MIN
                 };
                 ctl.choice = Some(choice);
-                let until = now + ctl.dwell;
+                // Probing costs one side or the other: keep it under a fifth of the time
+                // however long the service's jobs are.
+                let pair = now.saturating_sub(ctl.pair_since);
+                let until = now + ctl.dwell.max(Nanos(pair.0.saturating_mul(4)));
                 ctl.enter(Phase::Dwell(choice, until), now);
             }
         }

@@ -93,8 +93,9 @@ fn a_choice_is_measured_again_after_its_dwell_and_lasts_longer_when_confirmed() 
     let mut b = Bench::new();
     b.run(2 * GUARD_SAMPLES, 10.0, 10.0);
     assert_eq!(b.guard.devices[&DeviceId(0)].dwell, GUARD_DWELL_MIN);
-    // 15 ms per job: the 1 s dwell ends within 70 jobs, a new pair of probes confirms free.
-    b.run(70 + 2 * GUARD_SAMPLES, 10.0, 10.0);
+    // 15 ms per job: the pair of probes took 360 ms, so the choice stands 1.44 s (four times
+    // that), within 100 jobs; a new pair of probes confirms free.
+    b.run(100 + 2 * GUARD_SAMPLES, 10.0, 10.0);
     assert_eq!(
         b.guard.devices[&DeviceId(0)].dwell,
         Nanos(GUARD_DWELL_MIN.0 * 2)
