@@ -95,7 +95,7 @@ fn policy_list_names_every_policy_on_one_line_each() {
     assert!(o.status.success());
     let out = String::from_utf8(o.stdout).unwrap();
     for name in [
-        "hpf", "hhpf", "chpf", "up", "pup", "kedf", "lax", "awf", "cfs", "mlfq", "slo",
+        "guard", "hpf", "hhpf", "chpf", "up", "pup", "kedf", "lax", "awf", "cfs", "mlfq", "slo",
     ] {
         assert!(
             out.lines()

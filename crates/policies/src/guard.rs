@@ -17,6 +17,9 @@ pub const GUARD_MIN_SAMPLES: usize = 3;
 /// How much slower the service may be beside running lower work before it is held back: the
 /// product's goal (×1.05 of standalone latency).
 pub const GUARD_TOLERANCE: f64 = 0.05;
+/// A slowdown this large is plain from one job: a free probe stops at its first such job, and
+/// the hold chosen then stands at least four times [`GUARD_DWELL_MIN`].
+pub const GUARD_GROSS: f64 = 1.5;
 /// The shortest time a choice stands before it is measured again; it doubles each time the
 /// measurement confirms it, up to [`GUARD_DWELL_MAX`].
 pub const GUARD_DWELL_MIN: Nanos = Nanos::from_secs(1);
@@ -39,9 +42,10 @@ pub const GUARD_DWELL_MAX: Nanos = Nanos::from_secs(16);
 /// [`GUARD_PROBE_MAX`] has passed); a hold probe and then a free probe are compared by their
 /// median latencies, back to back so that slow drifts of the machine affect both alike. Free
 /// is chosen when the service is at most [`GUARD_TOLERANCE`] slower beside the lower work
-/// than with it held back, hold otherwise; a free probe whose first two jobs are both slower
-/// than the hold median by more than twice the tolerance ends there, since each such job costs
-/// the service. The choice stands for a dwell of
+/// than with it held back, hold otherwise; a free probe ends early, since each slow job it
+/// measures costs the service: at a first job [`GUARD_GROSS`] times the hold median, or at
+/// two first jobs both slower than it by more than twice the tolerance (and a grossly slower
+/// free regime is tried again only after at least four times [`GUARD_DWELL_MIN`]). The choice stands for a dwell of
 /// [`GUARD_DWELL_MIN`], doubled each time a new pair of probes confirms it up to
 /// [`GUARD_DWELL_MAX`] (and at least four times as long as the pair of probes took, so that
 /// probing stays under a fifth of the time for services with long jobs), then is measured
@@ -226,10 +230,9 @@ impl Guard {
         // A free probe whose first jobs are all clearly slower than held stops there: each
         // job it measures costs the service, and the answer is plain.
         let plain = r == Regime::Free
-            && n >= 2
             && ctl.hold.is_some_and(|h| {
-                let limit = h.0 as f64 * (1.0 + 2.0 * GUARD_TOLERANCE);
-                ctl.samples.iter().all(|s| s.0 as f64 > limit)
+                let slower = |k: f64| ctl.samples.iter().all(|s| s.0 as f64 > h.0 as f64 * k);
+                (n >= 1 && slower(GUARD_GROSS)) || (n >= 2 && slower(1.0 + 2.0 * GUARD_TOLERANCE))
             });
         let done = plain
             || n >= GUARD_SAMPLES
@@ -261,6 +264,10 @@ impl Guard {
                     }
                     GUARD_DWELL_MIN
                 };
+                if ratio >= GUARD_GROSS {
+                    // Running beside the lower work is plainly harmful: try it rarely.
+                    ctl.dwell = ctl.dwell.max(Nanos(GUARD_DWELL_MIN.0 * 4));
+                }
                 ctl.choice = Some(choice);
                 // Probing costs one side or the other: keep it under a fifth of the time
                 // however long the service's jobs are.
