@@ -141,6 +141,14 @@ impl Control {
     }
 }
 
+/// The queue `id` of the snapshot, whose queues are in id order.
+fn find<'a>(snap: &Snapshot<'a>, id: XQueueId) -> Option<&'a QueueView> {
+    snap.queues
+        .binary_search_by_key(&id, |q| q.id)
+        .ok()
+        .map(|i| &snap.queues[i])
+}
+
 fn median(v: &mut [Nanos]) -> Nanos {
     v.sort_unstable();
     v[v.len() / 2]
@@ -290,8 +298,7 @@ impl Policy for Guard {
             self.observe(snap, *dev);
         }
         self.devices.retain(|d, _| devices.contains(d));
-        self.seen
-            .retain(|id, _| snap.queues.iter().any(|q| q.id == *id));
+        self.seen.retain(|id, _| find(snap, *id).is_some());
         let mut d = rank_first(snap, Scope::PerDevice, |q| q.hints.priority);
         let free: Vec<DeviceId> = self
             .devices
@@ -300,12 +307,8 @@ impl Policy for Guard {
             .map(|(dev, _)| *dev)
             .collect();
         if !free.is_empty() {
-            d.suspend.retain(|id| {
-                snap.queues
-                    .iter()
-                    .find(|q| q.id == *id)
-                    .is_none_or(|q| !free.contains(&q.device))
-            });
+            d.suspend
+                .retain(|id| find(snap, *id).is_none_or(|q| !free.contains(&q.device)));
         }
         // A dwell ends at its time even if the service stays quiet until then.
         for c in self.devices.values() {

@@ -1,5 +1,6 @@
 //! One scheduling decision of the `LocalScheduler` (the daemon's core runs the same code):
-//! 100 processes × 4 queues on one device, priorities 0–3, policy HPF as the registry builds it;
+//! 100 processes × 4 queues on one device, priorities 0–3, policies HPF and guard (the default)
+//! as the registry builds them;
 //! each iteration is one queue turning ready or idle, which re-decides over all 400 queues and
 //! re-evaluates what each queue must report and whether it may skip its window.
 //!
@@ -14,7 +15,13 @@ use baton_scheduler::{LocalScheduler, QueueMeta, StaticProcessInfo};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn decide(c: &mut Criterion) {
-    let mut s = LocalScheduler::new(baton_policies::by_name("hpf").unwrap());
+    for policy in ["hpf", "guard"] {
+        decide_with(c, policy);
+    }
+}
+
+fn decide_with(c: &mut Criterion, policy: &str) {
+    let mut s = LocalScheduler::new(baton_policies::by_name(policy).unwrap());
     s.set_process_info_source(Box::new(StaticProcessInfo::default()));
     let mut ids = Vec::new();
     for pid in 0..100u32 {
@@ -38,7 +45,8 @@ fn decide(c: &mut Criterion) {
     // The probe: a priority-3 queue flipping between ready and idle.
     let probe = ids[ids.len() - 1];
     let mut n = 0u64;
-    c.bench_function("decision over 400 queues (one queue changes state)", |b| {
+    let name = format!("{policy}: decision over 400 queues (one queue changes state)");
+    c.bench_function(&name, |b| {
         b.iter(|| {
             n += 1;
             let state = if n % 2 == 1 {
