@@ -31,6 +31,8 @@ import analyze  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "apps"))
 from mps import mps  # noqa: E402
 
+# How long BE floods before a service's window opens (its first steps fill the pipeline).
+RAMP_S = 0.5
 MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["native", "baton"]}
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
 # Elsewhere HP alone is measured natively only (the baseline), which keeps each setup's run
@@ -288,7 +290,7 @@ class Matrix:
                 a = natw.call(600, cmd="hp", hp=hp, n=per, warmup=2, think_mode=self.a.think)
                 alone += a["lat_ms"]
                 bew.call(60, cmd="flood", be=be)
-                time.sleep(0.05)
+                time.sleep(RAMP_S)   # as in a whole co-located measurement: BE's first steps fill its pipeline
                 c = hpw.call(600, cmd="hp", hp=hp, n=per, warmup=2, think_mode=self.a.think)
                 log = bew.call(180, cmd="stop")
                 if log.get("error"):
@@ -325,7 +327,7 @@ class Matrix:
         results, err = {}, None
         try:
             bew.call(60, cmd="flood", be=be)
-            time.sleep(0.5)
+            time.sleep(RAMP_S)
             for hp in rest:
                 try:
                     results[hp] = self.serve(hpw, hp)
