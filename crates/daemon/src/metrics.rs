@@ -120,6 +120,12 @@ async fn respond(mut s: TcpStream, core: mpsc::UnboundedSender<Event>) {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PolicyLabels {
+    policy: String,
+    name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QueueLabels {
     pid: String,
     queue: String,
@@ -226,6 +232,22 @@ pub(crate) fn render(snap: &Snapshot) -> String {
         "queue_commands_per_second",
         "Commands completed per second, recently",
         rate,
+    );
+    let state = Family::<PolicyLabels, Gauge>::default();
+    let (policy, counters) = &snap.policy;
+    for (name, v) in counters {
+        let l = PolicyLabels {
+            policy: (*policy).to_string(),
+            name: (*name).to_string(),
+        };
+        state
+            .get_or_create(&l)
+            .set(i64::try_from(*v).unwrap_or(i64::MAX));
+    }
+    reg.register(
+        "policy_state",
+        "The running policy's own figures (guard: free_devices, probes, flips, slowdown_permille)",
+        state,
     );
     let mut out = String::new();
     if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &reg) {

@@ -353,8 +353,8 @@ fn metrics_endpoint_serves_prometheus_and_json_on_loopback() {
     let mut cfg = DaemonConfig::new(temp_dir("metrics").join("baton.sock"));
     cfg.metrics = Some("127.0.0.1:0".parse().unwrap());
     let d = InProcess::start(cfg);
-    // A queue reports its transitions only when they can change a decision: under HPF, when
-    // it outranks another queue. So HP shares the device with a lower queue.
+    // A queue reports its transitions only when they can change a decision: under guard (as
+    // under HPF), when it outranks another queue or may be suspended. So HP shares the device with a lower queue.
     let be = Sim::start(&d.socket, 1, 0);
     wait_until("BE registered", || registered(&d.socket, be.pid(), 1));
     let mut hp = Sim::start(&d.socket, 1, 10);
@@ -379,6 +379,7 @@ fn metrics_endpoint_serves_prometheus_and_json_on_loopback() {
         "baton_decision_latency_seconds_bucket",
         "baton_queue_suspended_seconds_total",
         "baton_queue_commands_launched_total",
+        "baton_policy_state{policy=\"guard\",name=\"probes\"}",
     ] {
         assert!(m.contains(needle), "{needle} missing in {m}");
     }

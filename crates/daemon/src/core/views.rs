@@ -17,6 +17,8 @@ pub(crate) struct Snapshot {
     /// Per queue: pid, queue id, device, seconds suspended so far.
     pub(crate) suspended_seconds: Vec<(u32, String, String, f64)>,
     pub(crate) latency: Histogram,
+    /// The running policy's name and its counters (guard: whether lower work runs free…).
+    pub(crate) policy: (&'static str, Vec<(&'static str, u64)>),
 }
 
 impl QueueRec {
@@ -148,6 +150,7 @@ impl Core {
                 })
                 .collect(),
             latency: self.latencies.histogram(),
+            policy: (self.sched.policy_name(), self.sched.policy_counters()),
         }
     }
 }
