@@ -112,15 +112,19 @@ def cells(raws):
     """Every (hp, be, setup, mode) measured, with its repeats' figures, medians and rules. The
     repeats of one setup may come from several runs (`--first-rep`): a repeat is (run, index),
     its baselines come from the same run and index, and a cell asks for as many repeats as
-    there are distinct indices asked for its setup and job."""
+    there are distinct indices asked for its setup and job (less those a run's budget skipped,
+    which it lists)."""
     out, costs = [], []
     idx, asked, busies = {}, {}, {}
     for raw in raws:
         f, a = raw["_file"], raw["args"]
         first = a.get("first_rep", 0)
         for setup in a["setups"]:
+            # A repeat the run's time budget skipped (it says so) was never measured, not failed.
+            skipped = {s["rep"] for s in raw.get("skipped", []) if s.get("setup") == setup}
             for be in a["bes"]:
-                asked.setdefault((setup, be), set()).update(range(first, first + a["repeats"]))
+                asked.setdefault((setup, be), set()).update(
+                    set(range(first, first + a["repeats"])) - skipped)
             for h, v in raw.get("busy", {}).items():
                 if v.get("busy") is not None:
                     busies.setdefault((setup, h), []).append(v["busy"])
