@@ -318,7 +318,7 @@ class Matrix:
         self.record(rec)
 
     def coloc(self, setup, mode, rep, be, hpw, bew, natw):
-        phased = [h for h in self.a.hps if self.a.phases > 1 and h in self.a.phased]
+        phased = [h for h in self.a.hps if self.a.phases > 1 and h in self.a.phased and be in self.a.phased_bes]
         for hp in phased:
             self.paired(setup, mode, rep, be, hp, hpw, bew, natw)
         rest = [h for h in self.a.hps if h not in phased]
@@ -416,6 +416,9 @@ def main():
                    help="measure the services in --phased as alternating alone/co-located phases of "
                         "n/PHASES requests each (1: the committed matrix's method, alone once per repeat)")
     p.add_argument("--phased", default="R,B", help="the services --phases applies to")
+    p.add_argument("--phased-bes", default="G",
+                   help="the jobs --phases applies to: a job that restarts slowly (T: its first steps after "
+                        "a start make little progress for seconds) is measured whole")
     p.add_argument("--modes", default=None,
                    help="only these modes (default: every mode of each setup: native, baton, and baton-l3 in S)")
     p.add_argument("--budget-s", type=float, default=570,
@@ -426,6 +429,7 @@ def main():
     a.bes = a.bes.split(",")
     a.repeats = a.repeats or (1 if a.quick else 3)
     a.phased = a.phased.split(",")
+    a.phased_bes = a.phased_bes.split(",")
     a.modes = a.modes.split(",") if a.modes else None
     if a.modes is not None and "native" not in a.modes:
         p.error("--modes must include native: every ratio is against it")
