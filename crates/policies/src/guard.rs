@@ -53,8 +53,8 @@ pub const GUARD_DWELL_MAX: Nanos = Nanos::from_secs(16);
 /// [`GUARD_SAMPLES`] jobs are watched, and a median off the hold probe's by more than twice
 /// the tolerance measures again at once: above it while free (the lower work changed phase,
 /// say), above or below it while holding (the service changed). It starts by probing hold, so
-/// a new service is protected first, and starts over when lower work returns after a pause
-/// longer than [`GUARD_DWELL_MIN`] (another job may have come).
+/// a new service is protected first; lower work that pauses and returns finds the choice in
+/// force.
 ///
 /// Only samples from jobs during which some lower queue had work count: without a competitor
 /// the two regimes are the same and the comparison says nothing.
@@ -181,14 +181,10 @@ impl Guard {
             .on_device(dev)
             .any(|q| q.hints.priority < top && q.ready)
         {
-            // A competitor back after a pause may be another one: measure afresh.
-            let paused = ctl
-                .contended_at
-                .is_some_and(|c| now.saturating_sub(c) > GUARD_DWELL_MIN);
-            if paused {
-                *ctl = Control::new(now);
-                ctl.service = Some(top);
-            }
+            // A competitor back after a pause keeps the choice in force: measuring afresh each
+            // time would cost the service a slow job per return (measured on the GPU: a job
+            // restarted every second put those jobs into the service's p99). The dwell's end,
+            // and the watch on the service's jobs, still measure again.
             ctl.contended_at = Some(now);
         }
         let mut fresh = Vec::new();

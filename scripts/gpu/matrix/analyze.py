@@ -113,9 +113,9 @@ def cells(raws):
     repeats of one setup may come from several runs (`--first-rep`): a repeat is (run, index),
     its baselines come from the same run and index, and a cell asks for as many repeats as
     there are distinct indices asked for its setup and job (less those a run's budget skipped,
-    which it lists)."""
+    which it lists, and those whose records were excluded afterwards for a wrong method)."""
     out, costs = [], []
-    idx, asked, busies = {}, {}, {}
+    idx, asked, busies, excluded = {}, {}, {}, set()
     for raw in raws:
         f, a = raw["_file"], raw["args"]
         first = a.get("first_rep", 0)
@@ -130,6 +130,11 @@ def cells(raws):
                     busies.setdefault((setup, h), []).append(v["busy"])
         for r in raw["records"]:
             r["_file"] = f
+            if r.get("excluded"):
+                # Measured by a method found wrong afterwards (the record says why): not a
+                # repeat of its cell at all, neither valid nor failed.
+                excluded.add((r["setup"], r.get("be"), r.get("hp"), r["rep"]))
+                continue
             idx[(r["kind"], r["setup"], r["mode"], (f, r["rep"]), r.get("hp"), r.get("be"))] = r
     runs = sorted({k[3] for k in idx})
     setups = sorted({k[1] for k in idx}, key=SETUPS.index)
@@ -153,7 +158,7 @@ def cells(raws):
                               "p99_ratio_median": med([p[2] for p in pairs])})
             busy = med(busies.get((setup, hp), []))
             for be in BES:
-                want = len(asked.get((setup, be), ()))
+                want = len({i for i in asked.get((setup, be), ()) if (setup, be, hp, i) not in excluded})
                 for mode in modes:
                     reps = []
                     for rep in runs:

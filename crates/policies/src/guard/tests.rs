@@ -150,17 +150,16 @@ fn a_service_that_changes_while_held_is_measured_again() {
 }
 
 #[test]
-fn a_competitor_back_after_a_pause_is_measured_afresh() {
+fn a_competitor_back_after_a_pause_finds_the_choice_in_force() {
     let mut b = Bench::new();
-    b.run(2 * GUARD_SAMPLES, 10.0, 10.0);
-    assert_eq!(b.free_devices(), 1);
-    // The flood stops for two seconds, then another starts.
+    b.run(2 * GUARD_SAMPLES, 10.0, 13.0);
+    assert_eq!(b.free_devices(), 0);
+    let probes = b.guard.probes;
+    // The flood stops for two seconds, then starts again: still held, nothing re-measured.
     b.be.ready = false;
     b.decide();
     b.t += Nanos::from_secs(2);
     b.be.ready = true;
-    assert!(
-        b.job(|_| 10.0),
-        "the returning competitor is held while the guard measures"
-    );
+    assert!(b.job(|held| if held { 10.0 } else { 13.0 }));
+    assert_eq!(b.guard.probes, probes);
 }
