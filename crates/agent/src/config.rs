@@ -14,7 +14,7 @@
 //! | `BATON_STALL_REPORT_S` | when no queue of the process has made progress for this many seconds while work is pending, print every queue's state to stderr (once per stall), 1–3600 | unset (off) |
 //! | `BATON_PROFILE` | `on`: count each intercepted driver call and the time spent in it (Baton's work and the driver's), per function, in the `BATON_REPORT` file; for kernel launches made from the application's thread, also the real call's share | off |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
-//! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `guard` |
+//! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
 //! | `BATON_UTILIZATION` | share of the device's time to reserve for this process, 1–100 % (a hint for utilization policies) | unset |
 //! | `BATON_DEADLINE_US` | each piece of work should finish within this many µs of becoming ready (a hint for deadline policies) | unset |
 //! | `BATON_SOCKET` | the daemon's socket (global mode) | per-user, then system socket |
@@ -408,7 +408,7 @@ mod tests {
         assert_eq!(c.launch, LaunchConfig::new(4, 2).unwrap());
         assert_eq!(c.scheduler, SchedulerMode::Global);
         assert_eq!(c.policy, "hpf");
-        assert_eq!(AgentConfig::default().policy, "guard");
+        assert_eq!(AgentConfig::default().policy, "hpf");
         assert!(!c.enabled);
         assert!(c.warnings().is_empty(), "{:?}", c.warnings());
 

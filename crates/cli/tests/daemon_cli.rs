@@ -57,7 +57,7 @@ fn daemon_commands_work_and_errors_say_what_to_do() {
 
     let o = baton(&s, &["policy"]);
     assert!(o.status.success());
-    assert!(text(&o.stdout).starts_with("guard"), "{}", text(&o.stdout));
+    assert!(text(&o.stdout).starts_with("hpf"), "{}", text(&o.stdout));
     assert!(baton(&s, &["policy", "hpf"]).status.success());
     let o = baton(&s, &["policy", "fastest"]);
     assert!(

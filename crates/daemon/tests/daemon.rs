@@ -352,6 +352,8 @@ fn postcard_hello(h: &Hello) -> Vec<u8> {
 fn metrics_endpoint_serves_prometheus_and_json_on_loopback() {
     let mut cfg = DaemonConfig::new(temp_dir("metrics").join("baton.sock"));
     cfg.metrics = Some("127.0.0.1:0".parse().unwrap());
+    // Guard reports figures of its own (baton_policy_state).
+    cfg.policy = "guard".into();
     let d = InProcess::start(cfg);
     // A queue reports its transitions only when they can change a decision: under guard (as
     // under HPF), when it outranks another queue or may be suspended. So HP shares the device with a lower queue.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use baton_core::{Clock, CommandSeq, Drive, HwQueue, Nanos, XQueue};
-use baton_policies::Guard;
+use baton_policies::Hpf;
 use baton_scheduler::{Inbox, LocalScheduler, SchedulerThread};
 use baton_sim::{Sim, SimQueue, SimSyncPoint, TimeMode};
 
@@ -75,7 +75,7 @@ pub(crate) fn run_phase(
     let sim = Sim::new(sc.device, TimeMode::RealTime);
     sim.with(|d| d.record_completions(true));
     let clock = sim.clock();
-    let mut sched_local = LocalScheduler::new(Box::new(Guard::new()));
+    let mut sched_local = LocalScheduler::new(Box::new(Hpf));
     sched_local.record_ops(true);
     let inbox_for_queues = Arc::new(Inbox::new());
     // Queues report to the scheduler thread's inbox; build the thread first, then the queues.

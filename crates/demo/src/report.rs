@@ -108,7 +108,7 @@ impl DemoReport {
                     TimeMode::Virtual => DemoTime::Virtual,
                     TimeMode::RealTime => DemoTime::Real,
                 },
-                policy: "guard".into(),
+                policy: "hpf".into(),
                 level: self.level.number(),
                 duration_s: sc.duration.as_secs_f64(),
                 scenario: ScenarioSummary {
@@ -160,7 +160,7 @@ impl DemoReport {
         );
         let _ = writeln!(
             s,
-            "HP: {} kernels of {} every {:.1} ms   BE: kernels of {}, {} queued   Baton: guard at {}",
+            "HP: {} kernels of {} every {:.1} ms   BE: kernels of {}, {} queued   Baton: HPF at {}",
             sc.hp_kernels,
             sc.hp_kernel,
             sc.hp_period.as_micros_f64() / 1000.0,

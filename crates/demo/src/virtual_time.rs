@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use baton_core::{Drive, Nanos, Priority, XQueue};
-use baton_policies::{DeviceId, Guard, QueueHints};
+use baton_policies::{DeviceId, Hpf, QueueHints};
 use baton_scheduler::{Inbox, LocalScheduler, QueueMeta};
 use baton_sim::{Sim, TimeMode};
 
@@ -74,7 +74,7 @@ pub(crate) fn run_phase(
     let sim = Sim::new(sc.device, TimeMode::Virtual);
     sim.with(|d| d.record_completions(true));
     let inbox = Arc::new(Inbox::new());
-    let mut sched = LocalScheduler::new(Box::new(Guard::new()));
+    let mut sched = LocalScheduler::new(Box::new(Hpf));
     sched.record_ops(true);
     let (hp, hp_stream) = client(
         sc,

@@ -123,7 +123,7 @@ fn the_summary_keeps_its_keys_and_reads_back() {
     assert_eq!(v["schema"], "baton.demo/1");
     assert_eq!(v["device"], "simulated");
     assert_eq!(v["time"], "virtual");
-    assert_eq!(v["policy"], "guard");
+    assert_eq!(v["policy"], "hpf");
     assert_eq!(v["level"], 3);
     assert_eq!(
         v["scenario"]["hp_kernel_us"],

@@ -76,7 +76,7 @@ pub use snapshot::{DeviceId, ProcessView, QueueView, Snapshot};
 pub use up::Up;
 
 /// The policy a scheduler runs unless told otherwise.
-pub const DEFAULT_POLICY: &str = "guard";
+pub const DEFAULT_POLICY: &str = "hpf";
 
 /// A scheduling policy.
 pub trait Policy: Send {

@@ -35,7 +35,7 @@ const TIMESLICE: &str = "time slice (global): 100 µs..=1 s";
 const CATALOG: &[PolicyInfo] = &[
     PolicyInfo {
         name: "guard",
-        description: "highest priority first where it helps: lower work waits only while that measurably speeds up the service (the default)",
+        description: "highest priority first where it helps: lower work waits only while that measurably speeds up the service",
         reads: &[PRIORITY, UPCOMING],
         work_conserving: true,
         starvation_free: false,
