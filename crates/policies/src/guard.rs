@@ -18,8 +18,14 @@ pub const GUARD_MIN_SAMPLES: usize = 3;
 /// product's goal (×1.05 of standalone latency).
 pub const GUARD_TOLERANCE: f64 = 0.05;
 /// A slowdown this large is plain from one job: a free probe stops at its first such job, and
-/// the hold chosen then stands at least four times [`GUARD_DWELL_MIN`].
+/// the hold chosen then stands [`GUARD_GROSS_DWELL`], doubled while confirmed up to
+/// [`GUARD_GROSS_DWELL_MAX`]: each free probe costs the service a slow job, and a p99 over a
+/// few hundred requests sees every one (measured on the GPU with a 4 s retry).
 pub const GUARD_GROSS: f64 = 1.5;
+/// How long a hold chosen against a gross slowdown first stands.
+pub const GUARD_GROSS_DWELL: Nanos = Nanos::from_secs(30);
+/// The longest a hold chosen against a gross slowdown stands.
+pub const GUARD_GROSS_DWELL_MAX: Nanos = Nanos::from_secs(240);
 /// The shortest time a choice stands before it is measured again; it doubles each time the
 /// measurement confirms it, up to [`GUARD_DWELL_MAX`].
 pub const GUARD_DWELL_MIN: Nanos = Nanos::from_secs(1);
@@ -45,7 +51,8 @@ pub const GUARD_DWELL_MAX: Nanos = Nanos::from_secs(16);
 /// than with it held back, hold otherwise; a free probe ends early, since each slow job it
 /// measures costs the service: at a first job [`GUARD_GROSS`] times the hold median, or at
 /// two first jobs both slower than it by more than twice the tolerance (and a grossly slower
-/// free regime is tried again only after at least four times [`GUARD_DWELL_MIN`]). The choice stands for a dwell of
+/// free regime is tried again only after [`GUARD_GROSS_DWELL`], doubling). The choice stands
+/// for a dwell of
 /// [`GUARD_DWELL_MIN`], doubled each time a new pair of probes confirms it up to
 /// [`GUARD_DWELL_MAX`] (and at least four times as long as the pair of probes took, so that
 /// probing stays under a fifth of the time for services with long jobs), then is measured
@@ -104,6 +111,8 @@ struct Control {
     dwell: Nanos,
     /// When the current pair of probes began.
     pair_since: Nanos,
+    /// Whether the choice in force was made against a gross slowdown.
+    gross: bool,
     /// The service's priority the measurements belong to.
     service: Option<Priority>,
     /// When a lower queue was last seen with work.
@@ -120,6 +129,7 @@ impl Control {
             choice: None,
             dwell: GUARD_DWELL_MIN,
             pair_since: now,
+            gross: false,
             service: None,
             contended_at: None,
         }
@@ -260,6 +270,7 @@ impl Guard {
                 } else {
                     Regime::Hold
                 };
+                let before = ctl.dwell;
                 ctl.dwell = if ctl.choice == Some(choice) {
                     Nanos(ctl.dwell.0.saturating_mul(2)).min(GUARD_DWELL_MAX)
                 } else {
@@ -268,10 +279,16 @@ impl Guard {
                     }
                     GUARD_DWELL_MIN
                 };
-                if ratio >= GUARD_GROSS {
+                let gross = ratio >= GUARD_GROSS;
+                if gross {
                     // Running beside the lower work is plainly harmful: try it rarely.
-                    ctl.dwell = ctl.dwell.max(Nanos(GUARD_DWELL_MIN.0 * 4));
+                    ctl.dwell = if ctl.gross {
+                        Nanos(before.0.saturating_mul(2)).min(GUARD_GROSS_DWELL_MAX)
+                    } else {
+                        GUARD_GROSS_DWELL
+                    };
                 }
+                ctl.gross = gross;
                 ctl.choice = Some(choice);
                 // Probing costs one side or the other: keep it under a fifth of the time
                 // however long the service's jobs are.

@@ -55,8 +55,8 @@ pub use decision::Decision;
 pub use dependency::inherit;
 pub use edge::{Dependency, Until};
 pub use guard::{
-    GUARD_DWELL_MAX, GUARD_DWELL_MIN, GUARD_GROSS, GUARD_MIN_SAMPLES, GUARD_PROBE_MAX,
-    GUARD_SAMPLES, GUARD_TOLERANCE, Guard,
+    GUARD_DWELL_MAX, GUARD_DWELL_MIN, GUARD_GROSS, GUARD_GROSS_DWELL, GUARD_GROSS_DWELL_MAX,
+    GUARD_MIN_SAMPLES, GUARD_PROBE_MAX, GUARD_SAMPLES, GUARD_TOLERANCE, Guard,
 };
 pub use hhpf::Hhpf;
 pub use hint::{

@@ -163,3 +163,14 @@ fn a_competitor_back_after_a_pause_finds_the_choice_in_force() {
     assert!(b.job(|held| if held { 10.0 } else { 13.0 }));
     assert_eq!(b.guard.probes, probes);
 }
+
+#[test]
+fn a_grossly_harmful_flood_is_tried_again_only_rarely() {
+    let mut b = Bench::new();
+    // The first free job is twice as slow: the probe stops there and holds for 30 s.
+    b.run(GUARD_SAMPLES + 1, 10.0, 20.0);
+    assert_eq!(b.free_devices(), 0);
+    assert_eq!(b.guard.devices[&DeviceId(0)].dwell, GUARD_GROSS_DWELL);
+    // 15 ms per job: 1 900 jobs (28.5 s) later, still no free probe.
+    assert_eq!(b.run(1_900, 10.0, 20.0), 1_900);
+}
