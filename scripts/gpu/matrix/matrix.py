@@ -174,8 +174,9 @@ class Matrix:
     def wrapper(self, setup, mode, role):
         if mode == "native":
             return []
+        pol = ["--policy", self.a.policy] if self.a.policy else []
         if setup == "P":
-            return [self.baton, "run", "--local", "--"]
+            return [self.baton, "run", "--local", *pol, "--"]
         prio = ["--priority", "10" if role == "hp" else "0"]
         lvl = ["--level", "3"] if (mode == "baton-l3" and role == "be") else []
         return [self.baton, "run", *prio, *lvl, "--"]
@@ -209,6 +210,16 @@ class Matrix:
 
     def modes(self, setup):
         return [m for m in MODES[setup] if self.a.modes is None or m in self.a.modes]
+
+    def start_daemon(self, env):
+        """A daemon running --policy, which `baton run` then finds instead of starting one."""
+        subprocess.Popen([self.baton, "daemon", "--policy", self.a.policy, "--idle-exit", "600"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=self.log)
+        for _ in range(200):
+            if subprocess.run([self.baton, "list", "--json"], env=env, capture_output=True).returncode == 0:
+                return
+            time.sleep(0.05)
+        raise WorkerError(f"baton daemon --policy {self.a.policy} did not answer")
 
     def stop_daemon(self):
         subprocess.run([self.baton, "daemon", "--stop"], env=self.env, capture_output=True)
@@ -365,6 +376,8 @@ class Matrix:
         ws = {}
         try:
             self.say(f"setup {setup}: starting workers")
+            if self.a.policy and setup != "P":
+                self.start_daemon(env)
             ws = self.start(setup, env)
             if ("busy", "native") in ws:
                 self.measure_busy(ws.pop(("busy", "native")))
@@ -419,6 +432,8 @@ def main():
     p.add_argument("--phased-bes", default="G",
                    help="the jobs --phases applies to: a job that restarts slowly (T: its first steps after "
                         "a start make little progress for seconds) is measured whole")
+    p.add_argument("--policy", default=None,
+                   help="the policy Baton's modes run (default: Baton's default policy)")
     p.add_argument("--modes", default=None,
                    help="only these modes (default: every mode of each setup: native, baton, and baton-l3 in S)")
     p.add_argument("--budget-s", type=float, default=570,
