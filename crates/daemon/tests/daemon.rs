@@ -356,7 +356,8 @@ fn metrics_endpoint_serves_prometheus_and_json_on_loopback() {
     cfg.policy = "guard".into();
     let d = InProcess::start(cfg);
     // A queue reports its transitions only when they can change a decision: under guard (as
-    // under HPF), when it outranks another queue or may be suspended. So HP shares the device with a lower queue.
+    // under HPF), when it outranks another queue or may be suspended. So HP shares the device
+    // with a lower queue.
     let be = Sim::start(&d.socket, 1, 0);
     wait_until("BE registered", || registered(&d.socket, be.pid(), 1));
     let mut hp = Sim::start(&d.socket, 1, 10);

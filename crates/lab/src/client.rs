@@ -71,10 +71,16 @@ impl Client {
         debug_assert!(ok, "a lab client's submission was refused");
     }
 
-    fn release(&mut self, at: Nanos, kernels: u32, kernel: SpanRange, sms: u32) {
+    /// Opens a job of `kernels` kernels released at `at`; returns its tag.
+    fn open_job(&mut self, at: Nanos, kernels: u32) -> u64 {
         let id = self.next_job;
         self.next_job += 1;
         self.open.release(id, at, kernels);
+        id
+    }
+
+    fn release(&mut self, at: Nanos, kernels: u32, kernel: SpanRange, sms: u32) {
+        let id = self.open_job(at, kernels);
         for _ in 0..kernels {
             self.launch(id, kernel, sms);
         }
@@ -150,9 +156,7 @@ impl Client {
                 if let Some(r) = self.next_release.filter(|r| *r <= t) {
                     self.next_release = None;
                     if r < stop && kernels > 0 {
-                        let id = self.next_job;
-                        self.next_job += 1;
-                        self.open.release(id, r, kernels);
+                        let id = self.open_job(r, kernels);
                         self.pacing = Some((id, kernels, r));
                     }
                 }
