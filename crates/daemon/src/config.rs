@@ -7,6 +7,10 @@ use std::time::Duration;
 /// How often agents report their counters, in milliseconds (for `baton top` and `/metrics`).
 pub const DEFAULT_STATS_INTERVAL_MS: u32 = 1000;
 
+/// How long an agent whose ready queues hold others back may stay silent (no message, no
+/// answer to a ping) before its queues stop holding anyone back: 1 s.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(1);
+
 /// A daemon's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DaemonConfig {
@@ -25,6 +29,16 @@ pub struct DaemonConfig {
     pub stats_interval_ms: u32,
     /// Exit once no agent has been connected for this long (daemons `baton run` starts).
     pub idle_exit: Option<Duration>,
+    /// The lease of a process whose ready queues hold others back: silent for this long
+    /// (stopped, hung, swapped out), it is pinged at half of it and, still silent at the end,
+    /// no longer holds anyone back until it speaks again. `None`: no lease (a stopped
+    /// high-priority process then holds lower ones back until it continues or exits).
+    pub lease: Option<Duration>,
+    /// The highest priority a process of another user than root may give itself or its
+    /// queues (through its environment, the C API or `baton priority`); higher priorities
+    /// from agents are lowered to it, and such requests from the CLI are refused. `None`: no
+    /// cap (the protocol's own range, −100 to 100).
+    pub max_priority: Option<i32>,
 }
 
 impl DaemonConfig {
@@ -38,6 +52,8 @@ impl DaemonConfig {
             metrics: None,
             stats_interval_ms: DEFAULT_STATS_INTERVAL_MS,
             idle_exit: None,
+            lease: Some(DEFAULT_LEASE),
+            max_priority: None,
         }
     }
 }

@@ -51,6 +51,18 @@ pub enum DaemonError {
         /// The system's error.
         source: std::io::Error,
     },
+    /// The metrics address is not a loopback one: the daemon opens no network listener.
+    #[error(
+        "refusing to serve metrics on {addr}: only a loopback address (127.0.0.1, ::1) may be \
+         given to --metrics; reach it from elsewhere through a proxy or an SSH tunnel"
+    )]
+    MetricsNotLoopback {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// A setting is out of range.
+    #[error("{0}")]
+    BadSetting(String),
     /// The async runtime failed.
     #[error("the daemon's runtime failed: {0}")]
     Runtime(#[source] std::io::Error),

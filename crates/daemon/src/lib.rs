@@ -41,6 +41,6 @@ mod proxy;
 mod server;
 mod trace;
 
-pub use config::{DEFAULT_STATS_INTERVAL_MS, DaemonConfig};
+pub use config::{DEFAULT_LEASE, DEFAULT_STATS_INTERVAL_MS, DaemonConfig};
 pub use error::DaemonError;
 pub use server::Daemon;

@@ -35,12 +35,19 @@ impl Daemon {
     /// error is reported before anything runs.
     pub fn bind(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
         let policy = baton_policies::by_name(&cfg.policy)?;
+        if let Some(p) = cfg.max_priority {
+            if baton_core::Priority::try_from(baton_protocol::WirePriority(p)).is_err() {
+                return Err(DaemonError::BadSetting(format!(
+                    "the priority cap {p} is out of range: give one from -100 to 100"
+                )));
+            }
+        }
         let bound = listen::bind(&cfg)?;
         let metrics = match cfg.metrics {
             None => None,
             Some(addr) => {
                 if !addr.ip().is_loopback() {
-                    tracing::warn!(%addr, "serving metrics on a non-loopback address, as asked");
+                    return Err(DaemonError::MetricsNotLoopback { addr });
                 }
                 let l = std::net::TcpListener::bind(addr)
                     .map_err(|source| DaemonError::Metrics { addr, source })?;
@@ -115,6 +122,8 @@ impl Daemon {
             metrics: metrics_addr.map(|a| a.to_string()),
             stats_interval_ms: cfg.stats_interval_ms,
             auth,
+            lease: cfg.lease.map(Nanos::from),
+            max_priority: cfg.max_priority,
         };
         let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
         let mut core = Core::new(ident, policy, Arc::clone(&clock));

@@ -29,12 +29,20 @@ pub struct DaemonArgs {
     /// Nothing listens on the network otherwise.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+    /// How long a process holding others back may stay silent (stopped, hung) before its
+    /// queues stop holding anyone back, in milliseconds; 0: never.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    lease_ms: u64,
+    /// The highest priority (−100 to 100) processes of users other than root may give
+    /// themselves or ask for with `baton priority`/`baton hint` [default: no cap].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    max_priority: Option<i32>,
     /// Exit once no program has been scheduled for this many seconds (how `baton run`
     /// starts the daemon it needs).
     #[arg(long, value_name = "S", hide = true)]
     idle_exit: Option<u64>,
     /// Stop the daemon running on the socket instead: scheduled programs go on unscheduled.
-    #[arg(long, conflicts_with_all = ["policy", "system", "metrics"])]
+    #[arg(long, conflicts_with_all = ["policy", "system", "metrics", "max_priority"])]
     stop: bool,
 }
 
@@ -67,6 +75,8 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
     cfg.group = args.group;
     cfg.metrics = args.metrics;
     cfg.idle_exit = args.idle_exit.map(Duration::from_secs);
+    cfg.lease = (args.lease_ms > 0).then(|| Duration::from_millis(args.lease_ms));
+    cfg.max_priority = args.max_priority;
     let d = Daemon::bind(cfg)?;
     eprintln!(
         "baton: daemon listening on {}{}",

@@ -63,6 +63,9 @@ impl Core {
                 queues: BTreeMap::new(),
                 hints: HintSet::default(),
                 next_seq: 0,
+                heard: self.now(),
+                pinged: false,
+                lapsed: false,
             },
         );
         self.by_pid.insert(peer.pid, id);
@@ -103,6 +106,8 @@ impl Core {
         if !self.clients.contains_key(&client) {
             return;
         }
+        self.heard(client, arrived);
+        let msg = self.capped(client, msg);
         match msg {
             AgentMessage::ProcessStarted(p) => self.process_started(client, p, arrived),
             AgentMessage::ProcessExiting { exit_code } => {

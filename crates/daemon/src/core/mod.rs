@@ -16,6 +16,8 @@
 //! wider scopes, the trace and the counters. Nothing else touches them.
 
 mod agents;
+mod cap;
+mod lease;
 mod requests;
 pub(crate) mod views;
 
@@ -56,6 +58,12 @@ pub(crate) struct Client {
     pub(crate) queues: BTreeMap<QueueId, XQueueId>,
     pub(crate) hints: HintSet,
     next_seq: u64,
+    /// When the agent last sent anything.
+    pub(crate) heard: Nanos,
+    /// A ping is out and unanswered.
+    pub(crate) pinged: bool,
+    /// Its lease lapsed: its queues are out of the scheduler until it speaks again.
+    pub(crate) lapsed: bool,
 }
 
 /// Counters from an agent's stats, and rates derived from two reports.
@@ -97,6 +105,10 @@ pub(crate) struct Identity {
     pub(crate) metrics: Option<String>,
     pub(crate) stats_interval_ms: u32,
     pub(crate) auth: Authority,
+    /// How long a process holding others back may stay silent (`lease`).
+    pub(crate) lease: Option<Nanos>,
+    /// The highest priority a process not run by root may claim (`DaemonConfig`).
+    pub(crate) max_priority: Option<i32>,
 }
 
 /// The scheduling state; see the module documentation.
@@ -168,9 +180,13 @@ impl Core {
         self.clock.now()
     }
 
-    /// When the policy wants to decide again, on the core's clock.
+    /// When the core wants to decide again, on its clock: the policy's wake-up or the next
+    /// lease check, whichever comes first.
     pub(crate) fn next_wake(&self) -> Option<Nanos> {
-        self.sched.next_wake()
+        match (self.sched.next_wake(), self.lease_wake()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// A CLI connection opened or closed.
@@ -193,6 +209,7 @@ impl Core {
     pub(crate) fn on_timer(&mut self) {
         self.mark(self.now(), DecisionCause::Timer);
         let now = self.now();
+        self.check_leases(now);
         self.sched.on_timer(now);
     }
 

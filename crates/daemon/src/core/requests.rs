@@ -134,6 +134,9 @@ impl Core {
     }
 
     fn operator_hint(&mut self, peer: Peer, target: Target, hint: Hint, at: Nanos) -> Reply {
+        if let Err((kind, message)) = self.operator_cap(peer, hint) {
+            return error(kind, &message);
+        }
         let client = match &target {
             Target::Queue(_) | Target::Process { .. } => match self.owned_queues(peer, &target) {
                 Ok((c, _)) => Some(c),

@@ -64,6 +64,8 @@ fn core_with(policy: &str, start: Nanos) -> Rig {
                 daemon_uid: ME,
                 system: false,
             },
+            lease: None,
+            max_priority: None,
         },
         baton_policies::by_name(policy).unwrap(),
         Arc::clone(&clock) as Arc<dyn Clock>,
@@ -490,3 +492,5 @@ fn idleness_is_measured_on_the_core_clock() {
     c.end_round();
     assert_eq!(c.idle_since, Some(Nanos::from_secs(9)));
 }
+
+mod lease;

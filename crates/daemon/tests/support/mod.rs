@@ -277,6 +277,13 @@ impl Sim {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Asks the client to end, and waits for it.
+    pub fn exit(&mut self) -> std::process::ExitStatus {
+        let _ = writeln!(self.stdin, "exit");
+        let _ = self.stdin.flush();
+        self.child.wait().expect("the client's exit status")
+    }
 }
 
 impl Drop for Sim {

@@ -241,7 +241,7 @@ fn main() -> std::process::ExitCode {
     };
     if let Some(ms) = a.churn_ms {
         let (h, x) = (Arc::clone(&hws), Arc::clone(&xqs));
-        let seed = AtomicU64::new(a.seed.max(1) * 0x9E37_79B9_7F4A_7C15);
+        let seed = AtomicU64::new(a.seed.max(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         std::thread::spawn(move || {
             loop {
                 let i = usize::try_from(next_rand(&seed) % x.len() as u64).unwrap_or(0);
