@@ -39,6 +39,7 @@ mod metrics;
 mod peer;
 mod proxy;
 mod server;
+mod service;
 mod trace;
 
 pub use config::{DEFAULT_LEASE, DEFAULT_STATS_INTERVAL_MS, DaemonConfig};

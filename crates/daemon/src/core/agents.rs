@@ -11,7 +11,7 @@ use baton_scheduler::QueueMeta;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{AgentTx, Client, Core, Counters, QueueRec};
+use super::{AgentTx, Client, Core, Counters, QueueRec, priority};
 use crate::hints::{HintSet, effective};
 use crate::peer::Peer;
 use crate::proxy::RemoteQueue;
@@ -145,6 +145,12 @@ impl Core {
                 if s.transition <= r.transition {
                     return;
                 }
+                if r.ready && !s.ready {
+                    // A job completed: its latency is the readiness period, as the
+                    // scheduler counts it.
+                    let p = priority(r, self.clients.get(&client));
+                    self.service.job(p, arrived.saturating_sub(r.since));
+                }
                 r.transition = s.transition;
                 r.ready = s.ready;
                 r.since = arrived;
@@ -181,12 +187,16 @@ impl Core {
                 for s in report.queues {
                     if let Some(gid) = self.gid(client, s.queue) {
                         if let Some(r) = self.queues.get_mut(&gid) {
+                            let (busy, done) = progress(&r.counters, &s);
+                            let p = priority(r, self.clients.get(&client));
+                            self.service.served(p, busy, done);
                             update_counters(&mut r.counters, s, arrived);
                         }
                     }
                 }
             }
-            AgentMessage::Applied { .. } | AgentMessage::Pong { .. } => {}
+            AgentMessage::Applied { seq } => self.service.applied(client, seq, arrived),
+            AgentMessage::Pong { .. } => {}
             AgentMessage::ConfigFailed { queue, message } => {
                 tracing::warn!(client = client.0, %queue, %message, "an agent could not apply a configuration");
             }
@@ -290,6 +300,7 @@ impl Core {
                 suspended: false,
                 suspended_ns: 0,
                 suspended_since: None,
+                suspensions: 0,
                 hints,
                 counters: Counters::default(),
                 proxy: Arc::clone(&proxy),
@@ -330,6 +341,7 @@ impl Core {
             self.remove_queue(gid);
         }
         self.clients.remove(&client);
+        self.service.forget(client);
         if self.by_pid.get(&pid) == Some(&client) {
             self.by_pid.remove(&pid);
         }
@@ -357,6 +369,16 @@ impl Core {
                 .set_hint(*gid, PolicyHint::Priority(h.priority), now);
         }
     }
+}
+
+/// The busy time and completed commands a report adds to the previous one (all of it for a
+/// queue's first report: agents count from the queue's creation).
+fn progress(c: &Counters, s: &QueueStats) -> (Nanos, u64) {
+    let (busy, done) = c.last.map_or((0, 0), |(_, p)| (p.busy_ns, p.completed));
+    (
+        Nanos(s.busy_ns.saturating_sub(busy)),
+        s.completed.saturating_sub(done),
+    )
 }
 
 /// Derives rates from the previous report and keeps this one.

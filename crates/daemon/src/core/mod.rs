@@ -32,10 +32,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::auth::Authority;
-use crate::hints::HintSet;
+use crate::hints::{HintSet, effective};
 use crate::latency::Latencies;
 use crate::peer::Peer;
 use crate::proxy::{Attention, Outbox, RemoteQueue, Wanted};
+use crate::service::ServiceStats;
 use crate::trace::Trace;
 
 /// Where a client's outgoing messages go: its connection's writer task, or a test's inbox.
@@ -92,9 +93,20 @@ pub(crate) struct QueueRec {
     /// Time spent suspended before `suspended_since`.
     pub(crate) suspended_ns: u64,
     pub(crate) suspended_since: Option<Nanos>,
+    /// How many times it was told to suspend.
+    pub(crate) suspensions: u64,
     pub(crate) hints: HintSet,
     pub(crate) counters: Counters,
     pub(crate) proxy: Arc<RemoteQueue>,
+}
+
+/// The priority in force for `rec`: its own, else its process's (`client`), else the default.
+pub(crate) fn priority(rec: &QueueRec, client: Option<&Client>) -> i32 {
+    let process = client.map(|c| &c.hints);
+    let none = HintSet::default();
+    effective(&rec.hints, process.unwrap_or(&none))
+        .priority
+        .get()
 }
 
 /// The daemon's identity, for welcomes and status.
@@ -129,6 +141,8 @@ pub(crate) struct Core {
     /// When the core started, for the status's uptime.
     started: Nanos,
     pub(crate) latencies: Latencies,
+    /// What `/metrics` shows of the service given: job and preemption latencies and the like.
+    pub(crate) service: ServiceStats,
     pub(crate) operations_sent: u64,
     pub(crate) clis: u32,
     pub(crate) trace: Trace,
@@ -165,6 +179,7 @@ impl Core {
             clock,
             started: now,
             latencies: Latencies::new(),
+            service: ServiceStats::new(),
             operations_sent: 0,
             clis: 0,
             trace: Trace::Idle,
@@ -268,6 +283,9 @@ impl Core {
             let e = per_client.entry(rec.client).or_default();
             if want {
                 rec.suspended_since = Some(now);
+                rec.suspensions += 1;
+                self.service
+                    .suspended(priority(rec, self.clients.get(&rec.client)));
                 e.1.push(rec.queue);
                 suspended += 1;
             } else {
@@ -296,13 +314,13 @@ impl Core {
                 continue;
             };
             client.next_seq += 1;
-            let msg = DaemonMessage::Operations(Operations {
-                seq: client.next_seq,
-                run,
-                suspend,
-            });
+            let (seq, suspending) = (client.next_seq, !suspend.is_empty());
+            let msg = DaemonMessage::Operations(Operations { seq, run, suspend });
             if client.tx.send(msg) {
                 self.operations_sent += 1;
+                if suspending {
+                    self.service.suspending_frame_sent(c, seq, now);
+                }
             }
         }
         for (gid, a) in attention {

@@ -461,10 +461,10 @@ fn policy_timers_fire_in_virtual_time_and_suspended_time_is_exact() {
     c.at(resumed_at + Nanos::from_millis(5));
     let secs = c
         .snapshot()
-        .suspended_seconds
+        .queues
         .iter()
-        .find(|(pid, ..)| *pid == 100)
-        .map(|s| s.3)
+        .find(|q| q.pid == 100)
+        .map(|q| q.counts.suspended_secs)
         .unwrap();
     let want = (resumed_at - suspended_at).as_secs_f64();
     assert!(
@@ -494,3 +494,4 @@ fn idleness_is_measured_on_the_core_clock() {
 }
 
 mod lease;
+mod service;

@@ -1,24 +1,58 @@
 //! What the core shows: process lists, its status, and snapshots for the metrics endpoint.
 
-use baton_core::Nanos;
+use baton_core::{Nanos, XQueueId};
 use baton_protocol::{
     DaemonStatus, LaunchWindow, MAX_LIST_PROCESSES, MAX_LIST_QUEUES, PROTOCOL_VERSION, ProcessList,
-    ProcessRow, QueueRow, WireLevel, sanitize_text,
+    ProcessRow, QueueId, QueueRow, WireLevel, sanitize_text,
 };
 use prometheus_client::metrics::histogram::Histogram;
 
-use super::{Core, QueueRec};
+use super::{Core, QueueRec, priority};
+use crate::service::ServiceHandles;
 use crate::trace::Trace;
 
 /// Everything `/metrics` and `/status` show, taken at one moment.
 pub(crate) struct Snapshot {
     pub(crate) status: DaemonStatus,
     pub(crate) list: ProcessList,
-    /// Per queue: pid, queue id, device, seconds suspended so far.
-    pub(crate) suspended_seconds: Vec<(u32, String, String, f64)>,
+    /// Every queue, by daemon-wide id.
+    pub(crate) queues: Vec<QueueSample>,
     pub(crate) latency: Histogram,
+    /// Job and preemption latencies, device time and suspensions, by priority.
+    pub(crate) service: ServiceHandles,
     /// The running policy's name and its counters (guard: whether lower work runs free…).
     pub(crate) policy: (&'static str, Vec<(&'static str, u64)>),
+}
+
+/// One queue as `/metrics` shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct QueueSample {
+    /// The daemon-wide id: never reused while the daemon runs.
+    pub(crate) id: XQueueId,
+    pub(crate) pid: u32,
+    pub(crate) queue: QueueId,
+    pub(crate) device: String,
+    /// The priority in force (the queue's, else its process's).
+    pub(crate) priority: i32,
+    pub(crate) ready: bool,
+    pub(crate) suspended: bool,
+    pub(crate) in_flight: u32,
+    /// Its recent share of its device's time, 0 to 1.
+    pub(crate) device_share: f64,
+    /// Commands completed per second, recently.
+    pub(crate) commands_per_sec: f64,
+    pub(crate) counts: QueueCounts,
+}
+
+/// What a queue has done since it was created; each only grows.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct QueueCounts {
+    pub(crate) launched: u64,
+    pub(crate) completed: u64,
+    /// Time with a command in flight, as its agent measured it.
+    pub(crate) busy_secs: f64,
+    pub(crate) suspended_secs: f64,
+    pub(crate) suspensions: u64,
 }
 
 impl QueueRec {
@@ -48,6 +82,30 @@ impl QueueRec {
     fn suspended_secs(&self, now: Nanos) -> f64 {
         let open = self.suspended_since.map_or(0, |s| (now - s).0);
         (self.suspended_ns + open) as f64 / 1e9
+    }
+
+    /// The queue for `/metrics`.
+    fn sample(&self, id: XQueueId, priority: i32, now: Nanos) -> QueueSample {
+        let last = self.counters.last.map(|(_, s)| s);
+        QueueSample {
+            id,
+            pid: self.pid,
+            queue: self.queue,
+            device: self.device.id.clone(),
+            priority,
+            ready: self.ready,
+            suspended: self.suspended,
+            in_flight: last.map_or(0, |s| s.in_flight),
+            device_share: self.counters.device_share / 100.0,
+            commands_per_sec: self.counters.commands_per_sec,
+            counts: QueueCounts {
+                launched: last.map_or(0, |s| s.launched),
+                completed: last.map_or(0, |s| s.completed),
+                busy_secs: last.map_or(0.0, |s| Nanos(s.busy_ns).as_secs_f64()),
+                suspended_secs: self.suspended_secs(now),
+                suspensions: self.suspensions,
+            },
+        }
     }
 }
 
@@ -134,22 +192,18 @@ impl Core {
     /// A snapshot for the metrics endpoint.
     pub(crate) fn snapshot(&self) -> Snapshot {
         let now = self.now();
+        let mut queues: Vec<QueueSample> = self
+            .queues
+            .iter()
+            .map(|(id, r)| r.sample(*id, priority(r, self.clients.get(&r.client)), now))
+            .collect();
+        queues.sort_unstable_by_key(|q| q.id);
         Snapshot {
             status: self.status(),
             list: self.list(None),
-            suspended_seconds: self
-                .queues
-                .values()
-                .map(|r| {
-                    (
-                        r.pid,
-                        r.queue.to_string(),
-                        r.device.id.clone(),
-                        r.suspended_secs(now),
-                    )
-                })
-                .collect(),
+            queues,
             latency: self.latencies.histogram(),
+            service: self.service.handles(),
             policy: (self.sched.policy_name(), self.sched.policy_counters()),
         }
     }

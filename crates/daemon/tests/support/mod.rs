@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // Each test binary uses a different part.
 
+pub mod scrape;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
