@@ -324,7 +324,9 @@ fn stopped_hp(trials: u64, tag: &str) {
             Duration::from_nanos(after) <= lease + Duration::from_millis(250),
             "BE waited {after} ns for a stopped HP"
         );
-        // While HP stays stopped, BE runs and its work launches.
+        // While HP stays stopped, BE runs and its work launches (what it launched before
+        // completes first, so its launch window has room).
+        be.send("idle 0");
         be.send("ready 0");
         let s = be.status();
         assert_eq!(s["submitted"], s["launched"].clone(), "{s:?}");

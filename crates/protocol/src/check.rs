@@ -55,17 +55,19 @@ pub(crate) fn text(field: &str, s: &str, max: usize) -> Checked {
     text_or_empty(field, s, max)
 }
 
-/// A non-empty token of at most `max` bytes of `a-z`, `0-9`, `_`, `-` and `.`: policy names,
-/// parameter keys.
+/// A non-empty token of at most `max` bytes of `a-z`, `0-9`, `_`, `-`, `.` and `:`: policy
+/// names (the registry's own forms `process:NAME` and `chaos:SEED` included), parameter keys.
 pub(crate) fn token(field: &str, s: &str, max: usize) -> Checked {
     text(field, s, max)?;
     if let Some(c) = s
         .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || "_-.".contains(*c)))
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || "_-.:".contains(*c)))
     {
         return Err(ProtocolError::invalid(
             field,
-            format!("character {c:?} not allowed: use lowercase letters, digits, '_', '-', '.'"),
+            format!(
+                "character {c:?} not allowed: use lowercase letters, digits, '_', '-', '.', ':'"
+            ),
         ));
     }
     Ok(())

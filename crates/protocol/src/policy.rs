@@ -94,6 +94,10 @@ mod tests {
     #[test]
     fn policy_name_must_be_a_token() {
         assert!(check_policy("k-edf", &[]).is_ok());
+        // The registry's prefixed forms travel too (`baton policy process:hpf` was refused
+        // before it left the CLI).
+        assert!(check_policy("process:hpf", &[]).is_ok());
+        assert!(check_policy("chaos:17", &[]).is_ok());
         for bad in ["", "HPF", "a b", &"x".repeat(MAX_POLICY_NAME_LEN + 1)] {
             assert_eq!(check_policy(bad, &[]).unwrap_err().field(), Some("name"));
         }

@@ -9,8 +9,10 @@
 //! Each queue is an XQueue over a hand-driven hardware queue. Standard input takes one
 //! command per line: `ready I` submits a command on queue I (it becomes ready), `idle I`
 //! completes everything launched on queue I (it becomes idle unless commands wait),
-//! `status` prints `status connected=B connections=N suspended=N submitted=N launched=N`,
-//! `exit` ends the process. Standard output gets `suspend I T` / `resume I T` each time the
+//! `status` prints `status connected=B connections=N suspended=N submitted=N launched=N
+//! hw_launched=N order_errors=N` (`launched` as the XQueues count, `hw_launched` as the hardware
+//! queues received them; `order_errors`: commands a hardware queue received out of submission
+//! order), `drain` stops the churn and completes everything launched, `exit` ends the process. Standard output gets `suspend I T` / `resume I T` each time the
 //! daemon suspends or resumes queue I (T: `CLOCK_MONOTONIC` nanoseconds), and `ok` after each
 //! command. With `--churn-ms`, a thread also flips random queues between ready and idle,
 //! every `MS` milliseconds on average, until `exit`.
@@ -28,9 +30,9 @@ use baton_core::{
 };
 use baton_protocol::{Backend, DeviceRef, Hint, WirePriority};
 
-/// One simulated command.
+/// One simulated command: its queue's submission number.
 #[derive(Clone, Copy, Debug)]
-struct Cmd;
+struct Cmd(u64);
 
 impl HwCommand for Cmd {
     fn kind(&self) -> CommandKind {
@@ -38,9 +40,10 @@ impl HwCommand for Cmd {
     }
 }
 
-/// A hardware queue that completes commands only when told to.
+/// A hardware queue that completes commands only when told to: (launched, completed), and
+/// the commands it received out of submission order.
 #[derive(Clone, Default)]
-struct ManualHw(Arc<Mutex<(u64, u64)>>);
+struct ManualHw(Arc<Mutex<(u64, u64)>>, Arc<AtomicU64>);
 
 impl ManualHw {
     fn complete_all(&self) {
@@ -56,8 +59,13 @@ impl HwQueue for ManualHw {
     fn max_level(&self) -> Level {
         Level::L1
     }
-    fn launch(&self, _cmd: Cmd) -> Result<(), HwError> {
-        baton_core::locks::lock(&self.0).0 += 1;
+    fn launch(&self, cmd: Cmd) -> Result<(), HwError> {
+        let mut g = baton_core::locks::lock(&self.0);
+        // Commands are numbered from 0 as submitted: each must arrive exactly once, in order.
+        if cmd.0 != g.0 {
+            self.1.fetch_add(1, Ordering::Relaxed);
+        }
+        g.0 += 1;
         Ok(())
     }
     fn sync_point(&self) -> Result<u64, HwError> {
@@ -231,24 +239,32 @@ fn main() -> std::process::ExitCode {
         hws.push(hw);
         xqs.push(xq);
     }
+    let numbers: Arc<Vec<Mutex<u64>>> = Arc::new((0..a.queues).map(|_| Mutex::new(0)).collect());
     let (hws, xqs) = (Arc::new(hws), Arc::new(xqs));
-    let ready = |hws: &[ManualHw], xqs: &[Arc<XQueue<ManualHw>>], i: usize| {
-        let _ = (hws, xqs[i].submit(Cmd));
+    // Numbered under the queue's own lock, so the churn thread and standard input never
+    // interleave a number and its submission.
+    let ready = |numbers: &[Mutex<u64>], xqs: &[Arc<XQueue<ManualHw>>], i: usize| {
+        let mut n = baton_core::locks::lock(&numbers[i]);
+        if xqs[i].submit(Cmd(*n)).is_ok() {
+            *n += 1;
+        }
     };
     let idle = |hws: &[ManualHw], xqs: &[Arc<XQueue<ManualHw>>], i: usize| {
         hws[i].complete_all();
         xqs[i].poll();
     };
+    let churning = Arc::new(std::sync::atomic::AtomicBool::new(a.churn_ms.is_some()));
     if let Some(ms) = a.churn_ms {
-        let (h, x) = (Arc::clone(&hws), Arc::clone(&xqs));
+        let (h, x, n) = (Arc::clone(&hws), Arc::clone(&xqs), Arc::clone(&numbers));
+        let on = Arc::clone(&churning);
         let seed = AtomicU64::new(a.seed.max(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         std::thread::spawn(move || {
-            loop {
+            while on.load(Ordering::Acquire) {
                 let i = usize::try_from(next_rand(&seed) % x.len() as u64).unwrap_or(0);
                 if x[i].status().state == baton_core::QueueState::Ready {
                     idle(&h, &x, i);
                 } else {
-                    ready(&h, &x, i);
+                    ready(&n, &x, i);
                 }
                 let sleep = 1 + next_rand(&seed) % (2 * ms.max(1));
                 std::thread::sleep(Duration::from_millis(sleep));
@@ -261,17 +277,28 @@ fn main() -> std::process::ExitCode {
         let cmd = w.next().unwrap_or("");
         let idx = w.next().and_then(|v| v.parse::<usize>().ok());
         match (cmd, idx) {
-            ("ready", Some(i)) if i < xqs.len() => ready(&hws, &xqs, i),
+            ("ready", Some(i)) if i < xqs.len() => ready(&numbers, &xqs, i),
             ("idle", Some(i)) if i < xqs.len() => idle(&hws, &xqs, i),
+            ("drain", _) => {
+                churning.store(false, Ordering::Release);
+                for i in 0..xqs.len() {
+                    // Under the numbering lock: a churn step under way finishes first.
+                    let _n = baton_core::locks::lock(&numbers[i]);
+                    idle(&hws, &xqs, i);
+                }
+            }
             ("status", _) => {
-                let (mut sub, mut launched) = (0, 0);
-                for q in xqs.iter() {
+                let (mut sub, mut launched, mut hw, mut disorder) = (0, 0, 0, 0);
+                for (q, h) in xqs.iter().zip(hws.iter()) {
                     let s = q.status();
                     sub += s.submitted;
                     launched += s.submitted - s.pending;
+                    hw += baton_core::locks::lock(&h.0).0;
+                    disorder += h.1.load(Ordering::Relaxed);
                 }
                 say(&format!(
-                    "status connected={} connections={} suspended={} submitted={sub} launched={launched}",
+                    "status connected={} connections={} suspended={} submitted={sub} \
+                     launched={launched} hw_launched={hw} order_errors={disorder}",
                     client.is_connected(),
                     client.connections(),
                     client.suspended()
