@@ -646,6 +646,29 @@ fn a_baton_that_cannot_start_says_so_once_and_the_application_runs_natively() {
 }
 
 #[test]
+fn a_library_that_is_not_a_cuda_driver_is_refused_and_the_application_runs_natively() {
+    // `BATON_CUDA_LIB` naming a library that opens but is no driver (here the C library,
+    // by the absolute path this process loaded it from): Baton must not forward the
+    // application's calls into it.
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let libc = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libc.so") || p.contains("/libc-"))
+        .expect("the C library in this process's maps");
+    let native = run(RUNTIME_LIKE, &["order"], &[]);
+    let b = under_baton(RUNTIME_LIKE, &["order"], &[("BATON_CUDA_LIB", libc)]);
+    assert_eq!(b.run.line(), native.line());
+    let lines: Vec<&str> = b.run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("baton: {libc} is not a CUDA driver"))
+            && lines[0].ends_with("; running without Baton"),
+        "{lines:?}"
+    );
+}
+
+#[test]
 fn capture_passes_through_and_graph_launches_are_scheduled() {
     let b = under_baton(
         RUNTIME_LIKE,

@@ -332,7 +332,8 @@ driver! {
 
 /// Opens the CUDA driver library: `path` if given (it must be absolute), otherwise
 /// `libcuda.so.1` as the dynamic loader finds it. Reuses the copy already loaded if there is one.
-/// Returns the `dlopen` handle.
+/// Returns the `dlopen` handle, once the library is seen to export `cuInit` (a library that
+/// opens but is no driver is refused, so nothing is ever forwarded into it).
 pub fn open_library(path: Option<&Path>) -> Result<*mut c_void, LibraryError> {
     let name = match path {
         Some(p) => std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
@@ -359,6 +360,14 @@ pub fn open_library(path: Option<&Path>) -> Result<*mut c_void, LibraryError> {
         return Err(LibraryError::Open {
             name: name.to_string_lossy().into_owned(),
             why,
+        });
+    }
+    // SAFETY: `h` is a live handle from dlopen and the name a valid C string.
+    if unsafe { libc::dlsym(h, c"cuInit".as_ptr()) }.is_null() {
+        // SAFETY: `h` came from a successful dlopen above and is not used again.
+        unsafe { libc::dlclose(h) };
+        return Err(LibraryError::NotADriver {
+            name: name.to_string_lossy().into_owned(),
         });
     }
     Ok(h)
@@ -436,6 +445,14 @@ mod tests {
         let e = open_library(Some(Path::new("/nonexistent/libcuda.so.1"))).unwrap_err();
         assert!(matches!(e, LibraryError::Open { .. }), "{e:?}");
         assert!(e.to_string().contains("cannot open the CUDA driver"), "{e}");
+        // A library that opens but is no driver (the C maths library).
+        let e = open_library(Some(Path::new("libm.so.6"))).unwrap_err();
+        assert_eq!(
+            e,
+            LibraryError::NotADriver {
+                name: "libm.so.6".into()
+            }
+        );
         let nul = std::ffi::OsStr::from_bytes(b"/a\0b");
         assert_eq!(
             open_library(Some(Path::new(nul))).unwrap_err(),

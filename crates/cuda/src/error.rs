@@ -44,6 +44,15 @@ pub enum LibraryError {
         /// What the loader said.
         why: String,
     },
+    /// It opened, but is not a CUDA driver: it exports no `cuInit`.
+    #[error(
+        "{name} is not a CUDA driver (it exports no cuInit): point BATON_CUDA_LIB at the \
+         driver's libcuda.so.1, or unset it"
+    )]
+    NotADriver {
+        /// The name or path asked for.
+        name: String,
+    },
 }
 
 /// `Ok` if `code` is `CUDA_SUCCESS`, otherwise the error naming `call`.
