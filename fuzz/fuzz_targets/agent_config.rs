@@ -1,0 +1,11 @@
+//! Feeds libFuzzer's inputs to the `agent_config` harness (`fuzz/src/harness.rs`, shared with the
+//! stable-toolchain replay of the corpus in `crates/lab/tests/fuzz_corpus.rs`).
+
+#![no_main]
+
+#[path = "../src/harness.rs"]
+mod harness;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| harness::agent_config(data));
