@@ -3,10 +3,12 @@
 //!
 //! A queue's hint of a kind wins over its process's, which wins over the default. Every wire
 //! hint is kept (and listed) whether or not the running policy reads it, so switching policy
-//! loses none; [`effective`] converts the ones the policies' API knows.
+//! loses none; [`effective`] converts the ones the policies' API knows. Announced work
+//! (`Upcoming`) is not a standing hint: it is relative to its arrival, so the core hands it to
+//! the policy once, when it comes ([`announced`]).
 
-use baton_core::Priority;
-use baton_policies::QueueHints;
+use baton_core::{Nanos, Priority};
+use baton_policies::{Laxity, QueueHints, Share, Upcoming};
 use baton_protocol::{Hint, HintKind};
 
 /// The hints in force for one scope: at most one of each kind, never a clear.
@@ -45,24 +47,71 @@ impl HintSet {
         })
     }
 
+    /// The hint of kind `k` in force here, if any.
+    pub(crate) fn get(&self, k: HintKind) -> Option<Hint> {
+        self.0.iter().find(|h| h.kind() == k).copied()
+    }
+
     /// The hints, by kind.
     pub(crate) fn to_vec(&self) -> Vec<Hint> {
         self.0.clone()
     }
 }
 
-/// What the policy sees for a queue with hints `queue` in a process with hints `process`.
-#[allow(
-    clippy::needless_update,
-    reason = "QueueHints grows a field per hint kind the policies read"
-)]
+/// What the policy sees for a queue with hints `queue` in a process with hints `process`
+/// (never announced work: see [`announced`]). A laxity hint's lax priority is the queue's
+/// priority when no priority hint gives one.
 pub(crate) fn effective(queue: &HintSet, process: &HintSet) -> QueueHints {
+    let find = |k| queue.get(k).or_else(|| process.get(k));
+    let laxity = match find(HintKind::Laxity) {
+        Some(Hint::Laxity {
+            laxity_ns,
+            lax_priority,
+            critical_priority,
+        }) => Priority::try_from(critical_priority).ok().map(|critical| {
+            (
+                Laxity {
+                    laxity: Nanos(laxity_ns),
+                    critical,
+                },
+                Priority::try_from(lax_priority).ok(),
+            )
+        }),
+        _ => None,
+    };
     QueueHints {
         priority: queue
             .priority()
             .or_else(|| process.priority())
+            .or_else(|| laxity.and_then(|(_, lax)| lax))
             .unwrap_or(Priority::DEFAULT),
-        ..QueueHints::default()
+        utilization: match find(HintKind::Utilization) {
+            Some(Hint::Utilization { percent }) => Share::percent(f64::from(percent)).ok(),
+            _ => None,
+        },
+        deadline: match find(HintKind::Deadline) {
+            Some(Hint::Deadline { deadline_ns }) => Some(Nanos(deadline_ns)),
+            _ => None,
+        },
+        laxity: laxity.map(|(l, _)| l),
+        upcoming: None,
+        slo_target: None,
+    }
+}
+
+/// The announcement `hint` makes when it arrives at `now`: `Some(Some(_))` for announced
+/// work, `Some(None)` for a clear of announced work, `None` for any other hint.
+pub(crate) fn announced(hint: Hint, now: Nanos) -> Option<Option<Upcoming>> {
+    match hint {
+        Hint::Upcoming {
+            arrives_in_ns,
+            expires_in_ns,
+        } => Some(Some(Upcoming {
+            at: now + Nanos(arrives_in_ns),
+            expires: now + Nanos(expires_in_ns),
+        })),
+        Hint::Clear(HintKind::Upcoming) => Some(None),
+        _ => None,
     }
 }
 
@@ -85,6 +134,57 @@ mod tests {
             effective(&q, &HintSet::default()).priority,
             Priority::DEFAULT
         );
+    }
+
+    #[test]
+    fn every_hint_the_policies_read_reaches_them() {
+        let q = HintSet::of(vec![
+            Hint::Deadline {
+                deadline_ns: 20_000_000,
+            },
+            Hint::Upcoming {
+                arrives_in_ns: 1_000,
+                expires_in_ns: 2_000,
+            },
+        ]);
+        let p = HintSet::of(vec![
+            Hint::Utilization { percent: 30 },
+            Hint::Deadline { deadline_ns: 1 },
+            Hint::Laxity {
+                laxity_ns: 5_000,
+                lax_priority: WirePriority(2),
+                critical_priority: WirePriority(9),
+            },
+        ]);
+        let h = effective(&q, &p);
+        assert_eq!(h.deadline, Some(Nanos(20_000_000)), "the queue's wins");
+        assert_eq!(h.utilization, Some(Share::percent(30.0).unwrap()));
+        assert_eq!(
+            h.laxity,
+            Some(Laxity {
+                laxity: Nanos(5_000),
+                critical: Priority::new(9).unwrap()
+            })
+        );
+        assert_eq!(
+            h.priority.get(),
+            2,
+            "the lax priority, with no priority hint"
+        );
+        assert_eq!(
+            h.upcoming, None,
+            "announced work is handed over on arrival only"
+        );
+        let now = Nanos(10_000);
+        assert_eq!(
+            announced(q.get(HintKind::Upcoming).unwrap(), now),
+            Some(Some(Upcoming {
+                at: Nanos(11_000),
+                expires: Nanos(12_000)
+            }))
+        );
+        assert_eq!(announced(Hint::Clear(HintKind::Upcoming), now), Some(None));
+        assert_eq!(announced(Hint::Utilization { percent: 1 }, now), None);
     }
 
     #[test]

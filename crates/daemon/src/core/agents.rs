@@ -1,7 +1,7 @@
 //! What the core does with agents: welcome them, take in their messages, forget them.
 
 use baton_core::{LaunchConfig, Level, Nanos, QueueEvent, QueueState, XQueueId};
-use baton_policies::Hint as PolicyHint;
+use baton_policies::QueueHints;
 use baton_protocol::{
     AgentMessage, AgentTarget, ClientId, DaemonMessage, DecisionCause, ErrorKind, ErrorReply,
     Hello, HelloReply, MAX_QUEUES_PER_CLIENT, PROTOCOL_VERSION, ProcessStarted, ProtocolError,
@@ -364,9 +364,17 @@ impl Core {
                 continue;
             };
             let h = effective(&r.hints, &c.hints);
-            let _ = self
-                .sched
-                .set_hint(*gid, PolicyHint::Priority(h.priority), now);
+            let _ = self.sched.update_hints(
+                *gid,
+                |hints, _| {
+                    *hints = QueueHints {
+                        upcoming: hints.upcoming,
+                        slo_target: hints.slo_target,
+                        ..h
+                    }
+                },
+                now,
+            );
         }
     }
 }

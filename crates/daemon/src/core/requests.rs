@@ -209,6 +209,15 @@ impl Core {
             }
             Target::Device { .. } | Target::All => return,
         };
+        let now = self.now();
+        if let Some(upcoming) = crate::hints::announced(hint, now) {
+            for g in &gids {
+                let _ = self
+                    .sched
+                    .update_hints(*g, |h, _| h.upcoming = upcoming, now);
+            }
+            return;
+        }
         self.refresh(&gids);
     }
 
