@@ -5,9 +5,11 @@
 //! with it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 
-use baton_core::{Clock, EventSink, Nanos, Priority, QueueControl, XQueueId};
-use baton_protocol::{DeviceRef, Hint, WirePriority};
+use baton_core::{Clock, EventSink, Nanos, QueueControl, XQueueId};
+use baton_policies::QueueHints;
+use baton_protocol::{AgentTarget, DeviceRef, Hint, ProtocolError, QueueId, WirePriority};
 
 use baton_scheduler::{LocalScheduler, QueueMeta, SchedulerThread};
 
@@ -49,7 +51,7 @@ pub enum AgentScheduler {
         /// The link to the daemon.
         client: DaemonClient,
         /// The process's own priority: a queue whose priority differs says so in a hint.
-        priority: Priority,
+        priority: AtomicI32,
     },
 }
 
@@ -80,7 +82,7 @@ impl AgentScheduler {
                     })?;
                 Ok(Some(AgentScheduler::Global {
                     client,
-                    priority: cfg.priority,
+                    priority: AtomicI32::new(cfg.priority.get()),
                 }))
             }
         }
@@ -100,7 +102,7 @@ impl AgentScheduler {
             AgentScheduler::Local(t) => t.lock().register(ctl, reg.meta, now),
             AgentScheduler::Global { client, priority } => {
                 let mut hints = Vec::new();
-                if reg.meta.hints.priority != *priority {
+                if reg.meta.hints.priority.get() != priority.load(Ordering::Relaxed) {
                     hints.push(Hint::Priority(WirePriority::from(reg.meta.hints.priority)));
                 }
                 client.register(
@@ -112,6 +114,51 @@ impl AgentScheduler {
                     },
                 );
             }
+        }
+    }
+
+    /// Changes queue `id`'s hints: `local` runs on the scheduler's thread when the scheduler is
+    /// in this process; `wire` goes to the daemon otherwise. Never runs a policy on the calling
+    /// thread; refused only if the daemon would refuse `wire`.
+    pub fn hint_queue(
+        &self,
+        id: XQueueId,
+        local: impl FnOnce(&mut QueueHints, Nanos) + Send + 'static,
+        wire: Hint,
+    ) -> Result<(), ProtocolError> {
+        match self {
+            AgentScheduler::Local(t) => {
+                t.post_hints(id, local);
+                Ok(())
+            }
+            AgentScheduler::Global { client, .. } => {
+                client.hint(AgentTarget::Queue(QueueId::from(id)), wire)
+            }
+        }
+    }
+
+    /// Gives the daemon a hint about the whole process (`Ok` and nothing sent when the
+    /// scheduler is in this process, which holds only this process's queues: give each queue
+    /// its hint instead). A priority also becomes the one new queues are compared with.
+    pub fn hint_process(&self, wire: Hint) -> Result<(), ProtocolError> {
+        match self {
+            AgentScheduler::Local(_) => Ok(()),
+            AgentScheduler::Global { client, priority } => {
+                client.hint(AgentTarget::Process, wire)?;
+                if let Hint::Priority(p) = wire {
+                    priority.store(p.0, Ordering::Relaxed);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether a daemon schedules the process and is connected now (`None` when the
+    /// scheduler is in this process).
+    pub fn connected(&self) -> Option<bool> {
+        match self {
+            AgentScheduler::Local(_) => None,
+            AgentScheduler::Global { client, .. } => Some(client.is_connected()),
         }
     }
 

@@ -49,7 +49,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "baton-scheduler",
         ],
     ),
-    ("baton-interposer", &["baton-agent", "baton-cuda"]),
+    (
+        "baton-capi",
+        &["baton-core", "baton-policies", "baton-protocol"],
+    ),
+    ("baton-libbaton", &["baton-capi"]),
+    (
+        "baton-interposer",
+        &["baton-agent", "baton-capi", "baton-cuda"],
+    ),
     (
         "baton-daemon",
         &[

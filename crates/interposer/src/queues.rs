@@ -9,14 +9,14 @@ use std::sync::{Arc, OnceLock, RwLock};
 use baton_agent::{DeviceId, QueueHints};
 use baton_agent::{QueueMeta, Registration};
 use baton_cuda::core::locks;
-use baton_cuda::core::{HeldBackCount, Priority, XQueue};
+use baton_cuda::core::{HeldBackCount, XQueue};
 use baton_cuda::rm::{ContextSlice, Ioctl};
 use baton_cuda::sys::{
     CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
 };
 use baton_cuda::{CudaHwQueue, EventPool, SmPartition};
 
-use crate::registry::{Api, CtxState, StreamEntry, StreamKind};
+use crate::registry::{Api, CtxState, StreamEntry, StreamKind, StreamPriority};
 use crate::runtime::Runtime;
 
 /// The calling thread's last lookups.
@@ -410,24 +410,29 @@ impl Runtime {
             StreamKind::Regular { blocking: false } => {}
         }
         let xq = Arc::new(b.build().ok()?);
-        // CUDA stream priorities count down from 0 (least urgent); Baton's count up.
-        let priority =
-            Priority::clamped(i64::from(self.cfg.priority.get()) - i64::from(cuda_priority));
+        let priority = self.default_priority(cuda_priority);
         if let Some(s) = &self.sched {
+            let now = baton_cuda::core::Clock::now(&*self.clock);
+            let mut hints = QueueHints {
+                priority,
+                ..QueueHints::default()
+            };
+            // What code asked of the whole process (only kept here with a local scheduler;
+            // the daemon keeps its own).
+            for r in locks::lock(&self.process_requests).iter() {
+                r.apply(&mut hints, now);
+            }
             let meta = QueueMeta {
                 pid: std::process::id(),
                 device: DeviceId(u32::try_from(state.device).unwrap_or(0)),
-                hints: QueueHints {
-                    priority,
-                    ..QueueHints::default()
-                },
+                hints,
             };
             let reg = Registration {
                 meta,
                 label: format!("{kind:?} stream {:#x}", handle as usize),
                 device: self.device_ref(state.device),
             };
-            s.register(xq.clone(), reg, baton_cuda::core::Clock::now(&*self.clock));
+            s.register(xq.clone(), reg, now);
         }
         self.stats.streams.fetch_add(1, Ordering::Relaxed);
         crate::runtime::ensure_exit_drain();
@@ -437,7 +442,7 @@ impl Runtime {
             ctx: state.clone(),
             xq,
             capturing: AtomicBool::new(false),
-            priority: priority.get(),
+            priority: StreamPriority::new(cuda_priority, priority.get()),
             counts: Default::default(),
         }))
     }

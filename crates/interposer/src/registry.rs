@@ -12,7 +12,7 @@
 //! A generation number bumped when a stream is destroyed invalidates the threads' lookup caches.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use baton_cuda::core::locks;
@@ -41,12 +41,46 @@ pub(crate) struct StreamEntry {
     pub(crate) xq: Arc<XQueue<CudaHwQueue>>,
     /// Whether this stream is being captured into a graph (then calls bypass the queue).
     pub(crate) capturing: AtomicBool,
-    /// The queue's priority when it was registered.
-    pub(crate) priority: i32,
+    /// Its scheduling priority (`capi.rs` changes it).
+    pub(crate) priority: StreamPriority,
     /// Commands submitted, deferred (copied and launched later) and submitted behind another
     /// stream's commands, and how often the submitting thread was held back while it held
     /// Python's interpreter lock, for the report.
     pub(crate) counts: [AtomicU64; 4],
+}
+
+/// A stream's scheduling priority: the one it has by default (the process's less its CUDA
+/// priority), its own when code gave it one, and the one its queue is scheduled at now, which
+/// a thread's priority may have set while that thread issued work on it.
+pub(crate) struct StreamPriority {
+    /// The stream's CUDA priority (0 or less; lower is more urgent).
+    pub(crate) cuda: i32,
+    /// Its own priority, or [`StreamPriority::NONE`].
+    pub(crate) own: AtomicI32,
+    /// What its queue is scheduled at now.
+    pub(crate) current: AtomicI32,
+    /// Whether `current` comes from a thread's priority.
+    pub(crate) scoped: AtomicBool,
+}
+
+impl StreamPriority {
+    /// No priority of its own (the C ABI's `BATON_NO_PRIORITY`).
+    pub(crate) const NONE: i32 = baton_capi::BATON_NO_PRIORITY;
+
+    /// A stream of CUDA priority `cuda`, scheduled at `current`.
+    pub(crate) fn new(cuda: i32, current: i32) -> StreamPriority {
+        StreamPriority {
+            cuda,
+            own: AtomicI32::new(Self::NONE),
+            current: AtomicI32::new(current),
+            scoped: AtomicBool::new(false),
+        }
+    }
+
+    /// What its queue is scheduled at now.
+    pub(crate) fn current(&self) -> i32 {
+        self.current.load(Ordering::Relaxed)
+    }
 }
 
 // SAFETY: the handle is a CUDA stream, usable from any thread; the rest is thread-safe.

@@ -130,7 +130,7 @@ impl Report {
                 let (held, held_ns) = e.xq.submitter_held();
                 Queue {
                     stream: format!("{:?} {:#x}", e.kind, e.handle as usize),
-                    priority: e.priority,
+                    priority: e.priority.current(),
                     commands: *commands,
                     deferred: *deferred,
                     behind_other_streams: *behind,

@@ -6,7 +6,7 @@
 //! no re-entry), and starts the local scheduler thread when scheduling is local.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use baton_agent::{AgentConfig, AgentScheduler};
@@ -60,6 +60,12 @@ pub(crate) struct Runtime {
     pub(crate) sched: Option<AgentScheduler>,
     pub(crate) clock: Arc<MonotonicClock>,
     pub(crate) stats: Stats,
+    /// The process's priority: `BATON_PRIORITY`, or what code set since (`capi.rs`).
+    pub(crate) process_priority: AtomicI32,
+    /// Serializes priority changes, so a queue's last change is the one its scheduler has.
+    pub(crate) priority_lock: Mutex<()>,
+    /// Hints code gave the whole process, for queues made later (local scheduling only).
+    pub(crate) process_requests: Mutex<Vec<baton_capi::Request>>,
 }
 
 static STATE: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
@@ -152,6 +158,7 @@ fn build() -> Result<Runtime, InitError> {
         enabled = cfg.enabled,
         "Baton interposer ready"
     );
+    let process_priority = AtomicI32::new(cfg.priority.get());
     Ok(Runtime {
         driver,
         hot: Hot {
@@ -171,6 +178,9 @@ fn build() -> Result<Runtime, InitError> {
         sched,
         clock,
         stats: Stats::default(),
+        process_priority,
+        priority_lock: Mutex::new(()),
+        process_requests: Mutex::new(Vec::new()),
     })
 }
 
@@ -416,7 +426,7 @@ impl Runtime {
                         stalled.as_secs_f64()
                     )];
                     for (e, s) in snap.entries.iter().zip(&snap.st) {
-                        let name = format!("baton:   {:?} {:#x} priority {}", e.kind, e.handle as usize, e.priority);
+                        let name = format!("baton:   {:?} {:#x} priority {}", e.kind, e.handle as usize, e.priority.current());
                         match s {
                             None => lines.push(format!(
                                 "{name}: its lock is held (a thread is launching for it, maybe blocked in the driver)"

@@ -220,6 +220,21 @@ impl LocalScheduler {
         Ok(())
     }
 
+    /// Changes `id`'s hints with `change` (given the time) and reschedules: for callers that
+    /// clear hints or set several at once.
+    pub fn update_hints(
+        &mut self,
+        id: XQueueId,
+        change: impl FnOnce(&mut QueueHints, Nanos),
+        now: Nanos,
+    ) -> Result<(), UnknownQueue> {
+        self.account(now);
+        let e = self.entries.get_mut(&id).ok_or(UnknownQueue(id))?;
+        change(&mut e.view.hints, now);
+        self.reschedule(now);
+        Ok(())
+    }
+
     /// Applies a hint to every queue of process `pid`, present and future, and reschedules.
     pub fn set_process_hint(
         &mut self,

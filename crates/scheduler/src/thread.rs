@@ -5,13 +5,19 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use baton_core::locks;
-use baton_core::{Clock, Nanos};
+use baton_core::{Clock, Nanos, XQueueId};
+use baton_policies::QueueHints;
 
 use crate::{Inbox, LocalScheduler};
+
+/// A change to one queue's hints, waiting for the scheduler's thread.
+type HintChange = (XQueueId, Box<dyn FnOnce(&mut QueueHints, Nanos) + Send>);
 
 struct Shared {
     sched: Mutex<LocalScheduler>,
     inbox: Arc<Inbox>,
+    /// Hint changes posted from other threads, applied on the scheduler's.
+    changes: Mutex<Vec<HintChange>>,
     clock: Arc<dyn Clock>,
     stop: std::sync::atomic::AtomicBool,
 }
@@ -30,6 +36,7 @@ impl SchedulerThread {
         let shared = Arc::new(Shared {
             sched: Mutex::new(sched),
             inbox: Arc::new(Inbox::new()),
+            changes: Mutex::new(Vec::new()),
             clock,
             stop: std::sync::atomic::AtomicBool::new(false),
         });
@@ -51,6 +58,17 @@ impl SchedulerThread {
     /// Exclusive access to the scheduler (to register queues, give hints…). Events wait.
     pub fn lock(&self) -> MutexGuard<'_, LocalScheduler> {
         locks::lock(&self.shared.sched)
+    }
+
+    /// Changes queue `id`'s hints on the scheduler's thread, soon: for an application thread,
+    /// which must never run the policy itself. A queue gone by then is skipped.
+    pub fn post_hints(
+        &self,
+        id: XQueueId,
+        change: impl FnOnce(&mut QueueHints, Nanos) + Send + 'static,
+    ) {
+        locks::lock(&self.shared.changes).push((id, Box::new(change)));
+        self.shared.inbox.ring();
     }
 
     /// The scheduler's clock.
@@ -101,8 +119,12 @@ fn run(s: &Shared) {
             Some(Duration::from(due.saturating_sub(s.clock.now())))
         };
         let events = s.inbox.wait(timeout);
+        let changes = std::mem::take(&mut *locks::lock(&s.changes));
         let now = s.clock.now();
         let mut sched = locks::lock(&s.sched);
+        for (id, change) in changes {
+            let _ = sched.update_hints(id, change, now);
+        }
         if !events.is_empty() {
             sched.on_events(events, now);
         }

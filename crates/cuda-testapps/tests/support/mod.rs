@@ -70,6 +70,18 @@ pub fn interposer_library() -> &'static Path {
     })
 }
 
+/// Builds (or finds) `libbaton.so`, the library programs link Baton's C ABI from;
+/// `BATON_LIBBATON=<path>` skips the build.
+pub fn libbaton_library() -> &'static Path {
+    static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
+    LIBRARY.get_or_init(|| {
+        if let Some(path) = std::env::var_os("BATON_LIBBATON") {
+            return PathBuf::from(path);
+        }
+        build_cdylib("baton-libbaton", "libbaton.so")
+    })
+}
+
 /// Builds (or finds) the `baton` executable; `BATON_BIN=<path>` skips the build.
 pub fn baton_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();

@@ -150,6 +150,7 @@ impl Runtime {
             self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
             return (direct(handle), None);
         }
+        self.follow_thread(e);
         let implicit = self.implicit_deps(e);
         if deps.is_empty() {
             deps = implicit;

@@ -262,3 +262,40 @@ fn only_queues_whose_events_matter_report_them() {
         "A's events cannot change a decision"
     );
 }
+
+#[test]
+fn a_priority_posted_from_another_thread_takes_effect_on_the_scheduler_thread() {
+    let t = crate::SchedulerThread::start(
+        LocalScheduler::new(Box::new(Hpf)),
+        Arc::new(baton_core::MonotonicClock::new()),
+    )
+    .unwrap();
+    let inbox = t.inbox();
+    let (_hp_hw, hp) = queue(&inbox);
+    let (_be_hw, be) = queue(&inbox);
+    t.lock().register(hp.clone(), meta(0), Nanos(0));
+    t.lock().register(be.clone(), meta(0), Nanos(0));
+    hp.submit(TestCommand(1)).unwrap();
+    be.submit(TestCommand(2)).unwrap();
+    // Equal priorities: nobody is held back.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(!be.status().suspended);
+    // An application thread raises one queue's priority: the scheduler's thread applies it
+    // (the posting thread never runs the policy) and holds the other back.
+    t.post_hints(hp.id(), |h, _| h.priority = Priority::new(10).unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !be.status().suspended {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the posted priority never took effect"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let view = t
+        .lock()
+        .views()
+        .into_iter()
+        .find(|v| v.id == hp.id())
+        .unwrap();
+    assert_eq!(view.hints.priority.get(), 10);
+}
