@@ -17,4 +17,13 @@ echo "== GPU-script analysis self-tests"
 python3 scripts/gpu/levels/preemption_timeline.py --self-test
 python3 scripts/gpu/matrix/analyze.py --self-test
 python3 scripts/gpu/matrix/selftest.py
+python3 scripts/gpu/capi/summarize.py --self-test
+echo "== Python package: pip install ./python into a fresh virtual environment, then its tests"
+venv=target/py-venv
+rm -rf "$venv"
+python3 -m venv "$venv"
+# Offline with the environment's own setuptools when it has one; else pip fetches it.
+"$venv/bin/pip" install --quiet --no-build-isolation ./python 2>/dev/null \
+    || "$venv/bin/pip" install --quiet ./python
+BATON_PYTHON="$PWD/$venv/bin/python" cargo test -p baton-cuda-testapps --locked --test capi python
 echo "== all tests passed"
