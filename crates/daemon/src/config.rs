@@ -39,6 +39,9 @@ pub struct DaemonConfig {
     /// from agents are lowered to it, and such requests from the CLI are refused. `None`: no
     /// cap (the protocol's own range, −100 to 100).
     pub max_priority: Option<i32>,
+    /// Take processes' priorities from their pods (`--kubernetes`): a pod's priority is its
+    /// processes' default and ceiling. `None`: no cluster.
+    pub kubernetes: Option<crate::KubernetesConfig>,
 }
 
 impl DaemonConfig {
@@ -54,6 +57,7 @@ impl DaemonConfig {
             idle_exit: None,
             lease: Some(DEFAULT_LEASE),
             max_priority: None,
+            kubernetes: None,
         }
     }
 }

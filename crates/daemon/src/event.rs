@@ -9,6 +9,7 @@ use baton_protocol::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+use crate::cluster::PodUpdate;
 use crate::core::views::Snapshot;
 use crate::core::{AgentLink, AgentTx, Core};
 use crate::peer::Peer;
@@ -46,6 +47,8 @@ pub(crate) enum Event {
     },
     /// The metrics endpoint wants a snapshot.
     Snapshot { reply: oneshot::Sender<Snapshot> },
+    /// The node's pods changed (`--kubernetes`).
+    Pods(PodUpdate),
 }
 
 impl Event {
@@ -85,6 +88,7 @@ impl Event {
             Event::Snapshot { reply } => {
                 let _ = reply.send(core.snapshot());
             }
+            Event::Pods(update) => core.pods_changed(update),
         }
     }
 }

@@ -27,6 +27,7 @@
 //! identity taken from message contents; a bad frame from one client never affects another.
 
 mod auth;
+mod cluster;
 mod config;
 mod conn;
 mod core;
@@ -42,6 +43,7 @@ mod server;
 mod service;
 mod trace;
 
+pub use cluster::KubernetesConfig;
 pub use config::{DEFAULT_LEASE, DEFAULT_STATS_INTERVAL_MS, DaemonConfig};
 pub use error::DaemonError;
 pub use server::Daemon;

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::auth::Authority;
+use crate::cluster::{ApiServer, PodTable};
 use crate::conn::{self, Shared};
 use crate::core::{Core, Identity};
 use crate::event::Event;
@@ -28,6 +29,8 @@ pub struct Daemon {
     bound: Bound,
     metrics: Option<std::net::TcpListener>,
     policy: Box<dyn baton_policies::Policy>,
+    /// The API server to take pods' priorities from (`--kubernetes`).
+    pods: Option<ApiServer>,
 }
 
 impl Daemon {
@@ -42,6 +45,16 @@ impl Daemon {
                 )));
             }
         }
+        let pods = match &cfg.kubernetes {
+            None => None,
+            Some(k) => {
+                k.check()?;
+                Some(
+                    ApiServer::new(k.clone())
+                        .map_err(|e| DaemonError::BadSetting(format!("--kubernetes: {e}")))?,
+                )
+            }
+        };
         let bound = listen::bind(&cfg)?;
         let metrics = match cfg.metrics {
             None => None,
@@ -59,6 +72,7 @@ impl Daemon {
             bound,
             metrics,
             policy,
+            pods,
         })
     }
 
@@ -101,6 +115,7 @@ impl Daemon {
             bound,
             metrics,
             policy,
+            pods,
         } = self;
         bound
             .listener
@@ -128,6 +143,14 @@ impl Daemon {
         let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
         let mut core = Core::new(ident, policy, Arc::clone(&clock));
         let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+        if let (Some(api), Some(k)) = (pods, &cfg.kubernetes) {
+            core.set_cluster(PodTable::new(k.proc_root.clone()));
+            let tx = tx.clone();
+            std::thread::Builder::new()
+                .name("baton-pods".into())
+                .spawn(move || api.run(&mut |u| tx.send(Event::Pods(u)).is_ok()))
+                .map_err(DaemonError::Runtime)?;
+        }
         let shared = Arc::new(Shared::new(auth, Arc::clone(&clock)));
         let accept = tokio::spawn(accept_loop(listener, tx.clone(), Arc::clone(&shared)));
         let metrics_task = match metrics {

@@ -37,12 +37,25 @@ pub struct DaemonArgs {
     /// themselves or ask for with `baton priority`/`baton hint` [default: no cap].
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     max_priority: Option<i32>,
+    /// Take priorities from the cluster: a process's pod (from its cgroup) gives its default
+    /// priority and its ceiling, root in a pod included (see docs/CLUSTER.md). Needs the
+    /// node's name (NODE_NAME or --kubernetes-node) and a service account that may list and
+    /// watch pods.
+    #[arg(long)]
+    kubernetes: bool,
+    /// The node this daemon serves [default: $NODE_NAME].
+    #[arg(long, value_name = "NAME", requires = "kubernetes")]
+    kubernetes_node: Option<String>,
+    /// The Baton priority of a PriorityClass, instead of its value clamped to −100..=100;
+    /// repeat for each class.
+    #[arg(long, value_name = "CLASS=N", requires = "kubernetes")]
+    kubernetes_class: Vec<String>,
     /// Exit once no program has been scheduled for this many seconds (how `baton run`
     /// starts the daemon it needs).
     #[arg(long, value_name = "S", hide = true)]
     idle_exit: Option<u64>,
     /// Stop the daemon running on the socket instead: scheduled programs go on unscheduled.
-    #[arg(long, conflicts_with_all = ["policy", "system", "metrics", "max_priority"])]
+    #[arg(long, conflicts_with_all = ["policy", "system", "metrics", "max_priority", "kubernetes"])]
     stop: bool,
 }
 
@@ -77,6 +90,23 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
     cfg.idle_exit = args.idle_exit.map(Duration::from_secs);
     cfg.lease = (args.lease_ms > 0).then(|| Duration::from_millis(args.lease_ms));
     cfg.max_priority = args.max_priority;
+    if args.kubernetes {
+        let node = args
+            .kubernetes_node
+            .or_else(|| std::env::var("NODE_NAME").ok())
+            .unwrap_or_default();
+        let mut k = baton_daemon::KubernetesConfig::in_cluster(node)?;
+        for entry in &args.kubernetes_class {
+            let parsed = entry
+                .split_once('=')
+                .and_then(|(c, p)| Some((c.to_string(), p.trim().parse::<i32>().ok()?)));
+            let Some((class, p)) = parsed else {
+                anyhow::bail!("--kubernetes-class {entry:?}: give CLASS=N, N from -100 to 100");
+            };
+            k.classes.insert(class, p);
+        }
+        cfg.kubernetes = Some(k);
+    }
     let d = Daemon::bind(cfg)?;
     eprintln!(
         "baton: daemon listening on {}{}",

@@ -47,6 +47,9 @@ impl Core {
                  is; run a daemon inside that namespace",
             );
         }
+        if let Err(m) = self.cluster_hello(id, peer) {
+            return refuse(RefusalReason::TooManyClients, &m.to_string());
+        }
         // A process reconnecting before its old connection was seen to close replaces it.
         if let Some(old) = self.by_pid.get(&peer.pid).copied() {
             self.drop_client(old, "replaced by a new connection");
@@ -342,6 +345,7 @@ impl Core {
         }
         self.clients.remove(&client);
         self.service.forget(client);
+        self.cluster_forget(client);
         if self.by_pid.get(&pid) == Some(&client) {
             self.by_pid.remove(&pid);
         }

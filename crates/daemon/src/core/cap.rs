@@ -4,6 +4,10 @@
 //! should still be scheduled); an operator's request above it is refused
 //! (`Core::operator_cap`), saying so. Root is never capped. Identity is the peer's uid from
 //! `SO_PEERCRED`, as for every other rule.
+//!
+//! With `--kubernetes` a process in a pod has a second ceiling, its pod's priority
+//! (`cluster.rs`), which holds for root too, and which is also its default: a process in a pod
+//! that claims no priority gets its pod's.
 
 use baton_protocol::{AgentMessage, ClientId, ErrorKind, Hint, WirePriority};
 
@@ -37,12 +41,20 @@ impl Core {
     }
 
     /// An agent's message with its priorities lowered to the cap.
-    pub(super) fn capped(&self, client: ClientId, msg: AgentMessage) -> AgentMessage {
+    pub(super) fn capped(&self, client: ClientId, mut msg: AgentMessage) -> AgentMessage {
         let Some(c) = self.clients.get(&client) else {
             return msg;
         };
-        let Some(max) = self.cap_for(c.peer.uid) else {
-            return msg;
+        let pod = self.pod_cap(client);
+        if let (Some(p), AgentMessage::ProcessStarted(started)) = (pod, &mut msg) {
+            if !started.hints.iter().any(|h| matches!(h, Hint::Priority(_))) {
+                started.hints.push(Hint::Priority(WirePriority(p)));
+            }
+        }
+        let max = match (self.cap_for(c.peer.uid), pod) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(m), None) | (None, Some(m)) => m,
+            (None, None) => return msg,
         };
         let mut lowered = false;
         let mut cap = |h: Hint| {
@@ -71,7 +83,9 @@ impl Core {
                 pid = c.peer.pid,
                 uid = c.peer.uid,
                 max,
-                "a process asked for a priority above the cap (--max-priority): lowered to it"
+                pod_priority = ?pod,
+                "a process asked for a priority above its cap (--max-priority, or its pod's): \
+                 lowered to it"
             );
         }
         msg

@@ -17,6 +17,7 @@
 
 mod agents;
 mod cap;
+mod cluster;
 mod lease;
 mod requests;
 pub(crate) mod views;
@@ -154,6 +155,8 @@ pub(crate) struct Core {
     pub(crate) stopping: bool,
     /// Since when no agent has been connected.
     pub(crate) idle_since: Option<Nanos>,
+    /// The cluster's pods and priorities (`--kubernetes`).
+    cluster: Option<crate::cluster::PodTable>,
 }
 
 impl Core {
@@ -187,6 +190,7 @@ impl Core {
             round_start: None,
             stopping: false,
             idle_since: Some(now),
+            cluster: None,
         }
     }
 

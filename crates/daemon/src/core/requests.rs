@@ -19,6 +19,9 @@ impl Core {
     /// Answers one request.
     pub(crate) fn request(&mut self, peer: Peer, req: Request) -> Reply {
         let arrived = self.now();
+        if let Err(why) = self.cluster_gate(peer, &req) {
+            return error(ErrorKind::Unauthorized, &why.to_string());
+        }
         match req {
             Request::List { pid } => Reply::List(self.list(pid)),
             Request::Status => Reply::Status(self.status()),

@@ -493,5 +493,6 @@ fn idleness_is_measured_on_the_core_clock() {
     assert_eq!(c.idle_since, Some(Nanos::from_secs(9)));
 }
 
+mod cluster;
 mod lease;
 mod service;
