@@ -26,4 +26,6 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --no-build-isolation ./python 2>/dev/null \
     || "$venv/bin/pip" install --quiet ./python
 BATON_PYTHON="$PWD/$venv/bin/python" cargo test -p baton-cuda-testapps --locked --test capi python
+echo "== cluster deployment (Helm chart rendered and validated without a cluster)"
+bash scripts/test-cluster.sh
 echo "== all tests passed"

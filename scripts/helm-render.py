@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Renders deploy/helm/baton without helm, for the tests.
+
+The chart's templates keep to the few constructs this script renders exactly as helm does:
+`{{ .Values.a.b }}`, `{{ .Release.Namespace }}`, `{{ .Chart.AppVersion }}` and
+`{{- toYaml .Values.a | nindent N }}`. Anything else is refused, so a template that grows
+beyond them fails the tests instead of being rendered wrongly.
+
+    scripts/helm-render.py [--namespace NS] [--set a.b=value ...] [CHART_DIR]
+"""
+import argparse
+import pathlib
+import re
+import sys
+
+import yaml
+
+TAG = re.compile(r"(\s*)\{\{(-?)\s*(.*?)\s*(-?)\}\}")
+
+
+def lookup(values, path):
+    v = values
+    for key in path.split("."):
+        if not isinstance(v, dict) or key not in v:
+            raise SystemExit(f"helm-render: no value {path!r} in values.yaml")
+        v = v[key]
+    return v
+
+
+def render_text(text, values, chart, namespace):
+    out = []
+    pos = 0
+    for m in TAG.finditer(text):
+        lead, trim_left, expr, _trim_right = m.groups()
+        out.append(text[pos : m.start()])
+        if not trim_left:
+            out.append(lead)
+        pos = m.end()
+        t = re.fullmatch(r"toYaml \.Values\.([\w.]+) \| nindent (\d+)", expr)
+        if t:
+            body = yaml.safe_dump(lookup(values, t.group(1)), default_flow_style=False, sort_keys=False)
+            pad = " " * int(t.group(2))
+            out.append("\n" + "\n".join(pad + line for line in body.rstrip("\n").split("\n")))
+            continue
+        if expr.startswith(".Values."):
+            out.append(str(lookup(values, expr[len(".Values.") :])))
+        elif expr == ".Release.Namespace":
+            out.append(namespace)
+        elif expr == ".Chart.AppVersion":
+            out.append(str(chart["appVersion"]))
+        else:
+            raise SystemExit(f"helm-render: unsupported template construct {{{{ {expr} }}}}")
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def render(chart_dir, namespace="baton", overrides=()):
+    chart_dir = pathlib.Path(chart_dir)
+    chart = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
+    values = yaml.safe_load((chart_dir / "values.yaml").read_text())
+    for o in overrides:
+        key, _, raw = o.partition("=")
+        *parents, last = key.split(".")
+        d = values
+        for p in parents:
+            d = d.setdefault(p, {})
+        d[last] = yaml.safe_load(raw)
+    docs = []
+    for t in sorted((chart_dir / "templates").glob("*.yaml")):
+        docs.append(f"# Source: {chart['name']}/templates/{t.name}\n" + render_text(t.read_text(), values, chart, namespace))
+    return "---\n".join(d if d.endswith("\n") else d + "\n" for d in docs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("chart", nargs="?", default=pathlib.Path(__file__).resolve().parent.parent / "deploy/helm/baton")
+    ap.add_argument("--namespace", default="baton")
+    ap.add_argument("--set", action="append", default=[])
+    a = ap.parse_args()
+    sys.stdout.write(render(a.chart, a.namespace, a.set))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The cluster deployment's checks that need no cluster: the Helm chart rendered without helm
+# (scripts/helm-render.py), its manifests checked for what Baton relies on, then validated
+# against the Kubernetes API schemas with kubernetes-validate (PyPI) in a virtual environment.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=target/cluster
+mkdir -p "$out"
+python3 scripts/helm-render.py --namespace baton-system > "$out/rendered.yaml"
+python3 - "$out/rendered.yaml" <<'PY'
+import sys, yaml
+docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+assert set(docs) == {"DaemonSet", "ClusterRole", "ClusterRoleBinding", "ServiceAccount"}, set(docs)
+rules = docs["ClusterRole"]["rules"]
+assert rules == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}], rules
+assert docs["ClusterRoleBinding"]["subjects"][0]["namespace"] == "baton-system"
+pod = docs["DaemonSet"]["spec"]["template"]["spec"]
+assert pod["hostPID"] is True, "the daemon must see pods' processes by their host pids"
+assert pod["serviceAccountName"] == docs["ServiceAccount"]["metadata"]["name"]
+daemon = pod["containers"][0]
+cmd = daemon["command"]
+assert "--kubernetes" in cmd and "--system" in cmd, cmd
+metrics = cmd[cmd.index("--metrics") + 1]
+assert metrics.startswith("127.0.0.1:"), "the daemon serves metrics on loopback only"
+env = {e["name"]: e for e in daemon["env"]}
+assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+host = pod["volumes"][0]["hostPath"]["path"]
+assert cmd[cmd.index("--socket") + 1] == host + "/run/baton.sock"
+assert any(m["mountPath"] == host for m in daemon["volumeMounts"])
+install = pod["initContainers"][0]["command"][-1]
+assert "mv -f /host/lib/.libbaton_interposer.so.new /host/lib/libbaton_interposer.so" in install
+assert any(t.get("key") == "nvidia.com/gpu" for t in pod["tolerations"])
+print("chart: rendered manifests hold what Baton relies on")
+PY
+venv=target/cluster-venv
+if [ ! -x "$venv/bin/kubernetes-validate" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet kubernetes-validate || {
+        echo "chart: kubernetes-validate could not be installed from PyPI; schema validation skipped" >&2
+        exit 0
+    }
+fi
+"$venv/bin/kubernetes-validate" --strict --quiet "$out/rendered.yaml"
+echo "chart: manifests valid (strict) against the Kubernetes API schemas kubernetes-validate ships"
