@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The cluster deployment's checks that need no cluster: the Helm chart rendered without helm
 # (scripts/helm-render.py), its manifests checked for what Baton relies on, then validated
-# against the Kubernetes API schemas with kubernetes-validate (PyPI) in a virtual environment.
+# against the Kubernetes API schemas with kubernetes-validate (PyPI) in a virtual environment;
+# and the Slurm SPANK plugin compiled where Slurm's headers are installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +34,13 @@ assert "mv -f /host/lib/.libbaton_interposer.so.new /host/lib/libbaton_interpose
 assert any(t.get("key") == "nvidia.com/gpu" for t in pod["tolerations"])
 print("chart: rendered manifests hold what Baton relies on")
 PY
+# The SPANK plugin builds warning-free wherever Slurm's headers are (Debian: libslurm-dev).
+if [ -f /usr/include/slurm/spank.h ]; then
+    cc -Wall -Wextra -Werror -shared -fPIC -o "$out/spank_baton.so" deploy/slurm/spank_baton.c
+    echo "slurm: spank_baton.so built"
+else
+    echo "slurm: no slurm/spank.h (apt-get install libslurm-dev); the SPANK plugin's build skipped"
+fi
 venv=target/cluster-venv
 if [ ! -x "$venv/bin/kubernetes-validate" ]; then
     rm -rf "$venv"
