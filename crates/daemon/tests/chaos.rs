@@ -6,8 +6,8 @@
 //! The CI versions run a few trials; the campaign's versions are ignored tests:
 //!
 //! ```text
-//! BATON_CHAOS_OUT=docs/reliability/chaos cargo test --release -p baton-daemon --test chaos \
-//!     -- --ignored --test-threads=1
+//! BATON_CHAOS_OUT=docs/reliability/chaos cargo test -p baton-daemon --test chaos \
+//!     -- --ignored --test-threads=1 --nocapture
 //! ```
 //! which write their figures as JSON under `BATON_CHAOS_OUT` when it is set.
 
