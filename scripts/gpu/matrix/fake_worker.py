@@ -16,12 +16,15 @@ def serve(n, warmup):
     lat, t_first, t_last = [], None, None
     for i in range(warmup + n):
         t0 = time.monotonic()
-        time.sleep(0.003 if os.path.exists(FLAG) else 0.002)
+        # The latency reported is the made-up one, not the sleep's: a loaded test machine
+        # oversleeps, and the self-test checks the controller, not the host's timer.
+        made_up = 0.003 if os.path.exists(FLAG) else 0.002
+        time.sleep(made_up)
         t1 = time.monotonic()
         if i >= warmup:
             t_first = t0 if t_first is None else t_first
             t_last = t1
-            lat.append((t1 - t0) * 1e3)
+            lat.append(made_up * 1e3)
         time.sleep(0.0005)
     return {"lat_ms": lat, "t_first": t_first, "t_last": t_last, "cpu_s": 0.0, "invol_switches": 0}
 
