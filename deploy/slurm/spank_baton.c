@@ -53,15 +53,19 @@ static int gpu_priority_cb(int val, const char *optarg, int remote)
 	return 0;
 }
 
-struct spank_option spank_options[] = {
-	{ "gpu-priority", "N", "Baton priority of the job's GPU work (-100..100; capped by the site)",
-	  1, 0, (spank_opt_cb_f)gpu_priority_cb },
-	SPANK_OPTIONS_TABLE_END
+/* Registered from slurm_spank_init in every context: an exported spank_options table reaches
+ * srun and slurmstepd only, so sbatch and salloc would refuse the option. */
+static struct spank_option gpu_priority_option = {
+	"gpu-priority", "N", "Baton priority of the job's GPU work (-100..100; capped by the site)",
+	1, 0, (spank_opt_cb_f)gpu_priority_cb
 };
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
-	(void)sp;
+	if (spank_option_register(sp, &gpu_priority_option) != ESPANK_SUCCESS) {
+		slurm_error("baton: could not register --gpu-priority");
+		return -1;
+	}
 	for (int i = 0; i < ac; i++) {
 		const char *a = av[i];
 		int bad = 0;
