@@ -112,6 +112,19 @@ static int qos_priority(spank_t sp, int *out)
 	return -1;
 }
 
+/* Whether the LD_PRELOAD list `list` (separated by colons or spaces) names `lib`. */
+static int preloads(const char *list, const char *lib)
+{
+	size_t n = strlen(lib);
+	for (const char *p = list; (p = strstr(p, lib)) != NULL; p += n) {
+		int starts = p == list || p[-1] == ':' || p[-1] == ' ';
+		int ends = p[n] == '\0' || p[n] == ':' || p[n] == ' ';
+		if (starts && ends)
+			return 1;
+	}
+	return 0;
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;
@@ -125,9 +138,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		p = site_max;
 	char buf[4096], value[16];
 	if (spank_getenv(sp, "LD_PRELOAD", buf, sizeof buf) == ESPANK_SUCCESS && buf[0] != '\0') {
-		char joined[4096 + 512];
-		snprintf(joined, sizeof joined, "%s:%s", interposer, buf);
-		spank_setenv(sp, "LD_PRELOAD", joined, 1);
+		/* An srun inside a batch job inherits the batch task's LD_PRELOAD: keep it as is,
+		 * rather than naming the interposer once more for every nested step. */
+		if (!preloads(buf, interposer)) {
+			char joined[4096 + 512];
+			snprintf(joined, sizeof joined, "%s:%s", interposer, buf);
+			spank_setenv(sp, "LD_PRELOAD", joined, 1);
+		}
 	} else
 		spank_setenv(sp, "LD_PRELOAD", interposer, 1);
 	spank_setenv(sp, "BATON_SCHEDULER", "global", 1);
