@@ -3,8 +3,10 @@
 
 The chart's templates keep to the few constructs this script renders exactly as helm does:
 `{{ .Values.a.b }}`, `{{ .Release.Namespace }}`, `{{ .Chart.AppVersion }}` and
-`{{- toYaml .Values.a | nindent N }}`. Anything else is refused, so a template that grows
-beyond them fails the tests instead of being rendered wrongly.
+`{{- toYaml .Values.a | nindent N }}`, and `{{- if .Values.a }}` … `{{- end }}` (not nested,
+no else) around whole manifests. Anything else is refused, so a template that grows beyond
+them fails the tests instead of being rendered wrongly. As helm does, a template that renders
+to nothing but whitespace is left out.
 
     scripts/helm-render.py [--namespace NS] [--set a.b=value ...] [CHART_DIR]
 """
@@ -16,6 +18,8 @@ import sys
 import yaml
 
 TAG = re.compile(r"(\s*)\{\{(-?)\s*(.*?)\s*(-?)\}\}")
+# `{{- if .Values.a }}BODY{{- end }}`: both tags trim the whitespace before them, as in helm.
+IF = re.compile(r"\s*\{\{-\s*if\s+(.*?)\s*\}\}(.*?)\s*\{\{-\s*end\s*\}\}", re.S)
 
 
 def lookup(values, path):
@@ -27,7 +31,23 @@ def lookup(values, path):
     return v
 
 
+def truthy(v):
+    # Go templates' truth: false, 0, nil and empty strings, lists and maps are false.
+    return bool(v)
+
+
+def conditionals(text, values):
+    def block(m):
+        cond = re.fullmatch(r"\.Values\.([\w.]+)", m.group(1))
+        if not cond or re.search(r"\{\{-?\s*(if|else|end)\b", m.group(2)):
+            raise SystemExit(f"helm-render: unsupported conditional {{{{- if {m.group(1)} }}}}")
+        return m.group(2) if truthy(lookup(values, cond.group(1))) else ""
+
+    return IF.sub(block, text)
+
+
 def render_text(text, values, chart, namespace):
+    text = conditionals(text, values)
     out = []
     pos = 0
     for m in TAG.finditer(text):
@@ -67,7 +87,9 @@ def render(chart_dir, namespace="baton", overrides=()):
         d[last] = yaml.safe_load(raw)
     docs = []
     for t in sorted((chart_dir / "templates").glob("*.yaml")):
-        docs.append(f"# Source: {chart['name']}/templates/{t.name}\n" + render_text(t.read_text(), values, chart, namespace))
+        body = render_text(t.read_text(), values, chart, namespace)
+        if body.strip():
+            docs.append(f"# Source: {chart['name']}/templates/{t.name}\n" + body)
     return "---\n".join(d if d.endswith("\n") else d + "\n" for d in docs)
 
 

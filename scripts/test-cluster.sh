@@ -34,6 +34,39 @@ assert "mv -f /host/lib/.libbaton_interposer.so.new /host/lib/libbaton_interpose
 assert any(t.get("key") == "nvidia.com/gpu" for t in pod["tolerations"])
 print("chart: rendered manifests hold what Baton relies on")
 PY
+# The opt-in webhook: off by default (above), rendered and checked when enabled.
+python3 scripts/helm-render.py --namespace baton-system --set webhook.enabled=true \
+    --set webhook.caBundle=Q0E= > "$out/rendered-webhook.yaml"
+python3 - "$out/rendered-webhook.yaml" <<'PY'
+import sys, yaml
+docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+assert {"Deployment", "Service", "MutatingWebhookConfiguration"} <= set(docs), set(docs)
+hook = docs["MutatingWebhookConfiguration"]["webhooks"][0]
+assert hook["failurePolicy"] == "Ignore", "the webhook must never block a pod's creation"
+assert hook["sideEffects"] == "None" and hook["reinvocationPolicy"] == "Never"
+assert hook["timeoutSeconds"] <= 5, hook["timeoutSeconds"]
+assert hook["admissionReviewVersions"] == ["v1"]
+assert hook["objectSelector"] == {"matchLabels": {"baton.dev/inject": "true"}}
+assert hook["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                          "resources": ["pods"], "scope": "Namespaced"}], hook["rules"]
+service = docs["Service"]
+assert hook["clientConfig"]["service"]["name"] == service["metadata"]["name"]
+assert hook["clientConfig"]["service"]["namespace"] == "baton-system"
+assert hook["clientConfig"]["service"]["path"] == "/mutate"
+template = docs["Deployment"]["spec"]["template"]
+assert service["spec"]["selector"].items() <= template["metadata"]["labels"].items()
+pod = template["spec"]
+assert pod["automountServiceAccountToken"] is False, "the webhook reads nothing from the API server"
+cmd = pod["containers"][0]["command"]
+host = docs["DaemonSet"]["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"]
+assert cmd[cmd.index("--host-dir") + 1] == host, "the webhook injects the directory the DaemonSet fills"
+tls = pod["volumes"][0]
+mount = pod["containers"][0]["volumeMounts"][0]
+assert tls["name"] == mount["name"] and "secretName" in tls["secret"]
+assert cmd[cmd.index("--tls-cert") + 1] == mount["mountPath"] + "/tls.crt"
+assert cmd[cmd.index("--tls-key") + 1] == mount["mountPath"] + "/tls.key"
+print("chart: the webhook, when enabled, is opt-in per pod and never blocks a pod")
+PY
 # The SPANK plugin builds warning-free wherever Slurm's headers are (Debian: libslurm-dev).
 if [ -f /usr/include/slurm/spank.h ]; then
     cc -Wall -Wextra -Werror -shared -fPIC -o "$out/spank_baton.so" deploy/slurm/spank_baton.c
@@ -50,5 +83,5 @@ if [ ! -x "$venv/bin/kubernetes-validate" ]; then
         exit 0
     }
 fi
-"$venv/bin/kubernetes-validate" --strict --quiet "$out/rendered.yaml"
+"$venv/bin/kubernetes-validate" --strict --quiet "$out/rendered.yaml" "$out/rendered-webhook.yaml"
 echo "chart: manifests valid (strict) against the Kubernetes API schemas kubernetes-validate ships"

@@ -106,6 +106,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The test doubles take their locks the project's way, and nothing else from above.
     ("baton-fake-cuda", &["baton-core", "baton-cuda-sys"]),
     ("baton-cuda-testapps", &["baton-core", "baton-cuda-sys"]),
+    ("baton-webhook", &[]),
 ];
 
 #[test]
