@@ -24,7 +24,8 @@ fi
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 REQUESTS="${REQUESTS:-3000}"
-STEPS="${STEPS:-150}"
+# Training outlasts the service, so both run when the daemon is killed.
+STEPS="${STEPS:-1500}"
 
 wait_progress() { # FILE MIN: until the program reports MIN units done
     until [ -f "$1" ] && [ "$(cat "$1" 2>/dev/null || echo 0)" -ge "$2" ]; do sleep 0.05; done
@@ -68,29 +69,37 @@ for t in $(seq 1 "$trials"); do
     sleep 2  # both run unscheduled (fail-open) meanwhile
     "$BATON_BIN" daemon > "$dir/daemon2.log" 2>&1 &
     daemon=$!
+    restart_at="$(python3 -c "import time; print(time.monotonic())")"
+    both_running_at_kill=false
+    [ -e "/proc/$HP_PID" ] && [ -e "/proc/$BE_PID" ] && both_running_at_kill=true
     adopted=false
     for _ in $(seq 1 100); do
         "$BATON_BIN" list --json > "$dir/list-after.json" 2>/dev/null || true
-        if python3 - "$dir/list-after.json" <<'PY'
-import json, sys
+        if python3 - "$dir/list-after.json" "$HP_PID" "$BE_PID" <<'PY'
+import json, os, sys
 try:
     procs = json.load(open(sys.argv[1]))["processes"]
 except Exception:
     sys.exit(1)
-# Both programs (the only scheduled processes on this socket) are back.
-sys.exit(0 if sum(1 for p in procs if "workload.py" in p["command"]) >= 2 else 1)
+# Every program still running (both, when the kill came mid-run) is back, with its queues.
+# (The pids given are the launching subshells', alive exactly as long as their programs.)
+alive = sum(1 for p in sys.argv[2:] if os.path.exists(f"/proc/{p}"))
+listed = sum(1 for p in procs if "workload.py" in p["command"] and p["queues"])
+sys.exit(0 if alive and listed >= alive else 1)
 PY
         then adopted=true; break; fi
         sleep 0.1
     done
+    readopted_after_s="$(python3 -c "import time; print(round(time.monotonic() - $restart_at, 3))")"
     hp_rc=0; be_rc=0
     wait "$HP_PID" || hp_rc=$?
     wait "$BE_PID" || be_rc=$?
     kill "$daemon" 2>/dev/null || true
     wait "$daemon" 2>/dev/null || true
-    python3 - "$out/native" "$dir" "$hp_rc" "$be_rc" "$adopted" "$at" "$killed_at_train" <<'PY' || status=1
+    python3 - "$out/native" "$dir" "$hp_rc" "$be_rc" "$adopted" "$at" "$killed_at_train" \
+        "$both_running_at_kill" "$readopted_after_s" <<'PY' || status=1
 import json, os, sys
-native, d, hp_rc, be_rc, adopted, at, train_at = sys.argv[1:]
+native, d, hp_rc, be_rc, adopted, at, train_at, both, after_s = sys.argv[1:]
 def load(p):
     try:
         return json.load(open(p))
@@ -102,13 +111,16 @@ r = {
     "schema": "baton.gpu-reliability-trial/1",
     "killed_at_hp_request": int(at), "killed_at_be_step": int(train_at),
     "hp_exit": int(hp_rc), "be_exit": int(be_rc), "readopted": adopted == "true",
+    "both_running_after_kill": both == "true",
+    "readopted_within_s": float(after_s) if adopted == "true" else None,
     "hp_identical": bool(n_i and b_i and n_i["digest"] == b_i["digest"]),
     "be_identical": bool(n_t and b_t and n_t["digest"] == b_t["digest"] and n_t["losses"] == b_t["losses"]),
     "hp_latency_ms": b_i and b_i["latency_ms"], "native_hp_latency_ms": n_i and n_i["latency_ms"],
 }
 json.dump(r, open(os.path.join(d, "trial.json"), "w"), indent=1)
 print(json.dumps(r))
-ok = r["hp_exit"] == 0 and r["be_exit"] == 0 and r["hp_identical"] and r["be_identical"] and r["readopted"]
+ok = (r["hp_exit"] == 0 and r["be_exit"] == 0 and r["hp_identical"] and r["be_identical"]
+      and r["readopted"] and r["both_running_after_kill"])
 sys.exit(0 if ok else 1)
 PY
 done
@@ -120,7 +132,7 @@ s = {
     "schema": "baton.gpu-reliability-kill-daemon/1",
     "trials": trials,
     "passed": sum(1 for r in rows if r["hp_exit"] == 0 and r["be_exit"] == 0 and r["hp_identical"]
-                  and r["be_identical"] and r["readopted"]),
+                  and r["be_identical"] and r["readopted"] and r["both_running_after_kill"]),
     "rows": rows,
 }
 json.dump(s, open(os.path.join(out, "summary.json"), "w"), indent=1)
