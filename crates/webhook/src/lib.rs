@@ -15,6 +15,7 @@
 //!   [`certificate`]: its certificate, read again when the Secret's files change.
 
 pub mod certificate;
+mod error;
 pub mod inject;
 pub mod review;
 pub mod server;

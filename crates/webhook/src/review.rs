@@ -94,7 +94,7 @@ pub fn respond(body: &[u8], injection: &Injection) -> Vec<u8> {
             }
             response.warnings = m.warnings;
         }
-        Some(Err(why)) => tracing::warn!(uid, why, "left a request unchanged"),
+        Some(Err(why)) => tracing::warn!(uid, %why, "left a request unchanged"),
         None => tracing::warn!("left a request unchanged: its body is not JSON"),
     }
     let review = ReviewResponse {
@@ -105,22 +105,41 @@ pub fn respond(body: &[u8], injection: &Injection) -> Vec<u8> {
     serde_json::to_vec(&review).expect("the response serializes")
 }
 
+/// Why a request is left unchanged.
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    #[error("not an AdmissionReview: {0}")]
+    NotReview(serde_json::Error),
+    #[error("not a Pod but {group}/{version} {kind}")]
+    NotPod {
+        group: String,
+        version: String,
+        kind: String,
+    },
+    #[error("operation {0}, not CREATE")]
+    NotCreate(String),
+    #[error("no object")]
+    NoObject,
+    #[error("the pod cannot be read: {0}")]
+    Pod(serde_json::Error),
+}
+
 /// The namespace and pod of a review of a pod's creation.
-fn read(value: Value) -> Result<(String, Pod), String> {
-    let review: ReviewRequest =
-        serde_json::from_value(value).map_err(|e| format!("not an AdmissionReview: {e}"))?;
+fn read(value: Value) -> Result<(String, Pod), Unreadable> {
+    let review: ReviewRequest = serde_json::from_value(value).map_err(Unreadable::NotReview)?;
     let r = review.request;
-    let k = &r.kind;
+    let k = r.kind;
     if (k.group.as_str(), k.version.as_str(), k.kind.as_str()) != ("", "v1", "Pod") {
-        return Err(format!(
-            "not a Pod but {}/{} {}",
-            k.group, k.version, k.kind
-        ));
+        return Err(Unreadable::NotPod {
+            group: k.group,
+            version: k.version,
+            kind: k.kind,
+        });
     }
     if r.operation != "CREATE" {
-        return Err(format!("operation {}, not CREATE", r.operation));
+        return Err(Unreadable::NotCreate(r.operation));
     }
-    let object = r.object.ok_or("no object")?;
-    let pod = serde_json::from_value(object).map_err(|e| format!("the pod cannot be read: {e}"))?;
+    let object = r.object.ok_or(Unreadable::NoObject)?;
+    let pod = serde_json::from_value(object).map_err(Unreadable::Pod)?;
     Ok((r.namespace, pod))
 }

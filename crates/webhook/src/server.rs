@@ -9,7 +9,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -17,6 +17,7 @@ use std::time::Duration;
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use crate::certificate::Reloading;
+pub use crate::error::Error;
 use crate::inject::Injection;
 use crate::review::respond;
 
@@ -28,29 +29,6 @@ pub const MAX_BODY: usize = 8 << 20;
 const MAX_HEAD: usize = 16 << 10;
 /// Each read or write on a connection.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Why the webhook could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A certificate or key file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Read { path: PathBuf, source: io::Error },
-    /// The certificate file holds no PEM certificate.
-    #[error("{} holds no PEM certificate (expected a `tls.crt` as a kubernetes.io/tls Secret has it)", path.display())]
-    NoCertificate { path: PathBuf },
-    /// The key file holds no PEM private key.
-    #[error("{} holds no PEM private key (expected a `tls.key` as a kubernetes.io/tls Secret has it): {source}", path.display())]
-    Key {
-        path: PathBuf,
-        source: rustls::pki_types::pem::Error,
-    },
-    /// rustls refused the certificate and key (a key that does not match, say).
-    #[error("the certificate and key cannot serve TLS: {0}")]
-    Tls(#[from] rustls::Error),
-    /// The listening address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: String, source: io::Error },
-}
 
 /// The TLS settings from a certificate chain and its key, both PEM files, read again when
 /// they change ([`Reloading`]).
