@@ -10,7 +10,6 @@ mod support;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -398,22 +397,13 @@ fn bad_settings_stop_a_daemon_before_it_starts() {
         let locked = dir.join("locked");
         std::fs::create_dir(&locked).unwrap();
         std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "bind_process", "--nocapture", "--test-threads=1"])
-            .env("BATON_TEST_BIND_SOCKET", locked.join("baton.sock"))
-            .uid(65534)
-            .gid(65534)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .find_map(|l| l.split_once("BIND ").map(|(_, e)| e))
-            .unwrap_or_else(|| panic!("{text} {}", String::from_utf8_lossy(&out.stderr)));
+        let socket = locked.join("baton.sock");
+        let env = [("BATON_TEST_BIND_SOCKET", socket.as_os_str())];
+        let line = rerun_as_nobody("bind_process", &env, "BIND ");
         assert!(line.starts_with("cannot listen on"), "{line}");
         row(
             "a socket directory the daemon's user cannot write (run as uid 65534)",
-            line,
+            &line,
         );
     } else {
         eprintln!("skipped: the unwritable-directory case runs as another user, which needs root");

@@ -16,20 +16,14 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use baton_daemon::{Daemon, DaemonConfig};
+use baton_daemon::DaemonConfig;
 use baton_protocol::{Reply, Request, write_frame};
 use support::*;
 
 /// Not a test: the daemon process the kill tests start (see `support::Separate`).
 #[test]
 fn daemon_process() {
-    let Some(socket) = std::env::var_os("BATON_TEST_DAEMON_SOCKET") else {
-        return;
-    };
-    Daemon::bind(DaemonConfig::new(socket.into()))
-        .unwrap()
-        .run()
-        .unwrap();
+    serve_daemon_if_asked();
 }
 
 /// A small xorshift generator: trials are reproducible from their number.

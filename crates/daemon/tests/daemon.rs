@@ -5,10 +5,9 @@ mod support;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
-use baton_daemon::{Daemon, DaemonConfig};
+use baton_daemon::DaemonConfig;
 use baton_protocol::{
     AgentMessage, DaemonMessage, ErrorKind, Hello, HelloReply, PROTOCOL_VERSION, RefusalReason,
     Reply, Request, Role, Target, WirePriority, encode_frame, read_frame, write_frame,
@@ -19,13 +18,7 @@ use support::*;
 /// `BATON_TEST_DAEMON_SOCKET` set). Without the variable it returns at once.
 #[test]
 fn daemon_process() {
-    let Some(socket) = std::env::var_os("BATON_TEST_DAEMON_SOCKET") else {
-        return;
-    };
-    Daemon::bind(DaemonConfig::new(socket.into()))
-        .unwrap()
-        .run()
-        .unwrap();
+    serve_daemon_if_asked();
 }
 
 /// Not a test: a CLI request made as another user (this binary re-run under another uid
@@ -155,9 +148,6 @@ fn killing_the_daemon_fails_open_and_clients_register_again() {
     assert_eq!(be.status()["connections"], "2");
 }
 
-/// A group that `nobody` (uid 65534) is a member of through its primary gid.
-const NOBODY: u32 = 65534;
-
 #[test]
 fn requests_from_another_user_are_refused() {
     if rustix::process::geteuid().as_raw() != 0 {
@@ -186,23 +176,12 @@ fn requests_from_another_user_are_refused() {
     let mut root_client = Sim::start(&d.socket, 1, 0);
     wait_until("registered", || registered(&d.socket, root_client.pid(), 1));
     let as_nobody = |req: &Request| -> Reply {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "cli_process", "--nocapture", "--test-threads=1"])
-            .env("BATON_TEST_CLI_SOCKET", &d.socket)
-            .env(
-                "BATON_TEST_CLI_REQUEST",
-                serde_json::to_string(req).unwrap(),
-            )
-            .uid(NOBODY)
-            .gid(NOBODY)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .find_map(|l| l.split_once("REPLY ").map(|(_, r)| r))
-            .unwrap_or_else(|| panic!("no reply: {text} {}", String::from_utf8_lossy(&out.stderr)));
-        serde_json::from_str(line).unwrap()
+        let req = serde_json::to_string(req).unwrap();
+        let env = [
+            ("BATON_TEST_CLI_SOCKET", d.socket.as_os_str()),
+            ("BATON_TEST_CLI_REQUEST", req.as_ref()),
+        ];
+        serde_json::from_str(&rerun_as_nobody("cli_process", &env, "REPLY ")).unwrap()
     };
     let set = Request::SetPriority {
         target: Target::Process {

@@ -17,20 +17,13 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use baton_daemon::{Daemon, DaemonConfig};
 use baton_protocol::{Reply, Request};
 use support::*;
 
 /// Not a test: the daemon process (see `support::Separate`).
 #[test]
 fn daemon_process() {
-    let Some(socket) = std::env::var_os("BATON_TEST_DAEMON_SOCKET") else {
-        return;
-    };
-    Daemon::bind(DaemonConfig::new(socket.into()))
-        .unwrap()
-        .run()
-        .unwrap();
+    serve_daemon_if_asked();
 }
 
 /// The policies switched between: those that schedule processes given only priorities (k-EDF

@@ -92,8 +92,46 @@ impl Drop for InProcess {
     }
 }
 
+/// The body of each test binary's `daemon_process` test, which [`Separate`] re-runs this
+/// binary as: serves a daemon on `BATON_TEST_DAEMON_SOCKET`; without the variable (an ordinary
+/// test run) it returns at once.
+pub fn serve_daemon_if_asked() {
+    let Some(socket) = std::env::var_os("BATON_TEST_DAEMON_SOCKET") else {
+        return;
+    };
+    Daemon::bind(DaemonConfig::new(socket.into()))
+        .unwrap()
+        .run()
+        .unwrap();
+}
+
+/// The uid and gid the tests run other users' processes as.
+pub const NOBODY: u32 = 65534;
+
+/// Re-runs this test binary's `test` as [`NOBODY`] with `env`, and returns what follows
+/// `tag` on the line of its output that has it (the re-run test prints it).
+pub fn rerun_as_nobody(test: &str, env: &[(&str, &std::ffi::OsStr)], tag: &str) -> String {
+    use std::os::unix::process::CommandExt;
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .envs(env.iter().copied())
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.split_once(tag).map(|(_, rest)| rest.to_owned()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no {tag:?} line from {test}: {text} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
 /// A daemon in a process of its own: this test binary re-run as `daemon_process` (see
-/// `tests/daemon.rs`), so it can be killed.
+/// [`serve_daemon_if_asked`]), so it can be killed.
 pub struct Separate {
     pub child: Child,
 }
