@@ -22,7 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use baton_agent::SchedulerMode;
+use baton_agent::{AgentScheduler, SchedulerMode};
 use baton_capi::{
     BATON_ABI_VERSION, BATON_ERR_APP_MANAGED, BATON_ERR_BUFFER_TOO_SMALL, BATON_ERR_DISABLED,
     BATON_ERR_INTERNAL, BATON_ERR_INVALID_ARGUMENT, BATON_ERR_NO_DRIVER, BATON_ERR_NOT_APP_MANAGED,
@@ -118,13 +118,15 @@ fn scheduling() -> Result<&'static Runtime, Refusal> {
     Ok(rt)
 }
 
-/// The runtime, if a scheduler (not the application) decides for this process.
-fn scheduled() -> Result<&'static Runtime, Refusal> {
+/// The runtime and its scheduler, if a scheduler (not the application) decides for this
+/// process.
+fn scheduled() -> Result<(&'static Runtime, &'static AgentScheduler), Refusal> {
     let rt = scheduling()?;
-    if rt.sched.is_none() {
-        return Err(Refusal::plain(BATON_ERR_APP_MANAGED));
-    }
-    Ok(rt)
+    let s = rt
+        .sched
+        .as_ref()
+        .ok_or_else(|| Refusal::plain(BATON_ERR_APP_MANAGED))?;
+    Ok((rt, s))
 }
 
 /// The entry of `stream` as the application names it.
@@ -166,10 +168,7 @@ fn non_null<T>(p: *mut T, what: &str) -> Result<*mut T, Refusal> {
 }
 
 /// Applies a validated hint request to queue `e` (local scheduling) or sends it (global).
-fn hint_entry(rt: &Runtime, e: &StreamEntry, req: Request) -> Result<(), Refusal> {
-    let Some(s) = &rt.sched else {
-        return Err(Refusal::plain(BATON_ERR_APP_MANAGED));
-    };
+fn hint_entry(s: &AgentScheduler, e: &StreamEntry, req: Request) -> Result<(), Refusal> {
     let prio = Priority::clamped(i64::from(e.priority.current()));
     s.hint_queue(
         e.xq.id(),
@@ -216,33 +215,26 @@ extern "C" fn baton_clear_thread_priority() -> i32 {
     })
 }
 
+/// Sets `stream`'s own priority (`StreamPriority::NONE`: none); a queue a thread's priority
+/// holds keeps it until that thread's work leaves.
+fn set_own_priority(stream: *mut c_void, own: i32) -> Result<(), Refusal> {
+    let (rt, _) = scheduled()?;
+    let e = entry_of(rt, stream)?;
+    e.priority.own.store(own, Ordering::Relaxed);
+    if !e.priority.scoped.load(Ordering::Relaxed) {
+        rt.schedule_at(&e, rt.stream_priority(&e.priority), false);
+    }
+    Ok(())
+}
+
 #[unsafe(no_mangle)]
 extern "C" fn baton_set_stream_priority(stream: *mut c_void, priority: i32) -> i32 {
-    call(|| {
-        let p = baton_capi::priority(priority)?;
-        let rt = scheduled()?;
-        let e = entry_of(rt, stream)?;
-        e.priority.own.store(p.get(), Ordering::Relaxed);
-        if !e.priority.scoped.load(Ordering::Relaxed) {
-            rt.schedule_at(&e, p.get(), false);
-        }
-        Ok(())
-    })
+    call(|| set_own_priority(stream, baton_capi::priority(priority)?.get()))
 }
 
 #[unsafe(no_mangle)]
 extern "C" fn baton_clear_stream_priority(stream: *mut c_void) -> i32 {
-    call(|| {
-        let rt = scheduled()?;
-        let e = entry_of(rt, stream)?;
-        e.priority
-            .own
-            .store(StreamPriority::NONE, Ordering::Relaxed);
-        if !e.priority.scoped.load(Ordering::Relaxed) {
-            rt.schedule_at(&e, rt.stream_priority(&e.priority), false);
-        }
-        Ok(())
-    })
+    call(|| set_own_priority(stream, StreamPriority::NONE))
 }
 
 #[unsafe(no_mangle)]
@@ -274,15 +266,13 @@ extern "C" fn baton_get_stream_own_priority(stream: *mut c_void, priority: *mut 
 extern "C" fn baton_set_process_priority(priority: i32) -> i32 {
     call(|| {
         let p = baton_capi::priority(priority)?;
-        let rt = scheduled()?;
+        let (rt, s) = scheduled()?;
         {
             let _g = locks::lock(&rt.priority_lock);
             rt.process_priority.store(p.get(), Ordering::Relaxed);
         }
-        if let Some(s) = &rt.sched {
-            s.hint_process(baton_agent::WireHint::Priority(p.into()))
-                .map_err(|err| Refusal::new(BATON_ERR_OUT_OF_RANGE, err.to_string()))?;
-        }
+        s.hint_process(baton_agent::WireHint::Priority(p.into()))
+            .map_err(|err| Refusal::new(BATON_ERR_OUT_OF_RANGE, err.to_string()))?;
         rt.follow_process();
         Ok(())
     })
@@ -294,9 +284,9 @@ extern "C" fn baton_hint_stream(stream: *mut c_void, hint: *const BatonHint) -> 
         let h = non_null(hint.cast_mut(), "hint")?;
         // SAFETY: the caller passes a pointer to a `BatonHint` it owns; checked non-null.
         let req = Request::from_c(unsafe { &*h })?;
-        let rt = scheduled()?;
+        let (rt, s) = scheduled()?;
         let e = entry_of(rt, stream)?;
-        hint_entry(rt, &e, req)
+        hint_entry(s, &e, req)
     })
 }
 
@@ -306,10 +296,7 @@ extern "C" fn baton_hint_process(hint: *const BatonHint) -> i32 {
         let h = non_null(hint.cast_mut(), "hint")?;
         // SAFETY: as in `baton_hint_stream`.
         let req = Request::from_c(unsafe { &*h })?;
-        let rt = scheduled()?;
-        let Some(s) = &rt.sched else {
-            return Err(Refusal::plain(BATON_ERR_APP_MANAGED));
-        };
+        let (rt, s) = scheduled()?;
         if rt.cfg.scheduler == SchedulerMode::Global {
             let prio = Priority::clamped(i64::from(rt.process_priority.load(Ordering::Relaxed)));
             return s
@@ -322,7 +309,7 @@ extern "C" fn baton_hint_process(hint: *const BatonHint) -> i32 {
             locks::lock(&rt.process_requests).push(req);
         }
         for e in rt.reg.all() {
-            hint_entry(rt, &e, req)?;
+            hint_entry(s, &e, req)?;
         }
         Ok(())
     })

@@ -1,37 +1,13 @@
 /* A driver-API program linked with -lcuda, as programs built against the CUDA toolkit are:
- * it binds to libcuda.so.1 by DT_NEEDED, not through dlopen. It declares the few prototypes it
- * uses (no toolkit header here) with the versioned names cuda.h maps them to.
+ * it binds to libcuda.so.1 by DT_NEEDED, not through dlopen. Its prototypes are in
+ * driver_api.h (no toolkit header here).
  *
  * Two streams each append 20 tags in order and apply add/mul kernels; the program checks the
  * logs and data, prints one result line and exits 0 on success. */
 #include <stdio.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-
-CUresult cuInit(unsigned int flags);
-CUresult cuDeviceGet(CUdevice *device, int ordinal);
-CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
-CUresult cuCtxDestroy_v2(CUcontext ctx);
-CUresult cuModuleLoadData(CUmodule *module, const void *image);
-CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
-CUresult cuMemFree_v2(CUdeviceptr dptr);
-CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t count);
-CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
-CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
-CUresult cuStreamCreate(CUstream *stream, unsigned int flags);
-CUresult cuStreamSynchronize(CUstream stream);
-CUresult cuStreamDestroy_v2(CUstream stream);
-CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
-                        unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void **params,
-                        void **extra);
+#include "driver_api.h"
 
 #define CHECK(call)                                                              \
     do {                                                                         \
