@@ -40,13 +40,13 @@ def resnet50() -> nn.Module:
         return ours()
 
 
-def args(description: str) -> argparse.Namespace:
+def args(description: str, think_ms: float = 5.0) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--hints", choices=["on", "off"], default="on",
                    help="on: the example's baton calls; off: the same code without them")
     p.add_argument("--requests", type=int, default=200, help="timed service requests per phase")
     p.add_argument("--be-seconds", type=float, default=6.0, help="the training-alone phase")
-    p.add_argument("--think-ms", type=float, default=5.0, help="service think time")
+    p.add_argument("--think-ms", type=float, default=think_ms, help="service think time")
     p.add_argument("--out", help="write the JSON here too")
     return p.parse_args()
 

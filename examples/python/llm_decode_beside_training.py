@@ -19,7 +19,7 @@ from transformers import GPT2Config, GPT2LMHeadModel, StoppingCriteria, Stopping
 
 import harness
 
-a = harness.args(__doc__.splitlines()[1])
+a = harness.args(__doc__.splitlines()[1], think_ms=20.0)
 HINTS = harness.hints_on(a)
 if HINTS:
     import baton
@@ -61,5 +61,4 @@ def request():
 for _ in range(3):
     request()
 trainer = harness.Trainer(HINTS)
-a.think_ms = 20.0 if a.think_ms == 5.0 else a.think_ms
 harness.run_phases(a, "llm_decode_beside_training", request, trainer)
