@@ -48,14 +48,26 @@ def main():
             t0 = time.monotonic()
             state["log"] = log = [[t0, 0.0]]
 
+            state["paused"] = False
+
             def run():
                 while not stop.is_set():
                     time.sleep(0.005)
-                    log.append([time.monotonic(), log[-1][1] + 1.0])
+                    log.append([time.monotonic(), log[-1][1] + (0.0 if state["paused"] else 1.0)])
                 log.append([time.monotonic(), log[-1][1] + 1.0])
             state["thread"] = threading.Thread(target=run)
             state["thread"].start()
             answer({"t_start": t0})
+        elif cmd == "pause":
+            # The flag file is what makes requests slow: gone while paused.
+            if os.path.exists(FLAG):
+                os.remove(FLAG)
+            state["paused"] = True
+            answer({"t_paused": time.monotonic()})
+        elif cmd == "resume":
+            state["paused"] = False
+            open(FLAG, "w").close()
+            answer({"t_resumed": time.monotonic()})
         elif cmd == "stop":
             stop.set()
             state["thread"].join()

@@ -33,6 +33,8 @@ from mps import mps  # noqa: E402
 
 # How long BE floods before a service's window opens (its first steps fill the pipeline).
 RAMP_S = 0.5
+# How long a paused flood runs again before a co-located phase opens (no restart to ramp).
+PHASE_RAMP_S = 0.25
 MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["native", "baton"]}
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
 # Elsewhere HP alone is measured natively only (the baseline), which keeps each setup's run
@@ -291,42 +293,69 @@ class Matrix:
         """HP alone (natively) and co-located in alternating phases of n / --phases requests,
         BE flooding only in the co-located ones, so that both sides of the ratio see the same
         moments of a machine whose speed drifts; recorded as a co-located measurement and its
-        own alone baseline (kind `alone_paired`)."""
-        k = self.a.phases
+        own alone baseline (kind `alone_paired`). With --phase-by pause (the default) BE floods
+        once and is paused (launches stop, its work drains) for every alone phase; with
+        `restart` it is stopped and started again, which a training job does not survive."""
+        k, by = self.a.phases, self.a.phase_by
         per = max(1, self.n_of(hp) // k)
-        alone, co, units, secs, covered, err = [], [], 0.0, 0.0, True, None
-        t_first = t_last = None
+        alone, co, windows, err, log = [], [], [], None, None
         try:
+            if by == "pause":
+                bew.call(60, cmd="flood", be=be)
+                bew.call(180, cmd="pause")
             for _ in range(k):
                 a = natw.call(600, cmd="hp", hp=hp, n=per, warmup=2, think_mode=self.a.think)
                 alone += a["lat_ms"]
-                bew.call(60, cmd="flood", be=be)
-                time.sleep(RAMP_S)   # as in a whole co-located measurement: BE's first steps fill its pipeline
+                bew.call(60, cmd="flood" if by == "restart" else "resume", be=be)
+                # As in a whole co-located measurement: BE's first steps fill its pipeline.
+                time.sleep(RAMP_S if by == "restart" else PHASE_RAMP_S)
                 c = hpw.call(600, cmd="hp", hp=hp, n=per, warmup=2, think_mode=self.a.think)
-                log = bew.call(180, cmd="stop")
-                if log.get("error"):
-                    raise WorkerError("BE: " + log["error"])
-                w = analyze.window_progress(log["log"], c["t_first"], c["t_last"])
                 co += c["lat_ms"]
-                covered = covered and w["covered"]
-                units += w["units"] or 0.0
-                secs += c["t_last"] - c["t_first"]
-                t_first = c["t_first"] if t_first is None else t_first
-                t_last = c["t_last"]
-                unit = log["unit"]
+                windows.append((c["t_first"], c["t_last"]))
+                if by == "restart":
+                    log = self.phase_stop(bew, log)
+                else:
+                    bew.call(180, cmd="pause")
+            if by == "pause":
+                log = self.phase_stop(bew, log)
         except WorkerError as e:
             err = str(e)
-        base = {"setup": setup, "mode": mode, "rep": rep, "hp": hp, "be": be, "n": per * k, "phases": k}
+            if log is None:
+                try:
+                    self.phase_stop(bew, None)
+                except WorkerError:
+                    pass
+        base = {"setup": setup, "mode": mode, "rep": rep, "hp": hp, "be": be, "n": per * k, "phases": k,
+                "phase_by": by}
         self.record({**base, "kind": "alone_paired", "lat_ms": alone, **({"error": err} if err else {})})
-        rec = {**base, "kind": "coloc", "lat_ms": co, "t_first": t_first, "t_last": t_last}
-        if err:
+        rec = {**base, "kind": "coloc", "lat_ms": co,
+               "t_first": windows[0][0] if windows else None, "t_last": windows[-1][1] if windows else None}
+        if not err:
+            units, secs, covered = 0.0, 0.0, True
+            for t0, t1 in windows:
+                w = analyze.window_progress(log["log"], t0, t1)
+                covered = covered and w["covered"]
+                units += w["units"] or 0.0
+                secs += t1 - t0
+            rec.update(be_units=units, be_rate=units / secs if secs > 0 else None, be_covered=covered,
+                       be_unit=log["unit"])
+            self.say(f"{setup} rep {rep} {mode:8} {hp}+{be}: p99 {analyze.pct(co, .99):8.3f} ms against "
+                     f"{analyze.pct(alone, .99):8.3f} alone, in {k} phases; BE {rec['be_rate'] or 0:8.1f} "
+                     f"{log['unit']}/s{'' if covered else ' (BE did not cover the window)'}")
+        else:
             rec["error"] = err
             self.say(f"{setup} rep {rep} {mode} {hp}+{be} (phased): {err}")
-        else:
-            rec.update(be_units=units, be_rate=units / secs if secs > 0 else None, be_covered=covered, be_unit=unit)
-            self.say(f"{setup} rep {rep} {mode:8} {hp}+{be}: p99 {analyze.pct(co, .99):8.3f} ms against "
-                     f"{analyze.pct(alone, .99):8.3f} alone, in {k} phases; BE {rec['be_rate'] or 0:8.1f} {unit}/s")
         self.record(rec)
+
+    @staticmethod
+    def phase_stop(bew, log):
+        """Stops the flood and joins its log to LOG (one per phase when restarting)."""
+        r = bew.call(180, cmd="stop")
+        if r.get("error"):
+            raise WorkerError("BE: " + r["error"])
+        if log is None:
+            return r
+        return {"log": log["log"] + r["log"], "unit": r["unit"]}
 
     def coloc(self, setup, mode, rep, be, hpw, bew, natw):
         phased = [h for h in self.a.hps if self.a.phases > 1 and h in self.a.phased and be in self.a.phased_bes]
@@ -429,9 +458,12 @@ def main():
                    help="measure the services in --phased as alternating alone/co-located phases of "
                         "n/PHASES requests each (1: the committed matrix's method, alone once per repeat)")
     p.add_argument("--phased", default="R,B", help="the services --phases applies to")
-    p.add_argument("--phased-bes", default="G",
-                   help="the jobs --phases applies to: a job that restarts slowly (T: its first steps after "
-                        "a start make little progress for seconds) is measured whole")
+    p.add_argument("--phased-bes", default="G,T", help="the jobs --phases applies to")
+    p.add_argument("--phase-by", default="pause", choices=["pause", "restart"],
+                   help="how BE leaves the alone phases: pause (it stops launching and drains, then "
+                        "goes on: no restart) or restart (stopped and started again each phase: the "
+                        "guard/ runs' method; a training job makes little progress for seconds after a "
+                        "start, so use --phased-bes G with it)")
     p.add_argument("--policy", default=None,
                    help="the policy Baton's modes run (default: Baton's default policy)")
     p.add_argument("--modes", default=None,

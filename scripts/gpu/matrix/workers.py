@@ -22,7 +22,12 @@ Commands and answers:
   {"cmd": "busy", "hp": "R", "n": 60, "think_ms": 5}
       -> {"busy": F, "kernel_s": K, "wall_s": W}        GPU-busy share (CUDA profiler)
   {"cmd": "flood", "be": "G"} -> {"t_start": T}         BE runs in a thread until "stop"
-  {"cmd": "stop"} -> {"log": [[t, units], ...], "unit": U}   one entry per completed step
+  {"cmd": "pause"} -> {"t_paused": T}   the flood stops launching and its launched steps drain;
+                                        answered once nothing of it is left on the device
+  {"cmd": "resume"} -> {"t_resumed": T} the paused flood launches again (no restart: the
+                                        training job keeps its state, its allocator, its tuning)
+  {"cmd": "stop"} -> {"log": [[t, units], ...], "unit": U}   one entry per completed step, and
+                                        one at each pause's end and resume (the flat stretch)
   {"cmd": "quit"}
 Times are CLOCK_MONOTONIC seconds: one clock for every process of the machine.
 """
@@ -146,6 +151,8 @@ class Worker:
             self.bes = build_be(self.bs)
         self.flood_thread, self.stop_flag, self.flood_log, self.flood_unit = None, None, [], ""
         self.flood_error = None
+        # Pausing: `go` is set while the flood may launch; `drained` once a pause took effect.
+        self.go, self.drained = threading.Event(), threading.Event()
 
     def serve(self, name, n, warmup, think_ms, think_mode):
         fn, think = self.fns[name], think_ms / 1e3
@@ -220,13 +227,30 @@ class Worker:
         step, units, depth, unit = self.bes[name]
         self.stop_flag = threading.Event()
         self.flood_log, self.flood_unit, self.flood_error = [], unit, None
+        self.go.set()
+        self.drained.clear()
         t_start = time.monotonic()
 
         def loop():
             log, done, inflight = [(t_start, 0.0)], 0, []
+
+            def drain():
+                nonlocal done
+                for ev in inflight:
+                    ev.synchronize()
+                    done += 1
+                    log.append((time.monotonic(), done * units))
+                inflight.clear()
             try:
                 with torch.cuda.stream(self.bs):
                     while not self.stop_flag.is_set():
+                        if not self.go.is_set():
+                            drain()
+                            log.append((time.monotonic(), done * units))
+                            self.drained.set()
+                            self.go.wait()
+                            log.append((time.monotonic(), done * units))
+                            continue
                         step()
                         ev = torch.cuda.Event()
                         ev.record(self.bs)
@@ -235,19 +259,29 @@ class Worker:
                             inflight.pop(0).synchronize()
                             done += 1
                             log.append((time.monotonic(), done * units))
-                    for ev in inflight:
-                        ev.synchronize()
-                        done += 1
-                        log.append((time.monotonic(), done * units))
+                    drain()
             except Exception as e:  # noqa: BLE001 (reported to the controller)
                 self.flood_error = repr(e)
             self.flood_log = log
+            self.drained.set()
         self.flood_thread = threading.Thread(target=loop, daemon=True)
         self.flood_thread.start()
         return {"t_start": t_start}
 
+    def pause(self):
+        self.drained.clear()
+        self.go.clear()
+        if not self.drained.wait(120):
+            raise RuntimeError("the flood did not drain within 120 s")
+        return {"t_paused": time.monotonic()}
+
+    def resume(self):
+        self.go.set()
+        return {"t_resumed": time.monotonic()}
+
     def stop(self):
         self.stop_flag.set()
+        self.go.set()
         self.flood_thread.join()
         out = {"log": [[round(t, 6), u] for t, u in self.flood_log], "unit": self.flood_unit}
         if self.flood_error:
@@ -275,6 +309,10 @@ def main():
                 res = w.busy(name, req["n"], req.get("think_ms", THINK_MS[name]), req.get("think_mode", "hybrid"))
             elif cmd == "flood":
                 res = w.flood(req["be"])
+            elif cmd == "pause":
+                res = w.pause()
+            elif cmd == "resume":
+                res = w.resume()
             elif cmd == "stop":
                 res = w.stop()
             else:
