@@ -73,7 +73,10 @@ fn soak(secs: u64, procs: u64, life_s: (u64, u64), out: Option<PathBuf>) {
     loop {
         let now = Instant::now();
         if now >= next_switch {
-            set_policy(&socket, POLICIES[usize::try_from(switches).unwrap() % POLICIES.len()]);
+            set_policy(
+                &socket,
+                POLICIES[usize::try_from(switches).unwrap() % POLICIES.len()],
+            );
             switches += 1;
             next_switch = now + Duration::from_secs(3);
         }

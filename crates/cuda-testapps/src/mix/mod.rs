@@ -184,7 +184,10 @@ mod tests {
         assert!(plan.steps.iter().any(|s| matches!(s, Step::Sync { .. })));
         let mut all: Vec<i32> = (0..plan.streams()).flat_map(|s| plan.tags(s)).collect();
         all.sort_unstable();
-        assert_eq!(all, (0..i32::try_from(plan.kernels()).unwrap()).collect::<Vec<_>>());
+        assert_eq!(
+            all,
+            (0..i32::try_from(plan.kernels()).unwrap()).collect::<Vec<_>>()
+        );
         for step in &plan.steps {
             if let Step::Depend {
                 from,

@@ -151,6 +151,21 @@ pub struct Spec {
     pub kernel_us: u64,
 }
 
+/// `runtime-like scenario` with the interposer preloaded over the fake driver (its log at
+/// `log`), scheduled at `priority` by the daemon on `socket`.
+pub fn interposed(socket: &Path, scenario: &str, priority: i32, log: &Path) -> Command {
+    let mut c = Command::new(runtime_like());
+    c.arg(scenario)
+        .env("LD_PRELOAD", interposer_library())
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("FAKE_CUDA_LOG", log)
+        .env("BATON_SCHEDULER", "global")
+        .env("BATON_SOCKET", socket)
+        .env("BATON_PRIORITY", priority.to_string())
+        .stdin(Stdio::null());
+    c
+}
+
 /// A running `runtime-like mix` under the interposer, scheduled by the daemon on a socket.
 pub struct App {
     pub child: Child,
@@ -165,19 +180,11 @@ impl App {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("an app directory");
         let stderr = File::create(dir.join("stderr")).expect("the app's stderr");
-        let child = Command::new(runtime_like())
-            .arg("mix")
-            .env("LD_PRELOAD", interposer_library())
-            .env("LD_LIBRARY_PATH", driver_dir())
-            .env("FAKE_CUDA_LOG", dir.join("driver.log"))
+        let child = interposed(socket, "mix", spec.priority, &dir.join("driver.log"))
             .env("FAKE_CUDA_KERNEL_US", spec.kernel_us.to_string())
-            .env("BATON_SCHEDULER", "global")
-            .env("BATON_SOCKET", socket)
-            .env("BATON_PRIORITY", spec.priority.to_string())
             .env("BATON_TEST_SEED", spec.seed.to_string())
             .env("BATON_TEST_STEPS", spec.steps.to_string())
             .env("BATON_TEST_THINK_US", spec.think_us.to_string())
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
