@@ -196,6 +196,23 @@ impl App {
         self.child.id()
     }
 
+    /// How long its driver log is now.
+    pub fn log_len(&self) -> u64 {
+        std::fs::metadata(self.dir.join("driver.log")).map_or(0, |m| m.len())
+    }
+
+    /// Whether a kernel executed (its driver log has a kernel line) past byte `offset`.
+    pub fn kernel_since(&self, offset: u64) -> bool {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = File::open(self.dir.join("driver.log")) else {
+            return false;
+        };
+        let mut text = String::new();
+        f.seek(SeekFrom::Start(offset)).is_ok()
+            && f.read_to_string(&mut text).is_ok()
+            && text.contains(r#""op":"kernel""#)
+    }
+
     /// Its exit status, if it has exited.
     pub fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().expect("poll an app")
