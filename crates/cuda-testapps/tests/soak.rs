@@ -64,7 +64,25 @@ fn soak(secs: u64, procs: u64, life_s: (u64, u64), out: Option<PathBuf>) {
     }
     let t0 = Instant::now();
     let end = t0 + Duration::from_secs(secs);
-    let mut tally = Tally::default();
+    // Finished programs are checked on threads of their own, so that the loop below keeps
+    // its rhythm (policy switches, samples, replacements) however long a check takes.
+    let (to_check, checks) = std::sync::mpsc::channel::<App>();
+    let checks = std::sync::Arc::new(std::sync::Mutex::new(checks));
+    let checkers: Vec<_> = (0..2)
+        .map(|_| {
+            let checks = std::sync::Arc::clone(&checks);
+            std::thread::spawn(move || {
+                let mut tally = Tally::default();
+                loop {
+                    let next = checks.lock().unwrap().recv();
+                    match next {
+                        Ok(app) => tally.add(app.verify()),
+                        Err(_) => return tally,
+                    }
+                }
+            })
+        })
+        .collect();
     let mut samples: Vec<(u64, u64, u64, usize)> = vec![(0, rss0, fds0, 0)];
     let period = Duration::from_secs(if secs > 300 { 10 } else { 2 });
     let (mut next_switch, mut next_sample) = (t0 + Duration::from_secs(3), t0 + period);
@@ -91,7 +109,9 @@ fn soak(secs: u64, procs: u64, life_s: (u64, u64), out: Option<PathBuf>) {
         let mut i = 0;
         while i < live.len() {
             if live[i].exited().is_some() {
-                tally.add(live.swap_remove(i).verify());
+                to_check
+                    .send(live.swap_remove(i))
+                    .expect("a checker failed: see its panic above");
                 if now < end {
                     start(&mut rng, &mut live);
                 }
@@ -103,12 +123,27 @@ fn soak(secs: u64, procs: u64, life_s: (u64, u64), out: Option<PathBuf>) {
             break;
         }
         assert!(
+            !checkers.iter().any(std::thread::JoinHandle::is_finished),
+            "a checker failed: see its panic above"
+        );
+        assert!(
             now < end + Duration::from_secs(600),
             "{} programs still running 10 minutes after the end",
             live.len()
         );
         // A sampling period, not a wait for a condition.
         std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(to_check);
+    let mut tally = Tally::default();
+    for checker in checkers {
+        let t = checker
+            .join()
+            .expect("a program's check failed: see its panic above");
+        tally.programs += t.programs;
+        tally.kernels += t.kernels;
+        tally.copies += t.copies;
+        tally.dependencies += t.dependencies;
     }
     wait_until("the daemon to forget every program", LIMIT, || {
         matches!(request(&socket, &Request::Status),
