@@ -113,6 +113,18 @@ impl<'a> Exec<'a> {
     }
 }
 
+/// The lines of a driver log's text. The fake driver writes each line with one `write`, but a
+/// process that exits while another of its threads writes (an exit kills the writer in the
+/// middle of its `write`) leaves that last line cut short, without its newline: it is
+/// dropped. Any other line that is not JSON is an error.
+pub fn parse_log(text: &str) -> Result<Vec<Value>, CheckError> {
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete
+        .lines()
+        .map(|l| serde_json::from_str(l).map_err(|e| CheckError::Malformed(format!("{e}: {l}"))))
+        .collect()
+}
+
 /// Checks the driver log `lines` of one process that ran `plan`; see the module documentation.
 pub fn check(plan: &Plan, lines: &[Value]) -> Result<Checked, CheckError> {
     let execs: Vec<&Value> = lines
@@ -334,6 +346,20 @@ mod tests {
             .iter()
             .position(|l| l["op"] == op && pick(l))
             .expect("such a line")
+    }
+
+    #[test]
+    fn a_line_cut_by_the_exit_is_dropped_and_any_other_bad_line_fails() {
+        let good = r#"{"ev":"call","fn":"cuInit"}"#;
+        let text = format!("{good}\n{good}\n{{\"ev\":\"ca");
+        assert_eq!(parse_log(&text).unwrap().len(), 2);
+        assert_eq!(parse_log(&format!("{good}\n")).unwrap().len(), 1);
+        assert!(parse_log("").unwrap().is_empty());
+        let cut_inside = format!("{good}\n{{\"ev\":\"ca\n{good}\n");
+        assert!(matches!(
+            parse_log(&cut_inside),
+            Err(CheckError::Malformed(_))
+        ));
     }
 
     #[test]

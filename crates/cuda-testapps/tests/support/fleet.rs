@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use baton_cuda_testapps::mix::{Plan, check::Checked, check::check};
+use baton_cuda_testapps::mix::{Plan, check::Checked, check::check, check::parse_log};
 use baton_protocol::{
     Hello, ProcessList, Reply, Request, Role, client_handshake, read_frame, write_frame,
 };
@@ -231,10 +231,7 @@ impl App {
             out.status
         );
         let text = std::fs::read_to_string(self.dir.join("driver.log")).expect("a driver log");
-        let lines: Vec<serde_json::Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("a JSON log line"))
-            .collect();
+        let lines = parse_log(&text).unwrap_or_else(|e| panic!("{what}: {e}"));
         let plan = Plan::new(self.spec.seed, self.spec.steps);
         let checked = check(&plan, &lines)
             .unwrap_or_else(|e| panic!("{what}: the driver log breaks the plan: {e}"));
