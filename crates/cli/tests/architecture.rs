@@ -105,7 +105,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // The test doubles take their locks the project's way, and nothing else from above.
     ("baton-fake-cuda", &["baton-core", "baton-cuda-sys"]),
-    ("baton-cuda-testapps", &["baton-core", "baton-cuda-sys"]),
+    // Its soak and chaos tests speak the daemon's protocol (a dev-dependency).
+    (
+        "baton-cuda-testapps",
+        &["baton-core", "baton-cuda-sys", "baton-protocol"],
+    ),
     ("baton-webhook", &[]),
 ];
 

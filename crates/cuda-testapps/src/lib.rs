@@ -13,9 +13,11 @@
 //! Each scenario ([`scenarios`]) checks its results against a host model, prints one
 //! deterministic result line on stdout and exits 0, or prints the failure on stderr and exits 1.
 //! Scenarios use the built-in kernels of the fake driver's module image ([`gpu::MODULE_IMAGE`]).
-//! Nothing here is shipped.
+//! [`mix`] is the seeded multi-stream program of the soak and chaos runs, with the checker of
+//! its driver logs. Nothing here is shipped.
 
 pub mod api;
 pub mod error;
 pub mod gpu;
+pub mod mix;
 pub mod scenarios;

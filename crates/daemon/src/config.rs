@@ -11,6 +11,10 @@ pub const DEFAULT_STATS_INTERVAL_MS: u32 = 1000;
 /// answer to a ping) before its queues stop holding anyone back: 1 s.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(1);
 
+/// How long a ready queue's work in flight may complete nothing, while it holds others back,
+/// before it stops holding them back: 10 s.
+pub const DEFAULT_STALL: Duration = Duration::from_secs(10);
+
 /// A daemon's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DaemonConfig {
@@ -34,6 +38,11 @@ pub struct DaemonConfig {
     /// no longer holds anyone back until it speaks again. `None`: no lease (a stopped
     /// high-priority process then holds lower ones back until it continues or exits).
     pub lease: Option<Duration>,
+    /// The stall limit of a queue that holds others back: ready and running, with work in
+    /// flight of which nothing completed for this long (a hung kernel; its agent's reports
+    /// show it), it no longer holds anyone back until it completes work again. `None`: no
+    /// limit (a process whose GPU work hangs then holds lower ones back until it exits).
+    pub stall: Option<Duration>,
     /// The highest priority a process of another user than root may give itself or its
     /// queues (through its environment, the C API or `baton priority`); higher priorities
     /// from agents are lowered to it, and such requests from the CLI are refused. `None`: no
@@ -56,6 +65,7 @@ impl DaemonConfig {
             stats_interval_ms: DEFAULT_STATS_INTERVAL_MS,
             idle_exit: None,
             lease: Some(DEFAULT_LEASE),
+            stall: Some(DEFAULT_STALL),
             max_priority: None,
             kubernetes: None,
         }

@@ -138,6 +138,7 @@ impl Daemon {
             stats_interval_ms: cfg.stats_interval_ms,
             auth,
             lease: cfg.lease.map(Nanos::from),
+            stall: cfg.stall.map(Nanos::from),
             max_priority: cfg.max_priority,
         };
         let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());

@@ -1,7 +1,9 @@
 //! The JSON-lines log that integration tests assert on (`FAKE_CUDA_LOG=<path>`).
 //!
 //! One line per event, appended with a single `write` to a file opened with `O_APPEND` and
-//! never buffered, so a killed or forked process leaves every line it wrote readable. Each
+//! never buffered, so a killed or forked process leaves every line it wrote readable (but for
+//! the last one, cut short without its newline, when the process exits while another of its
+//! threads is in the middle of writing it: readers drop such a final fragment). Each
 //! line carries `seq`, a per-process sequence number assigned under the same lock as the
 //! write (file order is `seq` order within a process), and `pid`. Timestamps are
 //! `CLOCK_MONOTONIC` nanoseconds, comparable across processes of one boot.

@@ -33,6 +33,12 @@ pub struct DaemonArgs {
     /// queues stop holding anyone back, in milliseconds; 0: never.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     lease_ms: u64,
+    /// How long a queue that holds others back may have work in flight of which nothing
+    /// completes (a hung kernel) before it stops holding anyone back, in milliseconds; it
+    /// holds them again once it completes work. Seen through the agents' reports (every
+    /// second). 0: never.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    stall_ms: u64,
     /// The highest priority (−100 to 100) processes of users other than root may give
     /// themselves or ask for with `baton priority`/`baton hint` [default: no cap].
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
@@ -89,6 +95,7 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
     cfg.metrics = args.metrics;
     cfg.idle_exit = args.idle_exit.map(Duration::from_secs);
     cfg.lease = (args.lease_ms > 0).then(|| Duration::from_millis(args.lease_ms));
+    cfg.stall = (args.stall_ms > 0).then(|| Duration::from_millis(args.stall_ms));
     cfg.max_priority = args.max_priority;
     if args.kubernetes {
         let node = args

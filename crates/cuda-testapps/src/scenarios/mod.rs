@@ -6,6 +6,7 @@
 pub mod cross;
 mod graphs;
 mod launches;
+mod mix;
 mod ordering;
 pub mod priority;
 mod process;
@@ -56,6 +57,8 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("be-flood", cross::be_flood),
     ("burst", cross::burst),
     ("launch-rate", launches::launch_rate),
+    ("mix", mix::mix),
+    ("hang", mix::hang),
 ];
 
 /// How many of the first scenarios are the transparency scenarios (the rest check scheduling).

@@ -12,6 +12,8 @@
 
 #![allow(dead_code)] // Each test binary uses a different part.
 
+pub mod fleet;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;

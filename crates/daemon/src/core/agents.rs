@@ -154,9 +154,14 @@ impl Core {
                     let p = priority(r, self.clients.get(&client));
                     self.service.job(p, arrived.saturating_sub(r.since));
                 }
+                let became_ready = s.ready && !r.ready;
                 r.transition = s.transition;
                 r.ready = s.ready;
                 r.since = arrived;
+                if became_ready && !r.progress.stalled {
+                    // Its time without progress counts from now (`stall.rs`).
+                    r.progress.at = arrived;
+                }
                 if let Trace::Recording(t) = &mut self.trace {
                     t.queue_state(r.pid, r.queue, s.ready, now_ns);
                 }
@@ -193,7 +198,9 @@ impl Core {
                             let (busy, done) = progress(&r.counters, &s);
                             let p = priority(r, self.clients.get(&client));
                             self.service.served(p, busy, done);
+                            let previous = r.counters.last.map(|(_, l)| l.completed);
                             update_counters(&mut r.counters, s, arrived);
+                            self.watch_progress(gid, previous, &s, arrived);
                         }
                     }
                 }
@@ -307,6 +314,7 @@ impl Core {
                 hints,
                 counters: Counters::default(),
                 proxy: Arc::clone(&proxy),
+                progress: super::Progress::new(arrived),
             },
         );
         if let Some(c) = self.clients.get_mut(&client) {

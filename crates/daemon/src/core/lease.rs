@@ -16,16 +16,12 @@
 
 use baton_core::{Nanos, XQueueId};
 use baton_protocol::{ClientId, DaemonMessage, DecisionCause, Operations};
-use baton_scheduler::QueueMeta;
-use std::sync::Arc;
 
 use super::Core;
-use crate::hints::effective;
-use crate::proxy::RemoteQueue;
 
 impl Core {
     /// Whether some queue is held back (only then does anyone need a lease).
-    fn anyone_held(&self) -> bool {
+    pub(super) fn anyone_held(&self) -> bool {
         self.queues.values().any(|q| q.suspended)
     }
 
@@ -157,29 +153,11 @@ impl Core {
         );
         let gids: Vec<XQueueId> = c.queues.values().copied().collect();
         self.mark(at, DecisionCause::Client);
-        let now = self.now();
         for gid in gids {
-            let Some(r) = self.queues.get(&gid) else {
-                continue;
-            };
-            let proxy = Arc::new(RemoteQueue::new(
-                gid,
-                r.ready,
-                r.level,
-                r.max_level,
-                r.launch,
-                Arc::clone(&self.outbox),
-            ));
-            let device = r.device.id.clone();
-            let meta = QueueMeta {
-                pid: r.pid,
-                device: self.device_number(&device),
-                hints: effective(&self.queues[&gid].hints, &self.clients[&client].hints),
-            };
-            if let Some(r) = self.queues.get_mut(&gid) {
-                r.proxy = Arc::clone(&proxy);
+            // A stalled queue stays out until it progresses (`stall.rs`).
+            if self.queues.get(&gid).is_some_and(|r| !r.progress.stalled) {
+                self.reschedule(gid);
             }
-            self.sched.register(proxy, meta, now);
         }
     }
 }

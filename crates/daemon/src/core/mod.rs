@@ -20,6 +20,7 @@ mod cap;
 mod cluster;
 mod lease;
 mod requests;
+mod stall;
 pub(crate) mod views;
 
 use baton_core::{Clock, LaunchConfig, Level, Nanos, QueueEvent, XQueueId};
@@ -76,6 +77,22 @@ pub(crate) struct Counters {
     pub(crate) device_share: f64,
 }
 
+/// What the core knows of a queue's progress (`stall.rs`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Progress {
+    /// When it last progressed (or was announced, or became ready).
+    pub(crate) at: Nanos,
+    /// Stalled: out of the scheduler until it progresses.
+    pub(crate) stalled: bool,
+}
+
+impl Progress {
+    /// A queue announced at `at`.
+    pub(crate) fn new(at: Nanos) -> Progress {
+        Progress { at, stalled: false }
+    }
+}
+
 /// One remote queue.
 pub(crate) struct QueueRec {
     pub(crate) client: ClientId,
@@ -99,6 +116,8 @@ pub(crate) struct QueueRec {
     pub(crate) hints: HintSet,
     pub(crate) counters: Counters,
     pub(crate) proxy: Arc<RemoteQueue>,
+    /// When its work last progressed, and whether it is stalled (`stall.rs`).
+    pub(crate) progress: Progress,
 }
 
 /// The priority in force for `rec`: its own, else its process's (`client`), else the default.
@@ -120,6 +139,9 @@ pub(crate) struct Identity {
     pub(crate) auth: Authority,
     /// How long a process holding others back may stay silent (`lease`).
     pub(crate) lease: Option<Nanos>,
+    /// How long a ready queue's work in flight may make no progress before it stops holding
+    /// others back (`stall`).
+    pub(crate) stall: Option<Nanos>,
     /// The highest priority a process not run by root may claim (`DaemonConfig`).
     pub(crate) max_priority: Option<i32>,
 }
@@ -145,6 +167,8 @@ pub(crate) struct Core {
     /// What `/metrics` shows of the service given: job and preemption latencies and the like.
     pub(crate) service: ServiceStats,
     pub(crate) operations_sent: u64,
+    /// Queues found stalled (`stall.rs`), since the start.
+    pub(crate) stalls: u64,
     pub(crate) clis: u32,
     pub(crate) trace: Trace,
     /// Queue events of the current round.
@@ -184,6 +208,7 @@ impl Core {
             latencies: Latencies::new(),
             service: ServiceStats::new(),
             operations_sent: 0,
+            stalls: 0,
             clis: 0,
             trace: Trace::Idle,
             round_events: Vec::new(),

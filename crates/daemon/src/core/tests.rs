@@ -65,6 +65,7 @@ fn core_with(policy: &str, start: Nanos) -> Rig {
                 system: false,
             },
             lease: None,
+            stall: None,
             max_priority: None,
         },
         baton_policies::by_name(policy).unwrap(),
@@ -496,3 +497,4 @@ fn idleness_is_measured_on_the_core_clock() {
 mod cluster;
 mod lease;
 mod service;
+mod stall;

@@ -22,6 +22,8 @@ pub(crate) struct Snapshot {
     pub(crate) service: ServiceHandles,
     /// The running policy's name and its counters (guard: whether lower work runs free…).
     pub(crate) policy: (&'static str, Vec<(&'static str, u64)>),
+    /// Queues stalled now, and stalls since the start (`stall.rs`).
+    pub(crate) stalls: (u32, u64),
 }
 
 /// One queue as `/metrics` shows it.
@@ -205,6 +207,7 @@ impl Core {
             latency: self.latencies.histogram(),
             service: self.service.handles(),
             policy: (self.sched.policy_name(), self.sched.policy_counters()),
+            stalls: (self.stalled_queues(), self.stalls),
         }
     }
 }

@@ -158,6 +158,19 @@ pub(crate) fn render(snap: &Snapshot, bound: &mut Bound) -> String {
         c.inc_by(v);
         reg.register(name, help, c);
     };
+    gauge(
+        &mut reg,
+        "queues_stalled",
+        "Queues whose work in flight completed nothing for the stall limit (--stall-ms) while \
+         they held others back: they hold nobody back until they complete work again",
+        snap.stalls.0,
+    );
+    counter(
+        &mut reg,
+        "stalls",
+        "Times a queue was found stalled (see baton_queues_stalled)",
+        snap.stalls.1,
+    );
     counter(
         &mut reg,
         "decisions",

@@ -69,6 +69,7 @@ fn snapshot(queues: Vec<QueueSample>, service: &ServiceStats) -> Snapshot {
         },
         service: service.handles(),
         policy: ("guard", vec![("free_devices", 1), ("probes", 4)]),
+        stalls: (1, 3),
     }
 }
 
@@ -117,6 +118,8 @@ const FAMILIES: &[(&str, openmetrics_parser::OpenMetricsType, &[&str])] = &[
     ("baton_queues", Gauge, &[]),
     ("baton_queues_ready", Gauge, &[]),
     ("baton_queues_suspended", Gauge, &[]),
+    ("baton_queues_stalled", Gauge, &[]),
+    ("baton_stalls", Counter, &[]),
     ("baton_devices", Gauge, &[]),
     ("baton_decisions", Counter, &[]),
     ("baton_operations_sent", Counter, &[]),
@@ -183,6 +186,8 @@ fn every_family_parses_with_its_type_labels_and_values() {
     }
     assert_eq!(m.value("baton_queues", &[]), 5.0);
     assert_eq!(m.value("baton_queues_suspended", &[]), 1.0);
+    assert_eq!(m.value("baton_queues_stalled", &[]), 1.0);
+    assert_eq!(m.value("baton_stalls", &[]), 3.0);
     assert_eq!(m.value("baton_processes", &[]), 3.0);
     assert_eq!(m.family("baton_queue_ready").series.len(), 5, "no fold");
     let be = [("pid", "200"), ("queue", "q2"), ("device", "sim-0")];

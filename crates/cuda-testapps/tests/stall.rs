@@ -1,0 +1,115 @@
+//! A high-priority program that is alive but whose kernel never completes, under a real
+//! `baton daemon`: its interposer keeps speaking (so its lease never lapses) and its queue
+//! stays ready, with one kernel in flight for ever. A best-effort `mix` program started beside
+//! it must be held back, then finish — results and driver log checked — within the daemon's
+//! stall limit plus two of the agents' stats intervals; with the limit off, it must still be
+//! held when that time has passed.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use support::fleet::*;
+use support::temp_dir;
+
+/// How often agents report their counters (the daemon's default).
+const STATS: Duration = Duration::from_secs(1);
+/// Room for a loaded 2-CPU machine.
+const SLACK: Duration = Duration::from_secs(2);
+
+/// Starts the hung program and waits until the daemon lists its queue ready.
+fn hung_hp(socket: &Path, dir: &Path) -> Child {
+    let mut hp = interposed(socket, "hang", 10, &dir.join("hp.log"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the hung program");
+    let mut line = String::new();
+    BufReader::new(hp.stdout.as_mut().expect("its stdout"))
+        .read_line(&mut line)
+        .expect("its first line");
+    assert_eq!(line.trim(), "hung");
+    let pid = hp.id();
+    wait_until("the hung queue, ready, at the daemon", LIMIT, || {
+        list(socket)
+            .processes
+            .iter()
+            .any(|p| p.pid == pid && p.queues.iter().any(|q| q.ready && q.in_flight > 0))
+    });
+    hp
+}
+
+/// What became of a best-effort program beside a hung one under `--stall-ms stall_ms`: whether
+/// it was seen held back, and how long it took to finish if it did within `wait`.
+fn best_effort_beside_a_hung_kernel(stall_ms: u64, wait: Duration) -> (bool, Option<Duration>) {
+    let dir = temp_dir("stall");
+    let socket = dir.join("baton.sock");
+    let _daemon = Daemon::start(&socket, &["--stall-ms", &stall_ms.to_string()]);
+    let mut hp = hung_hp(&socket, &dir);
+    let spec = Spec {
+        seed: 7,
+        steps: 300,
+        think_us: 0,
+        priority: 0,
+        kernel_us: 500,
+    };
+    let t0 = Instant::now();
+    let mut be = App::start(&socket, spec, &dir);
+    let pid = be.pid();
+    let mut held = false;
+    let mut finished = None;
+    while t0.elapsed() < wait {
+        if be.exited().is_some() {
+            finished = Some(t0.elapsed());
+            break;
+        }
+        held |= list(&socket)
+            .processes
+            .iter()
+            .any(|p| p.pid == pid && p.queues.iter().any(|q| q.suspended));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = hp.kill();
+    let _ = hp.wait();
+    // With the hung program gone, whatever was held runs; the program's results and driver
+    // log must be right either way.
+    let checked = be.verify();
+    assert_eq!(
+        checked.kernels,
+        baton_cuda_testapps::mix::Plan::new(7, 300).kernels()
+    );
+    if stall_ms > 0 {
+        let log = std::fs::read_to_string(dir.join("daemon.log")).unwrap_or_default();
+        assert!(
+            log.contains("completed nothing for its stall limit"),
+            "the daemon says why it let BE run:\n{log}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    (held, finished)
+}
+
+#[test]
+fn a_hung_high_priority_kernel_holds_best_effort_back_for_the_stall_limit_at_most() {
+    let stall = Duration::from_millis(1500);
+    let bound = stall + 2 * STATS + SLACK;
+    let (held, finished) = best_effort_beside_a_hung_kernel(1500, bound + SLACK);
+    assert!(held, "BE was never held back: nothing to bound");
+    let took = finished.expect("BE finished beside the hung kernel");
+    eprintln!("BE finished {took:?} after it started beside the hung kernel (bound {bound:?})");
+    assert!(
+        took <= bound,
+        "BE took {took:?} beside the hung kernel, more than the bound {bound:?}"
+    );
+}
+
+#[test]
+fn without_a_stall_limit_a_hung_kernel_holds_best_effort_back() {
+    let wait = Duration::from_millis(1500) + 2 * STATS + SLACK;
+    let (held, finished) = best_effort_beside_a_hung_kernel(0, wait);
+    assert!(held, "BE was never held back");
+    assert_eq!(finished, None, "BE finished with no stall limit");
+}
