@@ -10,12 +10,17 @@
 #   SLURM_JOB_QOS=high         -> 15, from plugstack.conf's qos:high=15 (no accounting
 #                                 database here, so Slurm assigns no QoS: the job's
 #                                 environment names it, as Slurm's does where it does)
-# and that an srun step inside a job preloads the interposer once; then lets the jobs finish,
-# and tears everything down, on failure too.
+# and that an srun step inside a job preloads the interposer once. Then jobs that claim more
+# than Slurm gave them, once as root and once as nobody, each held by the daemon to the
+# priority the plugin recorded for its step (--slurm-steps):
+#   --gpu-priority=10, BATON_PRIORITY=99 in the job script          -> 10
+#   no option (the site default), `baton run --priority 99`        -> -5
+# (the daemon's --max-priority 20 would give nobody 20 and root 99). Then lets the jobs
+# finish, checks that their steps' records are gone, and tears everything down, on failure too.
 #
 # Needs root (slurmd runs jobs as their users), a C compiler, cargo, python3, and Debian's
-# slurm-wlm, munge and libslurm-dev. No GPU. Jobs are submitted by root, so they run as root,
-# whom the daemon's --max-priority does not cap: the cap seen is the plugin's alone.
+# slurm-wlm, munge and libslurm-dev. No GPU. No cgroup plugins (proctrack/linuxproc): the
+# daemon finds each process's step by its ancestry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -83,7 +88,7 @@ cleanup() {
         fi
     done
     if [ "$rc" -ne 0 ]; then
-        for log in slurmctld.log slurmd.log daemon.log munge/munged.log hp.out be.out cap.out qos.out; do
+        for log in slurmctld.log slurmd.log daemon.log munge/munged.log jobs/*.out; do
             [ -s "$tmp/$log" ] && { echo "--- $log (last lines)"; tail -n 15 "$tmp/$log"; }
         done >&2
     fi
@@ -109,7 +114,8 @@ mkdir "$tmp/driver"
 ln -s "$bin/libfake_cuda.so" "$tmp/driver/libcuda.so.1"
 ln -s "$bin/libfake_cuda.so" "$tmp/driver/libcuda.so"
 cc -Wall -Wextra -Werror -shared -fPIC -o "$tmp/spank_baton.so" deploy/slurm/spank_baton.c
-mkdir -m 700 "$tmp/munge"
+# Readable by all (the key inside is not): nobody's sbatch reaches munged's socket.
+mkdir -m 755 "$tmp/munge"
 mungekey --create --keyfile="$tmp/munge/munge.key"
 munged --force --socket="$tmp/munge/munge.sock" --key-file="$tmp/munge/munge.key" \
     --pid-file="$tmp/munge/munged.pid" --log-file="$tmp/munge/munged.log" \
@@ -118,7 +124,11 @@ munged --force --socket="$tmp/munge/munge.sock" --key-file="$tmp/munge/munge.key
 
 echo "== baton daemon"
 socket=$tmp/baton.sock
-"$baton" --socket "$socket" daemon --max-priority 20 >"$tmp/daemon.log" 2>&1 &
+steps=$tmp/steps
+# As docs/CLUSTER.md has operators run it: a system daemon (its socket for the group of the
+# jobs' users: nobody's here), the site's cap, and the plugin's records.
+"$baton" --socket "$socket" daemon --system --group nogroup --max-priority 20 \
+    --slurm-steps "$steps" >"$tmp/daemon.log" 2>&1 &
 daemon_pid=$!
 wait_for 30 "$baton" --socket "$socket" list >/dev/null 2>&1 \
     || fail "the Baton daemon did not answer on $socket"
@@ -164,7 +174,7 @@ EOF
 # The site: default -5, cap 20, QoS high 15; tasks preload the interposer just built and
 # reach the daemon above.
 echo "required $tmp/spank_baton.so default=-5 max=20 qos:high=15 qos:normal=0" \
-    "interposer=$interposer socket=$socket" >"$tmp/plugstack.conf"
+    "interposer=$interposer socket=$socket steps=$steps" >"$tmp/plugstack.conf"
 slurmctld || fail "slurmctld did not start"
 slurmd -N "$node" || fail "slurmd did not start"
 node_idle() { [ "$(sinfo -h -n "$node" -o %t 2>/dev/null)" = idle ]; }
@@ -172,38 +182,56 @@ wait_for 60 node_idle || fail "node $node not idle within 60 s: $(sinfo -h -o '%
 
 echo "== jobs"
 go=$tmp/go
+# Every job's files, nobody's included.
+jobs=$tmp/jobs
+mkdir -m 1777 "$jobs"
 # Each job writes its shell's pid and then execs the app, so that pid is the app's. The
-# burst scenario registers its stream, then waits for the go file.
+# burst scenario registers its stream, then waits for the go file. `as` runs sbatch as that
+# user (empty: root).
 submit() {
     local name=$1
     shift
     env -u BATON_PRIORITY -u BATON_SOCKET -u BATON_SCHEDULER -u LD_PRELOAD \
-        LD_LIBRARY_PATH="$tmp/driver" FAKE_CUDA_LOG="$tmp/$name.log" BATON_TEST_GO="$go" \
-        "$@" sbatch --parsable --job-name="$name" --output="$tmp/$name.out" \
-        --wrap "$pre echo \$\$ > $tmp/$name.pid; exec $app burst" "${submit_args[@]}" >/dev/null
+        LD_LIBRARY_PATH="$tmp/driver" FAKE_CUDA_LOG="$jobs/$name.log" BATON_TEST_GO="$go" \
+        "$@" ${as:+setpriv --reuid="$as" --regid="$as" --clear-groups} \
+        sbatch --parsable --job-name="$name" --output="$jobs/$name.out" --chdir="$jobs" \
+        --wrap "$pre echo \$\$ > $jobs/$name.pid; exec $run $app burst" "${submit_args[@]}" \
+        >/dev/null
 }
-pre=""
+as="" run="" pre=""
 submit_args=(--gpu-priority=10); submit hp
 # A step inside the BE job: its task inherits the batch task's LD_PRELOAD.
-pre="srun printenv LD_PRELOAD > $tmp/nested.preload;"
+pre="srun printenv LD_PRELOAD > $jobs/nested.preload;"
 submit_args=(); submit be
 pre=""
 submit_args=(--gpu-priority=50); submit cap
 submit_args=(); submit qos SLURM_JOB_QOS=high
+# Claims above what Slurm gave, as root and as nobody: BATON_PRIORITY set by the job script,
+# and `baton run --priority 99`.
+for who in root nobody; do
+    as=""
+    [ "$who" = nobody ] && as=65534
+    pre="export BATON_PRIORITY=99;" run=""
+    submit_args=(--gpu-priority=10); submit "env-$who"
+    pre="" run="$baton run --priority 99"
+    submit_args=(); submit "run-$who"
+done
+as="" pre="" run=""
+all_jobs="hp be cap qos env-root run-root env-nobody run-nobody"
 jobs_listed() {
     "$baton" --socket "$socket" list --json >"$tmp/list.json" 2>/dev/null || return 1
-    python3 - "$tmp" <<'PY'
+    python3 - "$tmp" $all_jobs <<'PY'
 import json, pathlib, sys
 tmp = pathlib.Path(sys.argv[1])
 procs = {p["pid"]: p for p in json.loads((tmp / "list.json").read_text())["processes"]}
-for name in ("hp", "be", "cap", "qos"):
-    pidfile = tmp / f"{name}.pid"
+for name in sys.argv[2:]:
+    pidfile = tmp / "jobs" / f"{name}.pid"
     p = pidfile.exists() and procs.get(int(pidfile.read_text() or 0))
     if not p or not p["queues"]:
         sys.exit(1)
 PY
 }
-wait_for 60 jobs_listed || fail "the four jobs' processes did not all reach the daemon within 60 s:
+wait_for 60 jobs_listed || fail "the jobs' processes did not all reach the daemon within 60 s:
 $(squeue 2>&1)
 $(cat "$tmp/list.json" 2>/dev/null)"
 python3 - "$tmp" <<'PY' || fail "a job's priority at the daemon is not the one Slurm gave"
@@ -211,25 +239,33 @@ import json, pathlib, sys
 tmp = pathlib.Path(sys.argv[1])
 procs = {p["pid"]: p for p in json.loads((tmp / "list.json").read_text())["processes"]}
 expected = {
-    "hp": (10, "--gpu-priority=10"),
-    "be": (-5, "no option: the site default"),
-    "cap": (20, "--gpu-priority=50: the site cap"),
-    "qos": (15, "SLURM_JOB_QOS=high: qos:high"),
+    "hp": (10, 0, "--gpu-priority=10"),
+    "be": (-5, 0, "no option: the site default"),
+    "cap": (20, 0, "--gpu-priority=50: the site cap"),
+    "qos": (15, 0, "SLURM_JOB_QOS=high: qos:high"),
+    "env-root": (10, 0, "--gpu-priority=10, BATON_PRIORITY=99"),
+    "run-root": (-5, 0, "the site default, baton run --priority 99"),
+    "env-nobody": (10, 65534, "--gpu-priority=10, BATON_PRIORITY=99"),
+    "run-nobody": (-5, 65534, "the site default, baton run --priority 99"),
 }
 bad = False
-for name, (want, why) in expected.items():
-    p = procs[int((tmp / f"{name}.pid").read_text())]
+for name, (want, uid, why) in expected.items():
+    p = procs[int((tmp / "jobs" / f"{name}.pid").read_text())]
     got = [h["priority"] for h in p["hints"] if isinstance(h, dict) and "priority" in h]
-    ok = got == [want]
+    ok = got == [want] and p["uid"] == uid
     bad |= not ok
-    print(f"  {name:<4} pid {p['pid']:<7} uid {p['uid']} queues {len(p['queues'])}"
+    print(f"  {name:<10} pid {p['pid']:<7} uid {p['uid']:<5} queues {len(p['queues'])}"
           f"  priority {got[0] if got else None} (want {want}, {why}) {'ok' if ok else 'WRONG'}")
     if not ok:
         print(f"       its hints {p['hints']}, its queues' {[q['hints'] for q in p['queues']]}")
 sys.exit(1 if bad else 0)
 PY
+records=$(ls "$steps")
+echo "  the steps' records:" $records
+grep -q "asked for a priority above its cap" "$tmp/daemon.log" \
+    || fail "the daemon's log does not say it lowered a claim"
 
-nested=$(cat "$tmp/nested.preload")
+nested=$(cat "$jobs/nested.preload")
 [ "$nested" = "$interposer" ] \
     || fail "an srun step inside a job preloads '$nested', not the interposer once"
 echo "  a step inside a job preloads the interposer once"
@@ -238,8 +274,12 @@ echo "== jobs finish"
 touch "$go"
 jobs_done() { [ -z "$(squeue -h -o %i 2>/dev/null)" ]; }
 wait_for 60 jobs_done || fail "jobs still queued or running after 60 s: $(squeue 2>&1)"
-for name in hp be cap qos; do
-    out=$(cat "$tmp/$name.out")
+for name in $all_jobs; do
+    out=$(cat "$jobs/$name.out")
     [ "$out" = "burst ok n=8" ] || fail "job $name printed: $out"
 done
-echo "slurm e2e: ok (HP 10, BE the site default -5, over the cap 20, QoS high 15)"
+# The plugin removes each step's record when the step ends.
+wait_for 30 test -z "$(ls "$steps")" || fail "records left after the jobs ended: $(ls "$steps")"
+echo "  no record is left"
+echo "slurm e2e: ok (HP 10, BE the site default -5, over the cap 20, QoS high 15; claims of 99" \
+    "held to 10 and -5, root's and nobody's)"

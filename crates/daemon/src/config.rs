@@ -51,6 +51,9 @@ pub struct DaemonConfig {
     /// Take processes' priorities from their pods (`--kubernetes`): a pod's priority is its
     /// processes' default and ceiling. `None`: no cluster.
     pub kubernetes: Option<crate::KubernetesConfig>,
+    /// Take processes' priorities from their Slurm job steps (`--slurm-steps`): a step's
+    /// recorded priority is its processes' default and ceiling. `None`: not on Slurm.
+    pub slurm: Option<crate::SlurmConfig>,
 }
 
 impl DaemonConfig {
@@ -68,6 +71,7 @@ impl DaemonConfig {
             stall: Some(DEFAULT_STALL),
             max_priority: None,
             kubernetes: None,
+            slurm: None,
         }
     }
 }

@@ -43,7 +43,7 @@ mod server;
 mod service;
 mod trace;
 
-pub use cluster::KubernetesConfig;
+pub use cluster::{KubernetesConfig, SlurmConfig};
 pub use config::{DEFAULT_LEASE, DEFAULT_STALL, DEFAULT_STATS_INTERVAL_MS, DaemonConfig};
 pub use error::DaemonError;
 pub use server::Daemon;

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::auth::Authority;
-use crate::cluster::{ApiServer, PodTable};
+use crate::cluster::{ApiServer, Cluster, PodTable, SlurmSteps};
 use crate::conn::{self, Shared};
 use crate::core::{Core, Identity};
 use crate::event::Event;
@@ -44,6 +44,13 @@ impl Daemon {
                     "the priority cap {p} is out of range: give one from -100 to 100"
                 )));
             }
+        }
+        if cfg.kubernetes.is_some() && cfg.slurm.is_some() {
+            return Err(DaemonError::BadSetting(
+                "--kubernetes and --slurm-steps: a node's priorities come from one cluster \
+                 engine; give one of them"
+                    .into(),
+            ));
         }
         let pods = match &cfg.kubernetes {
             None => None,
@@ -144,8 +151,15 @@ impl Daemon {
         let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
         let mut core = Core::new(ident, policy, Arc::clone(&clock));
         let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+        if let Some(s) = &cfg.slurm {
+            core.set_cluster(Cluster::slurm(SlurmSteps::new(
+                s.records.clone(),
+                s.proc_root.clone(),
+                auth.daemon_uid,
+            )));
+        }
         if let (Some(api), Some(k)) = (pods, &cfg.kubernetes) {
-            core.set_cluster(PodTable::new(k.proc_root.clone()));
+            core.set_cluster(Cluster::kubernetes(PodTable::new(k.proc_root.clone())));
             let tx = tx.clone();
             std::thread::Builder::new()
                 .name("baton-pods".into())

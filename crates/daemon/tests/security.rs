@@ -7,7 +7,7 @@ mod support;
 
 use std::collections::HashSet;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use baton_daemon::{Daemon, DaemonConfig};
 use baton_protocol::Hint;
@@ -25,15 +25,6 @@ fn daemon_process() {
         .ok()
         .map(|a| a.parse().unwrap());
     Daemon::bind(cfg).unwrap().run().unwrap();
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn start(socket: &std::path::Path, metrics: Option<&str>) -> Killed {
@@ -131,12 +122,7 @@ fn another_users_process_cannot_claim_more_than_the_cap() {
     let mut cfg = DaemonConfig::new(dir.join("baton.sock"));
     cfg.system = true;
     cfg.max_priority = Some(10);
-    cfg.group = [c"nogroup", c"nobody"].iter().find_map(|g| {
-        // SAFETY: a valid C string; the record is read at once.
-        let gr = unsafe { libc::getgrnam(g.as_ptr()) };
-        // SAFETY: non-null results point to a valid record.
-        (!gr.is_null() && unsafe { (*gr).gr_gid } == 65534).then(|| g.to_str().unwrap().into())
-    });
+    cfg.group = nobody_group();
     if cfg.group.is_none() {
         eprintln!("skipped: no group with gid 65534 to give the socket to");
         return;

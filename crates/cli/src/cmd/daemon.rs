@@ -56,12 +56,21 @@ pub struct DaemonArgs {
     /// repeat for each class.
     #[arg(long, value_name = "CLASS=N", requires = "kubernetes")]
     kubernetes_class: Vec<String>,
+    /// Take priorities from Slurm: the priority the SPANK plugin (deploy/slurm/spank_baton.c)
+    /// recorded in DIR for a process's job step (found from its cgroup, else its ancestry)
+    /// is the default and ceiling of the step's processes, root in a job included, whatever
+    /// they set in BATON_PRIORITY (see docs/CLUSTER.md). DIR must be root's and writable by
+    /// no one else, as the plugin makes it [default: /run/baton/slurm].
+    #[arg(long, value_name = "DIR", num_args = 0..=1,
+          default_missing_value = baton_daemon::SlurmConfig::DEFAULT_RECORDS,
+          conflicts_with = "kubernetes")]
+    slurm_steps: Option<PathBuf>,
     /// Exit once no program has been scheduled for this many seconds (how `baton run`
     /// starts the daemon it needs).
     #[arg(long, value_name = "S", hide = true)]
     idle_exit: Option<u64>,
     /// Stop the daemon running on the socket instead: scheduled programs go on unscheduled.
-    #[arg(long, conflicts_with_all = ["policy", "system", "metrics", "max_priority", "kubernetes"])]
+    #[arg(long, conflicts_with_all = ["policy", "system", "metrics", "max_priority", "kubernetes", "slurm_steps"])]
     stop: bool,
 }
 
@@ -114,6 +123,7 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
         }
         cfg.kubernetes = Some(k);
     }
+    cfg.slurm = args.slurm_steps.map(baton_daemon::SlurmConfig::new);
     let d = Daemon::bind(cfg)?;
     eprintln!(
         "baton: daemon listening on {}{}",

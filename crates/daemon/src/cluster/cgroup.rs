@@ -18,38 +18,8 @@
 
 use std::path::Path;
 
+use super::place::{Container, Place, Runtime};
 use super::pod::PodUid;
-
-/// The container runtime a container's cgroup name shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Runtime {
-    Containerd,
-    CriO,
-    Docker,
-    /// A bare 64-digit id (the cgroupfs driver), whichever runtime made it.
-    Unnamed,
-}
-
-/// A container, as its cgroup names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Container {
-    pub(crate) runtime: Runtime,
-    pub(crate) id: String,
-}
-
-/// Where a process sits, as far as the cluster is concerned.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Place {
-    /// Not in any pod: a process of the node itself.
-    Node,
-    /// In this pod (and container, if the path names one).
-    Pod {
-        uid: PodUid,
-        container: Option<Container>,
-    },
-    /// Under the kubelet's pods, but which pod cannot be told.
-    UnknownPod,
-}
 
 /// Where the process whose `/proc/PID/cgroup` reads `text` sits.
 pub(crate) fn place(text: &str) -> Place {

@@ -1,5 +1,5 @@
-//! What a daemon on a Kubernetes node is told: its node, how to reach the API server, and the
-//! operator's PriorityClass table.
+//! What a daemon on a cluster's node is told: on Kubernetes its node, how to reach the API
+//! server, and the operator's PriorityClass table; on Slurm where the step records are.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -71,5 +71,28 @@ impl KubernetesConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// A daemon on a Slurm node that takes its processes' priorities from their job steps
+/// (`--slurm-steps`), as the SPANK plugin records them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlurmConfig {
+    /// The plugin's records: one file per job step, the directory and files root's.
+    pub records: PathBuf,
+    /// Where processes' `cgroup` and `stat` files are read (`/proc`; a fixture in tests).
+    pub proc_root: PathBuf,
+}
+
+impl SlurmConfig {
+    /// Where the plugin writes its records unless plugstack.conf says otherwise.
+    pub const DEFAULT_RECORDS: &'static str = "/run/baton/slurm";
+
+    /// Records in `records`, processes in `/proc`.
+    pub fn new(records: PathBuf) -> SlurmConfig {
+        SlurmConfig {
+            records,
+            proc_root: PathBuf::from("/proc"),
+        }
     }
 }

@@ -1,23 +1,20 @@
-//! The node's pods and each agent's place: what the core keeps of the cluster.
+//! The node's pods: what the core keeps of the API server's word.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use baton_protocol::ClientId;
-
-use super::cgroup::{Place, place_of};
+use super::cgroup::place_of;
+use super::place::Place;
 use super::pod::{PodInfo, PodUid, PodUpdate};
 use super::priority::UNKNOWN_POD;
 
-/// The node's pods as the API server said last, and where each connected agent sits.
+/// The node's pods as the API server said last.
 pub(crate) struct PodTable {
     /// Where `cgroup` files are read.
     proc_root: PathBuf,
     pods: HashMap<PodUid, PodInfo>,
     /// Whether the API server was listed at least once.
     pub(crate) synced: bool,
-    /// Each agent's place, read when it connected.
-    places: HashMap<ClientId, Place>,
 }
 
 impl PodTable {
@@ -27,7 +24,6 @@ impl PodTable {
             proc_root,
             pods: HashMap::new(),
             synced: false,
-            places: HashMap::new(),
         }
     }
 
@@ -52,25 +48,10 @@ impl PodTable {
         place_of(&self.proc_root, pid)
     }
 
-    /// Remembers an agent's place.
-    pub(crate) fn enter(&mut self, client: ClientId, place: Place) {
-        self.places.insert(client, place);
-    }
-
-    /// Forgets an agent's place.
-    pub(crate) fn forget(&mut self, client: ClientId) {
-        self.places.remove(&client);
-    }
-
-    /// An agent's place, if it is known.
-    pub(crate) fn place_of_client(&self, client: ClientId) -> Option<&Place> {
-        self.places.get(&client)
-    }
-
-    /// The ceiling of a process at `place`, and its pod's name: `None` for the node's own.
+    /// The ceiling of a process at `place`, and its pod's name: `None` outside pods.
     pub(crate) fn pod_priority(&self, place: &Place) -> Option<(i32, String)> {
         match place {
-            Place::Node => None,
+            Place::Node | Place::Step { .. } | Place::UnknownStep => None,
             Place::Pod { uid, .. } => Some(match self.pods.get(uid) {
                 Some(p) => (p.priority, p.name.clone()),
                 None => (UNKNOWN_POD, format!("unknown pod {uid}")),

@@ -5,9 +5,9 @@
 //! (`Core::operator_cap`), saying so. Root is never capped. Identity is the peer's uid from
 //! `SO_PEERCRED`, as for every other rule.
 //!
-//! With `--kubernetes` a process in a pod has a second ceiling, its pod's priority
-//! (`cluster.rs`), which holds for root too, and which is also its default: a process in a pod
-//! that claims no priority gets its pod's.
+//! With `--kubernetes` or `--slurm-steps` a process in a pod or a Slurm job step has a second
+//! ceiling, the priority the cluster gave its pod or step (`cluster.rs`), which holds for root
+//! too, and which is also its default: such a process that claims no priority gets it.
 
 use baton_protocol::{AgentMessage, ClientId, ErrorKind, Hint, WirePriority};
 
@@ -45,13 +45,13 @@ impl Core {
         let Some(c) = self.clients.get(&client) else {
             return msg;
         };
-        let pod = self.pod_cap(client);
-        if let (Some(p), AgentMessage::ProcessStarted(started)) = (pod, &mut msg) {
+        let group = self.cluster_cap(client);
+        if let (Some(p), AgentMessage::ProcessStarted(started)) = (group, &mut msg) {
             if !started.hints.iter().any(|h| matches!(h, Hint::Priority(_))) {
                 started.hints.push(Hint::Priority(WirePriority(p)));
             }
         }
-        let max = match (self.cap_for(c.peer.uid), pod) {
+        let max = match (self.cap_for(c.peer.uid), group) {
             (Some(a), Some(b)) => a.min(b),
             (Some(m), None) | (None, Some(m)) => m,
             (None, None) => return msg,
@@ -83,9 +83,9 @@ impl Core {
                 pid = c.peer.pid,
                 uid = c.peer.uid,
                 max,
-                pod_priority = ?pod,
-                "a process asked for a priority above its cap (--max-priority, or its pod's): \
-                 lowered to it"
+                cluster_priority = ?group,
+                "a process asked for a priority above its cap (--max-priority, or its pod's or \
+                 job step's): lowered to it"
             );
         }
         msg

@@ -1,23 +1,26 @@
-//! The cluster's word in the core (`--kubernetes`): each agent's place (its pod, from its
-//! cgroup, read when it connects), the node's pods and their priorities (from the API server's
-//! watch), and what follows:
+//! The cluster's word in the core (`--kubernetes`, `--slurm-steps`): each agent's place (its
+//! pod or Slurm job step, read when it connects), the priorities the cluster gave (the node's
+//! pods from the API server's watch, a step's from its record), and what follows; a pod and a
+//! job step are alike here, both a *group*:
 //!
-//! - A process in a pod gets its pod's priority when it claims none, and never more than it,
-//!   whatever its uid (root in a container is no administrator of the node): its
-//!   `BATON_PRIORITY`, C API calls and queue priorities are lowered to it (`cap.rs`).
-//! - A process in a pod the daemon has not seen gets Baton's default priority (0) as its ceiling.
+//! - A process in a group gets its group's priority when it claims none, and never more than
+//!   it, whatever its uid (root in a container is no administrator of the node; root in a job
+//!   is held to what Slurm gave the job): its `BATON_PRIORITY`, C API calls and queue
+//!   priorities are lowered to it (`cap.rs`).
+//! - A process in a pod the daemon has not seen, or in a job step without a trusted record,
+//!   gets Baton's default priority (0) as its ceiling.
 //! - Until the daemon has listed its node's pods once, agents in pods are refused and retry
 //!   (they run unscheduled meanwhile), so a daemon's restart cannot demote every pod.
-//! - From inside a pod, the CLI may read, and change only its own pod's processes, within its
-//!   pod's priority; nothing that administers the daemon. From the node, root may do anything
-//!   and other users are held to the target pod's priority.
+//! - From inside a group, the CLI may read, and change only its own group's processes, within
+//!   its group's priority; nothing that administers the daemon. From the node, root may do
+//!   anything and other users are held to the target group's priority.
 
 use baton_protocol::{ClientId, Hint, Request, Target};
 
 use super::Core;
 use super::cap::cap_hint;
 use crate::auth::ROOT;
-use crate::cluster::{Place, PodTable, PodUpdate};
+use crate::cluster::{Cluster, Place, PodUpdate};
 use crate::peer::Peer;
 
 /// Why the cluster refuses an agent or a request; the message says what to do.
@@ -27,14 +30,14 @@ pub(crate) struct Refusal(String);
 
 impl Core {
     /// Takes the cluster's priorities from now on.
-    pub(crate) fn set_cluster(&mut self, cluster: PodTable) {
+    pub(crate) fn set_cluster(&mut self, cluster: Cluster) {
         self.cluster = Some(cluster);
     }
 
     /// A change to the node's pods.
     pub(crate) fn pods_changed(&mut self, update: PodUpdate) {
         if let Some(cl) = self.cluster.as_mut() {
-            cl.update(update);
+            cl.pods_changed(update);
         }
     }
 
@@ -45,15 +48,16 @@ impl Core {
             return Ok(());
         };
         let place = cl.place_of(peer.pid);
-        if place != Place::Node && !cl.synced {
+        if cl.must_wait(&place) {
             return Err(Refusal(
                 "the daemon has not listed its node's pods yet; the process runs unscheduled \
                  and connects again shortly"
                     .into(),
             ));
         }
-        if let Some((priority, pod)) = cl.pod_priority(&place) {
-            tracing::info!(client = client.0, pid = peer.pid, %pod, priority, "agent in a pod");
+        if let Some((priority, group)) = cl.ceiling(&place) {
+            tracing::info!(client = client.0, pid = peer.pid, %group, priority, "agent in a {}",
+                place.group_kind().unwrap_or("group"));
         }
         cl.enter(client, place);
         Ok(())
@@ -66,10 +70,11 @@ impl Core {
         }
     }
 
-    /// The pod priority of an agent: its default and ceiling; `None` outside pods.
-    pub(super) fn pod_cap(&self, client: ClientId) -> Option<i32> {
+    /// The priority the cluster gave an agent's pod or job step: its default and ceiling;
+    /// `None` outside them.
+    pub(super) fn cluster_cap(&self, client: ClientId) -> Option<i32> {
         let cl = self.cluster.as_ref()?;
-        cl.pod_priority(cl.place_of_client(client)?).map(|(p, _)| p)
+        cl.ceiling(cl.place_of_client(client)?).map(|(p, _)| p)
     }
 
     /// The place of a peer (a CLI), and of the process a target names.
@@ -107,11 +112,11 @@ impl Core {
         let target_place = pid
             .and_then(|pid| self.by_pid.get(&pid))
             .and_then(|c| cl.place_of_client(*c));
-        if from != Place::Node {
+        if let Some(group) = from.group_kind() {
             let Some(pid) = pid else {
                 return Err(Refusal(format!(
-                    "a process in a pod may not {}: only the node's root may; ask the cluster's \
-                     administrators",
+                    "a process in a {group} may not {}: only the node's root may; ask the \
+                     cluster's administrators",
                     match req {
                         Request::SetPriority { .. }
                         | Request::Hint { .. }
@@ -120,20 +125,19 @@ impl Core {
                     }
                 )));
             };
-            let same_pod = matches!((&from, target_place), (Place::Pod { uid: a, .. }, Some(Place::Pod { uid: b, .. })) if a == b);
-            if !same_pod {
+            if !target_place.is_some_and(|t| from.same_group(t)) {
                 return Err(Refusal(format!(
-                    "process {pid} is not in this pod: from inside a pod only the pod's own \
+                    "process {pid} is not in this {group}: from inside a {group} only its own \
                      processes may be changed"
                 )));
             }
         }
-        // The ceiling of the target's pod (the requester's own, from inside a pod).
+        // The ceiling of the target's group (the requester's own, from inside one).
         if let (Some(h), Some(place)) = (hint, target_place) {
-            if let Some((max, pod)) = cl.pod_priority(place) {
+            if let Some((max, group)) = cl.ceiling(place) {
                 if cap_hint(h, max).1 {
                     return Err(Refusal(format!(
-                        "the cluster gave {pod} priority {max}: its processes may not be set \
+                        "the cluster gave {group} priority {max}: its processes may not be set \
                          above it (only the node's root may)"
                     )));
                 }

@@ -179,8 +179,8 @@ pub(crate) struct Core {
     pub(crate) stopping: bool,
     /// Since when no agent has been connected.
     pub(crate) idle_since: Option<Nanos>,
-    /// The cluster's pods and priorities (`--kubernetes`).
-    cluster: Option<crate::cluster::PodTable>,
+    /// The cluster's pods or job steps and their priorities (`--kubernetes`, `--slurm-steps`).
+    cluster: Option<crate::cluster::Cluster>,
 }
 
 impl Core {

@@ -494,7 +494,65 @@ fn idleness_is_measured_on_the_core_clock() {
     assert_eq!(c.idle_since, Some(Nanos::from_secs(9)));
 }
 
+/// The priority in force for process `pid`, as the list shows it.
+fn prio(c: &Rig, pid: u32) -> Option<i32> {
+    c.list(Some(pid))
+        .processes
+        .first()?
+        .hints
+        .iter()
+        .find_map(|h| match h {
+            baton_protocol::Hint::Priority(p) => Some(p.0),
+            _ => None,
+        })
+}
+
+/// An agent's hello, as process `pid` of `uid`.
+fn hello(c: &mut Rig, id: u64, pid: u32, uid: u32) -> HelloReply {
+    let (rtx, mut rrx) = oneshot::channel();
+    c.handle(Event::AgentHello {
+        client: ClientId(id),
+        peer: Peer { pid, uid, gid: uid },
+        hello: Hello::new(Role::Agent, pid, "t"),
+        tx: Box::new(Inbox::default()),
+        reply: rtx,
+    });
+    rrx.try_recv().unwrap()
+}
+
+/// A CLI request from process `pid` of `uid`.
+fn request_from(c: &mut Rig, pid: u32, uid: u32, r: Request) -> Reply {
+    let (tx, mut rx) = oneshot::channel();
+    c.handle(Event::Request {
+        peer: Peer { pid, uid, gid: uid },
+        request: r,
+        reply: tx,
+    });
+    c.end_round();
+    rx.try_recv().unwrap()
+}
+
+/// Setting process `pid`'s priority to `p`.
+fn set(pid: u32, p: i32) -> Request {
+    Request::SetPriority {
+        target: Target::Process { pid },
+        priority: WirePriority(p),
+    }
+}
+
+/// `r` is a refusal that says `says`.
+fn refused(r: Reply, says: &str) {
+    match r {
+        Reply::Error(e) => {
+            assert_eq!(e.kind, ErrorKind::Unauthorized);
+            assert!(e.message.contains(says), "{}", e.message);
+        }
+        r => panic!("not refused: {r:?}"),
+    }
+}
+
 mod cluster;
 mod lease;
 mod service;
+mod slurm;
 mod stall;

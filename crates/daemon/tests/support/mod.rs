@@ -108,6 +108,27 @@ pub fn serve_daemon_if_asked() {
 /// The uid and gid the tests run other users' processes as.
 pub const NOBODY: u32 = 65534;
 
+/// The name of the group with [`NOBODY`]'s gid (`nogroup` or `nobody`), to give a system
+/// daemon's socket to so that `nobody`'s processes may connect; `None` if there is none.
+pub fn nobody_group() -> Option<String> {
+    [c"nogroup", c"nobody"].iter().find_map(|g| {
+        // SAFETY: a valid C string; the record is read at once.
+        let gr = unsafe { libc::getgrnam(g.as_ptr()) };
+        // SAFETY: non-null results point to a valid record.
+        (!gr.is_null() && unsafe { (*gr).gr_gid } == NOBODY).then(|| g.to_str().unwrap().into())
+    })
+}
+
+/// A child process killed (and reaped) when dropped.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Re-runs this test binary's `test` as [`NOBODY`] with `env`, and returns what follows
 /// `tag` on the line of its output that has it (the re-run test prints it).
 pub fn rerun_as_nobody(test: &str, env: &[(&str, &std::ffi::OsStr)], tag: &str) -> String {

@@ -3,7 +3,7 @@
 //! are files under a proc root of the test's own.
 
 use super::*;
-use crate::cluster::{PodInfo, PodTable, PodUid, PodUpdate};
+use crate::cluster::{Cluster, PodInfo, PodTable, PodUid, PodUpdate};
 
 const POD_A: &str = "8f4a6c2e-1b3d-4e5f-9a7b-0c1d2e3f4a5b";
 const POD_B: &str = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f";
@@ -55,64 +55,12 @@ fn pod(uid: &str, name: &str, priority: i32) -> PodInfo {
 /// A core on a cluster node whose API server listed pod A at 50 and pod B at −50.
 fn node() -> Rig {
     let mut c = core();
-    c.set_cluster(PodTable::new(proc_root()));
+    c.set_cluster(Cluster::kubernetes(PodTable::new(proc_root())));
     c.handle(Event::Pods(PodUpdate::Reset(vec![
         pod(POD_A, "serving/a", 50),
         pod(POD_B, "batch/b", -50),
     ])));
     c
-}
-
-fn prio(c: &Rig, pid: u32) -> Option<i32> {
-    c.list(Some(pid))
-        .processes
-        .first()?
-        .hints
-        .iter()
-        .find_map(|h| match h {
-            baton_protocol::Hint::Priority(p) => Some(p.0),
-            _ => None,
-        })
-}
-
-fn hello(c: &mut Rig, id: u64, pid: u32, uid: u32) -> HelloReply {
-    let (rtx, mut rrx) = oneshot::channel();
-    c.handle(Event::AgentHello {
-        client: ClientId(id),
-        peer: Peer { pid, uid, gid: uid },
-        hello: Hello::new(Role::Agent, pid, "t"),
-        tx: Box::new(Inbox::default()),
-        reply: rtx,
-    });
-    rrx.try_recv().unwrap()
-}
-
-fn request_from(c: &mut Rig, pid: u32, uid: u32, r: Request) -> Reply {
-    let (tx, mut rx) = oneshot::channel();
-    c.handle(Event::Request {
-        peer: Peer { pid, uid, gid: uid },
-        request: r,
-        reply: tx,
-    });
-    c.end_round();
-    rx.try_recv().unwrap()
-}
-
-fn set(pid: u32, p: i32) -> Request {
-    Request::SetPriority {
-        target: Target::Process { pid },
-        priority: WirePriority(p),
-    }
-}
-
-fn refused(r: Reply, says: &str) {
-    match r {
-        Reply::Error(e) => {
-            assert_eq!(e.kind, ErrorKind::Unauthorized);
-            assert!(e.message.contains(says), "{}", e.message);
-        }
-        r => panic!("not refused: {r:?}"),
-    }
 }
 
 #[test]
@@ -174,7 +122,7 @@ fn the_pods_priority_decides_between_pods() {
 #[test]
 fn pod_agents_wait_for_the_first_list_of_pods() {
     let mut c = core();
-    c.set_cluster(PodTable::new(proc_root()));
+    c.set_cluster(Cluster::kubernetes(PodTable::new(proc_root())));
     match hello(&mut c, 1, 100, 0) {
         HelloReply::Refused(r) => assert!(r.message.contains("not listed"), "{}", r.message),
         r => panic!("{r:?}"),
