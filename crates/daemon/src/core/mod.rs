@@ -120,6 +120,8 @@ pub(crate) struct Identity {
     pub(crate) auth: Authority,
     /// How long a process holding others back may stay silent (`lease`).
     pub(crate) lease: Option<Nanos>,
+    /// Whether gangs are held back together (`DaemonConfig::gang`; `gang=` on a policy switch).
+    pub(crate) gang: crate::config::GangMode,
     /// The highest priority a process not run by root may claim (`DaemonConfig`).
     pub(crate) max_priority: Option<i32>,
 }

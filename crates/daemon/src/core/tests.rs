@@ -66,6 +66,7 @@ fn core_with(policy: &str, start: Nanos) -> Rig {
             },
             lease: None,
             max_priority: None,
+            gang: crate::config::GangMode::Independent,
         },
         baton_policies::by_name(policy).unwrap(),
         Arc::clone(&clock) as Arc<dyn Clock>,
@@ -494,5 +495,6 @@ fn idleness_is_measured_on_the_core_clock() {
 }
 
 mod cluster;
+mod gang;
 mod lease;
 mod service;
