@@ -17,6 +17,7 @@
 //! | `BATON_POLICY` (`XSCHED_POLICY`) | local policy name (see `baton policy list`) | `hpf` |
 //! | `BATON_UTILIZATION` | share of the device's time to reserve for this process, 1–100 % (a hint for utilization policies) | unset |
 //! | `BATON_DEADLINE_US` | each piece of work should finish within this many µs of becoming ready (a hint for deadline policies) | unset |
+//! | `BATON_GANG` | the multi-process job this process is a rank of, any name (every rank gives the same); a daemon run with `--gang together` holds a gang's queues back and resumes them together on every device | detected: the Slurm job step (`SLURM_JOB_ID`.`SLURM_STEP_ID`), else torchrun's `TORCHELASTIC_RUN_ID`, else `MASTER_ADDR`:`MASTER_PORT` when `WORLD_SIZE` is above 1; else none |
 //! | `BATON_SOCKET` | the daemon's socket (global mode) | per-user, then system socket |
 //! | `BATON_CUDA_LIB` (`XSCHED_CUDA_LIB`) | absolute path of the real `libcuda.so.1` | searched |
 //! | `BATON_ENABLE` (`XSCHED_AUTO_XQUEUE`: `ON`/`OFF`) | `0`/`off` passes every call straight through | on |
@@ -30,6 +31,34 @@ use std::path::PathBuf;
 
 use baton_core::{LaunchConfig, Level, Nanos, Priority};
 use baton_protocol::{Hint, MAX_DURATION_NS, WirePriority};
+
+/// The gang this process belongs to: `BATON_GANG`, else what its launcher says of the job
+/// (see the table in the module documentation). Read once, at start-up.
+fn gang(
+    read: &impl Fn(&[&'static str]) -> Option<(&'static str, String)>,
+    get: &impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let var = |n: &str| {
+        get(n)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some((_, v)) = read(&["BATON_GANG"]) {
+        return Some(v.trim().to_string());
+    }
+    if let Some(job) = var("SLURM_JOB_ID") {
+        let step = var("SLURM_STEP_ID").unwrap_or_default();
+        return Some(format!("slurm:{job}.{step}"));
+    }
+    if let Some(run) = var("TORCHELASTIC_RUN_ID").filter(|r| r != "none") {
+        return Some(format!("torchelastic:{run}"));
+    }
+    let world = var("WORLD_SIZE").and_then(|w| w.parse::<u32>().ok());
+    match (var("MASTER_ADDR"), var("MASTER_PORT"), world) {
+        (Some(addr), Some(port), Some(2..)) => Some(format!("torch:{addr}:{port}")),
+        _ => None,
+    }
+}
 
 /// Who decides which queues run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -84,6 +113,8 @@ pub struct AgentConfig {
     pub utilization: Option<u8>,
     /// The relative deadline of this process's work, if set.
     pub deadline: Option<Nanos>,
+    /// The gang (multi-process job) this process belongs to, by name (`slurm:JOB.STEP`, …).
+    pub gang: Option<String>,
     /// The daemon's socket, if set.
     pub socket: Option<PathBuf>,
     /// The real CUDA driver library, if set.
@@ -110,6 +141,7 @@ impl Default for AgentConfig {
             policy: baton_policies::DEFAULT_POLICY.into(),
             utilization: None,
             deadline: None,
+            gang: None,
             socket: None,
             cuda_lib: None,
             log: None,
@@ -253,6 +285,7 @@ impl AgentConfig {
                 ),
             }
         }
+        c.gang = gang(&read, &get);
         if let Some((_, v)) = read(&["BATON_SOCKET"]) {
             c.socket = Some(PathBuf::from(v));
         }
@@ -292,6 +325,11 @@ impl AgentConfig {
         }
         if let Some(d) = self.deadline {
             h.push(Hint::Deadline { deadline_ns: d.0 });
+        }
+        if let Some(g) = &self.gang {
+            h.push(Hint::Gang {
+                id: baton_policies::GangId::of_name(g).0,
+            });
         }
         h
     }
@@ -357,6 +395,43 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         AgentConfig::from_lookup(|n| m.get(n).cloned())
+    }
+
+    #[test]
+    fn the_gang_is_declared_or_read_from_the_launcher() {
+        let gang = |pairs: &[(&str, &str)]| cfg(pairs).gang;
+        assert_eq!(gang(&[]), None);
+        assert_eq!(
+            gang(&[("BATON_GANG", " train-7 ")]).as_deref(),
+            Some("train-7")
+        );
+        let slurm = [("SLURM_JOB_ID", "812"), ("SLURM_STEP_ID", "0")];
+        assert_eq!(gang(&slurm).as_deref(), Some("slurm:812.0"));
+        let mut declared = slurm.to_vec();
+        declared.push(("BATON_GANG", "mine"));
+        assert_eq!(gang(&declared).as_deref(), Some("mine"));
+        assert_eq!(gang(&[("TORCHELASTIC_RUN_ID", "none")]), None);
+        assert_eq!(
+            gang(&[("TORCHELASTIC_RUN_ID", "3f2a")]).as_deref(),
+            Some("torchelastic:3f2a")
+        );
+        let torch = [("MASTER_ADDR", "10.0.0.1"), ("MASTER_PORT", "29500")];
+        assert_eq!(
+            gang(&torch),
+            None,
+            "no world size: not known to be a job of ranks"
+        );
+        let mut world = torch.to_vec();
+        world.push(("WORLD_SIZE", "4"));
+        assert_eq!(gang(&world).as_deref(), Some("torch:10.0.0.1:29500"));
+        // Every rank derives the same id from the same name.
+        let hints = cfg(&[("BATON_GANG", "job")]).process_hints();
+        assert_eq!(
+            hints,
+            [Hint::Gang {
+                id: baton_policies::GangId::of_name("job").0
+            }]
+        );
     }
 
     #[test]

@@ -313,6 +313,7 @@ impl Request {
                     expires_in_ns: in_.0.saturating_add(grace.0).max(1),
                 },
                 PolicyHint::SloTarget(_) => WireHint::Clear(HintKind::Deadline),
+                PolicyHint::Gang(g) => WireHint::Gang { id: g.0 },
             },
         }
     }

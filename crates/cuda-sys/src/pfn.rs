@@ -52,6 +52,8 @@ pfn! {
     PFN_cuDeviceGet(device: *mut CUdevice, ordinal: c_int);
     /// `cuDeviceGetCount` (2.0).
     PFN_cuDeviceGetCount(count: *mut c_int);
+    /// `cuDeviceGetUuid` (9.2): the physical GPU's UUID, even for a MIG instance.
+    PFN_cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice);
     /// `cuDeviceGetUuid_v2` (11.4).
     PFN_cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice);
     /// `cuDeviceGetName` (2.0).

@@ -183,6 +183,8 @@ api! {
     cuDeviceGet: PFN_cuDeviceGet = "cuDeviceGet" @ 2000, "cuDeviceGet";
     cuDeviceGetCount: PFN_cuDeviceGetCount = "cuDeviceGetCount" @ 2000, "cuDeviceGetCount";
     cuDeviceGetAttribute: PFN_cuDeviceGetAttribute = "cuDeviceGetAttribute" @ 2000, "cuDeviceGetAttribute";
+    cuDeviceGetUuid: PFN_cuDeviceGetUuid_v2 = "cuDeviceGetUuid" @ 11040, "cuDeviceGetUuid_v2";
+    cuCtxGetDevice: PFN_cuCtxGetDevice = "cuCtxGetDevice" @ 2000, "cuCtxGetDevice";
     cuDevicePrimaryCtxRetain: PFN_cuDevicePrimaryCtxRetain = "cuDevicePrimaryCtxRetain" @ 7000, "cuDevicePrimaryCtxRetain";
     cuDevicePrimaryCtxRelease: PFN_cuDevicePrimaryCtxRelease_v2 = "cuDevicePrimaryCtxRelease" @ 11000, "cuDevicePrimaryCtxRelease_v2";
     cuCtxCreate: PFN_cuCtxCreate_v2 = "cuCtxCreate" @ 11000, "cuCtxCreate_v2";

@@ -54,6 +54,56 @@ pub struct DaemonConfig {
     /// Take processes' priorities from their Slurm job steps (`--slurm-steps`): a step's
     /// recorded priority is its processes' default and ceiling. `None`: not on Slurm.
     pub slurm: Option<crate::SlurmConfig>,
+    /// Whether the processes of one gang (a multi-GPU job's ranks) are held back together.
+    pub gang: GangMode,
+}
+
+/// How the daemon treats gangs: the processes of one multi-process job (same `BATON_GANG`,
+/// Slurm job step or rendezvous; see docs/MULTI_GPU.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GangMode {
+    /// Each queue as the policy decides it, device by device: a rank held back on one device
+    /// leaves the others to wait for it in their collectives.
+    #[default]
+    Independent,
+    /// When the policy holds back any queue of a gang while the gang has work, every queue of
+    /// the gang, on every device, is held back with it, and all resume together.
+    Together,
+}
+
+impl GangMode {
+    /// `together` or `independent`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GangMode::Independent => "independent",
+            GangMode::Together => "together",
+        }
+    }
+
+    /// The mode called `name`.
+    pub fn parse(name: &str) -> Option<GangMode> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "independent" => Some(GangMode::Independent),
+            "together" => Some(GangMode::Together),
+            _ => None,
+        }
+    }
+
+    /// The policy `name` under this mode: wrapped in the gang policy when `Together` (and not
+    /// already asked for as `gang:…`).
+    pub fn policy(
+        self,
+        name: &str,
+    ) -> Result<Box<dyn baton_policies::Policy>, baton_policies::UnknownPolicy> {
+        let wrapped = name
+            .trim()
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("gang:"));
+        match self {
+            GangMode::Together if !wrapped => baton_policies::by_name(&format!("gang:{name}")),
+            _ => baton_policies::by_name(name),
+        }
+    }
 }
 
 impl DaemonConfig {
@@ -72,6 +122,7 @@ impl DaemonConfig {
             max_priority: None,
             kubernetes: None,
             slurm: None,
+            gang: GangMode::Independent,
         }
     }
 }

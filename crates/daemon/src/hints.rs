@@ -8,7 +8,7 @@
 //! the policy once, when it comes ([`announced`]).
 
 use baton_core::{Nanos, Priority};
-use baton_policies::{Laxity, QueueHints, Share, Upcoming};
+use baton_policies::{GangId, Laxity, QueueHints, Share, Upcoming};
 use baton_protocol::{Hint, HintKind};
 
 /// The hints in force for one scope: at most one of each kind, never a clear.
@@ -96,6 +96,10 @@ pub(crate) fn effective(queue: &HintSet, process: &HintSet) -> QueueHints {
         laxity: laxity.map(|(l, _)| l),
         upcoming: None,
         slo_target: None,
+        gang: match find(HintKind::Gang) {
+            Some(Hint::Gang { id }) => Some(GangId(id)),
+            _ => None,
+        },
     }
 }
 

@@ -37,7 +37,7 @@ impl Daemon {
     /// Checks the settings and binds the socket (and the metrics address), so every start-up
     /// error is reported before anything runs.
     pub fn bind(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
-        let policy = baton_policies::by_name(&cfg.policy)?;
+        let policy = cfg.gang.policy(&cfg.policy)?;
         if let Some(p) = cfg.max_priority {
             if baton_core::Priority::try_from(baton_protocol::WirePriority(p)).is_err() {
                 return Err(DaemonError::BadSetting(format!(
@@ -147,6 +147,7 @@ impl Daemon {
             lease: cfg.lease.map(Nanos::from),
             stall: cfg.stall.map(Nanos::from),
             max_priority: cfg.max_priority,
+            gang: cfg.gang,
         };
         let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
         let mut core = Core::new(ident, policy, Arc::clone(&clock));

@@ -9,27 +9,37 @@
 
 use std::sync::Arc;
 
-use baton_cuda_sys::CUresult;
+use baton_cuda_sys::{CUdevice, CUresult};
 
 use crate::handle::Handle;
 use crate::result::CuResult;
 use crate::stream::CtxStreams;
 use crate::sync::lock;
 
-/// A context on the one device.
+/// A context on one device.
 pub(crate) struct Context {
     pub handle: Handle,
     pub flags: u32,
+    /// Its device's ordinal in this process.
+    pub device: CUdevice,
     pub streams: Arc<CtxStreams>,
 }
 
 impl Context {
-    /// The context `handle` with creation flags `flags`, whose legacy stream is `legacy`.
-    pub fn new(handle: Handle, legacy: Handle, flags: u32) -> Arc<Context> {
+    /// The context `handle` with creation flags `flags` on the device of ordinal `device`
+    /// (physical device `physical`), whose legacy stream is `legacy`.
+    pub fn new(
+        handle: Handle,
+        legacy: Handle,
+        flags: u32,
+        device: CUdevice,
+        physical: u32,
+    ) -> Arc<Context> {
         Arc::new(Context {
             handle,
             flags,
-            streams: CtxStreams::new(handle, legacy),
+            device,
+            streams: CtxStreams::new(handle, legacy, physical),
         })
     }
 
@@ -53,7 +63,7 @@ impl Context {
     }
 }
 
-/// The primary context of the device and its reference count.
+/// The primary context of a device and its reference count.
 #[derive(Default)]
 pub(crate) struct Primary {
     /// Made on first retain; never destroyed.

@@ -13,6 +13,7 @@ use baton_cuda_sys::{
 
 use crate::context::Context;
 use crate::current::{self, with_thread};
+use crate::device::physical;
 use crate::entry::exports;
 use crate::handle::{Kind, raw_of, to_ptr};
 use crate::result::{CuResult, put, put_opt};
@@ -38,21 +39,19 @@ fn find_ctx(g: &Global, ctx: CUcontext) -> CuResult<Arc<Context>> {
     g.contexts.get(raw_of(ctx)).ok_or(CUresult::INVALID_CONTEXT)
 }
 
-fn check_device(dev: CUdevice) -> CuResult<()> {
-    if dev == 0 {
-        Ok(())
-    } else {
-        Err(CUresult::INVALID_DEVICE)
-    }
-}
-
 unsafe fn create(out: *mut CUcontext, flags: c_uint, dev: CUdevice) -> CuResult<()> {
     let g = initialized()?;
-    check_device(dev)?;
+    let device = physical(dev)?;
     if out.is_null() || flags & !CU_CTX_FLAGS_MASK != 0 {
         return Err(CUresult::INVALID_VALUE);
     }
-    let ctx = Context::new(g.handle(Kind::Context), g.handle(Kind::Stream), flags);
+    let ctx = Context::new(
+        g.handle(Kind::Context),
+        g.handle(Kind::Stream),
+        flags,
+        dev,
+        device.index,
+    );
     g.contexts.insert(ctx.handle.raw, Arc::clone(&ctx));
     with_thread(|t| t.stack.push(ctx.handle.raw))?;
     // SAFETY: `out` is not NULL and the caller guarantees it is writable.
@@ -96,9 +95,8 @@ fn destroy(ctx: CUcontext) -> CuResult<()> {
     let g = initialized()?;
     let ctx = find_ctx(g, ctx)?;
     if lock(&g.primary)
-        .ctx
-        .as_ref()
-        .is_some_and(|p| Arc::ptr_eq(p, &ctx))
+        .values()
+        .any(|p| p.ctx.as_ref().is_some_and(|p| Arc::ptr_eq(p, &ctx)))
     {
         return Err(CUresult::INVALID_CONTEXT);
     }
@@ -157,9 +155,9 @@ unsafe fn get_current(out: *mut CUcontext) -> CuResult<()> {
 }
 
 unsafe fn get_device(out: *mut CUdevice) -> CuResult<()> {
-    current::context()?;
+    let ctx = current::context()?;
     // SAFETY: the caller guarantees `out` is NULL or writable.
-    unsafe { put(out, 0) }
+    unsafe { put(out, ctx.device) }
 }
 
 unsafe fn priority_range(least: *mut c_int, greatest: *mut c_int) -> CuResult<()> {
@@ -174,31 +172,39 @@ unsafe fn priority_range(least: *mut c_int, greatest: *mut c_int) -> CuResult<()
 
 unsafe fn primary_retain(out: *mut CUcontext, dev: CUdevice) -> CuResult<()> {
     let g = initialized()?;
-    check_device(dev)?;
     if out.is_null() {
         return Err(CUresult::INVALID_VALUE);
     }
-    let ctx = retain_primary(g);
+    let ctx = retain_primary(g, dev)?;
     // SAFETY: `out` is not NULL and the caller guarantees it is writable.
     unsafe { put(out, to_ptr(ctx.handle.raw)) }
 }
 
-/// The device's primary context, made on first use, with one more reference.
-pub(crate) fn retain_primary(g: &Global) -> Arc<Context> {
-    let mut primary = lock(&g.primary);
+/// Device `dev`'s primary context, made on first use, with one more reference.
+pub(crate) fn retain_primary(g: &Global, dev: CUdevice) -> CuResult<Arc<Context>> {
+    let device = physical(dev)?;
+    let mut primaries = lock(&g.primary);
+    let primary = primaries.entry(dev).or_default();
     let ctx = Arc::clone(primary.ctx.get_or_insert_with(|| {
-        let ctx = Context::new(g.handle(Kind::Context), g.handle(Kind::Stream), 0);
+        let ctx = Context::new(
+            g.handle(Kind::Context),
+            g.handle(Kind::Stream),
+            0,
+            dev,
+            device.index,
+        );
         g.contexts.insert(ctx.handle.raw, Arc::clone(&ctx));
         ctx
     }));
     primary.refs += 1;
-    ctx
+    Ok(ctx)
 }
 
 pub(crate) fn primary_release(dev: CUdevice) -> CuResult<()> {
     let g = initialized()?;
-    check_device(dev)?;
-    let mut primary = lock(&g.primary);
+    physical(dev)?;
+    let mut primaries = lock(&g.primary);
+    let primary = primaries.entry(dev).or_default();
     if primary.refs == 0 {
         return Err(CUresult::INVALID_CONTEXT);
     }
@@ -208,13 +214,17 @@ pub(crate) fn primary_release(dev: CUdevice) -> CuResult<()> {
 
 unsafe fn primary_state(dev: CUdevice, flags: *mut c_uint, active: *mut c_int) -> CuResult<()> {
     let g = initialized()?;
-    check_device(dev)?;
-    let primary = lock(&g.primary);
-    let flags_now = primary.ctx.as_ref().map_or(0, |ctx| ctx.flags);
+    physical(dev)?;
+    let primaries = lock(&g.primary);
+    let primary = primaries.get(&dev);
+    let flags_now = primary
+        .and_then(|p| p.ctx.as_ref())
+        .map_or(0, |ctx| ctx.flags);
+    let refs = primary.map_or(0, |p| p.refs);
     // SAFETY: the caller guarantees both pointers are NULL or writable.
     unsafe {
         put(flags, flags_now)?;
-        put(active, c_int::from(primary.refs > 0))
+        put(active, c_int::from(refs > 0))
     }
 }
 

@@ -1,7 +1,8 @@
 //! Initialization, the device, the driver version and error strings.
 //!
-//! The fake has one device, ordinal 0, shaped like an H100 (132 SMs, compute capability 9.0,
-//! 80 GiB), and reports driver version 13000 (CUDA 13.0).
+//! Every device of the fake is shaped like an H100 (132 SMs, compute capability 9.0, 80 GiB);
+//! which ones the process sees, under which ordinals, is `devices.rs`'s. The driver version is
+//! 13000 (CUDA 13.0).
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
@@ -25,28 +26,29 @@ use baton_cuda_sys::{
     CU_DEVICE_ATTRIBUTE_WARP_SIZE, CUdevice, CUdevice_attribute, CUresult, CUuuid,
 };
 
+use crate::devices::Physical;
 use crate::entry::exports;
 use crate::kernels::DEVICE_SMS;
+use crate::machine::machine;
 use crate::memory::TOTAL_MEMORY;
 use crate::result::{CuResult, put, put_opt};
 use crate::state::{global, initialized};
 
 /// The driver version the fake reports (CUDA 13.0).
 pub(crate) const DRIVER_VERSION: c_int = 13000;
-/// The device's name.
-const NAME: &[u8] = b"Baton Fake CUDA Device (H100-like)";
-
-pub(crate) fn check_device(dev: CUdevice) -> CuResult<()> {
+/// The physical device behind ordinal `dev`, or `CUDA_ERROR_INVALID_DEVICE`.
+pub(crate) fn check_device(dev: CUdevice) -> CuResult<Physical> {
     initialized()?;
-    if dev == 0 {
-        Ok(())
-    } else {
-        Err(CUresult::INVALID_DEVICE)
-    }
+    physical(dev)
+}
+
+/// The physical device behind ordinal `dev` (no initialization check).
+pub(crate) fn physical(dev: CUdevice) -> CuResult<Physical> {
+    machine().devices.get(dev).ok_or(CUresult::INVALID_DEVICE)
 }
 
 /// The value of a device attribute; 0 for attributes the fake does not model.
-fn attribute(attrib: CUdevice_attribute) -> c_int {
+fn attribute(attrib: CUdevice_attribute, device: Physical) -> c_int {
     match attrib {
         CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK
         | CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X
@@ -68,7 +70,7 @@ fn attribute(attrib: CUdevice_attribute) -> c_int {
         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR => 0,
         CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR => 233_472,
         CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => 232_448,
-        CU_DEVICE_ATTRIBUTE_PCI_BUS_ID => 1,
+        CU_DEVICE_ATTRIBUTE_PCI_BUS_ID => i32::try_from(device.index).unwrap_or(0) + 1,
         CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY
         | CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS
         | CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
@@ -84,6 +86,9 @@ fn init(flags: c_uint) -> CuResult<()> {
     if flags != 0 {
         return Err(CUresult::INVALID_VALUE);
     }
+    if machine().devices.count() == 0 {
+        return Err(CUresult::NO_DEVICE);
+    }
     global().set_initialized();
     Ok(())
 }
@@ -91,25 +96,26 @@ fn init(flags: c_uint) -> CuResult<()> {
 unsafe fn device_get(out: *mut CUdevice, ordinal: c_int) -> CuResult<()> {
     check_device(ordinal)?;
     // SAFETY: the caller guarantees `out` is NULL or writable.
-    unsafe { put(out, 0) }
+    unsafe { put(out, ordinal) }
 }
 
 unsafe fn device_count(out: *mut c_int) -> CuResult<()> {
     initialized()?;
+    let n = c_int::try_from(machine().devices.count()).unwrap_or(c_int::MAX);
     // SAFETY: the caller guarantees `out` is NULL or writable.
-    unsafe { put(out, 1) }
+    unsafe { put(out, n) }
 }
 
 unsafe fn device_name(out: *mut c_char, len: c_int, dev: CUdevice) -> CuResult<()> {
-    check_device(dev)?;
+    let name = check_device(dev)?.name();
     let len = usize::try_from(len).unwrap_or(0);
     if out.is_null() || len == 0 {
         return Err(CUresult::INVALID_VALUE);
     }
-    let n = NAME.len().min(len - 1);
+    let n = name.len().min(len - 1);
     // SAFETY: the caller guarantees `out` is writable for `len` bytes; we write `n + 1 <= len`.
     unsafe {
-        std::ptr::copy_nonoverlapping(NAME.as_ptr().cast::<c_char>(), out, n);
+        std::ptr::copy_nonoverlapping(name.as_ptr().cast::<c_char>(), out, n);
         out.add(n).write(0);
     }
     Ok(())
@@ -120,9 +126,18 @@ unsafe fn device_attribute(
     attrib: CUdevice_attribute,
     dev: CUdevice,
 ) -> CuResult<()> {
-    check_device(dev)?;
+    let device = check_device(dev)?;
     // SAFETY: the caller guarantees `out` is NULL or writable.
-    unsafe { put(out, attribute(attrib)) }
+    unsafe { put(out, attribute(attrib, device)) }
+}
+
+unsafe fn device_uuid(out: *mut CUuuid, dev: CUdevice) -> CuResult<()> {
+    let device = check_device(dev)?;
+    let uuid = CUuuid {
+        bytes: device.uuid().map(|b| b as c_char),
+    };
+    // SAFETY: the caller guarantees `out` is NULL or writable.
+    unsafe { put(out, uuid) }
 }
 
 unsafe fn total_mem(out: *mut usize, dev: CUdevice) -> CuResult<()> {
@@ -158,15 +173,20 @@ exports! {
     fn cuInit(flags: c_uint): PFN_cuInit => init(flags);
     /// Returns the driver version, 13000 (works before `cuInit`).
     fn cuDriverGetVersion(driverVersion: *mut c_int): PFN_cuDriverGetVersion => driver_version(driverVersion);
-    /// Returns device `ordinal` (only 0 exists).
+    /// Returns device `ordinal` (its handle is the ordinal, as on the real driver).
     fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int): PFN_cuDeviceGet => device_get(device, ordinal);
-    /// Returns the number of devices: 1.
+    /// Returns the number of devices the process sees.
     fn cuDeviceGetCount(count: *mut c_int): PFN_cuDeviceGetCount => device_count(count);
     /// Returns the device's name.
     fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice): PFN_cuDeviceGetName => device_name(name, len, dev);
     /// Returns a device attribute.
     fn cuDeviceGetAttribute(pi: *mut c_int, attrib: CUdevice_attribute, dev: CUdevice): PFN_cuDeviceGetAttribute
         => device_attribute(pi, attrib, dev);
+    /// Returns the device's UUID (the same for every process, whatever its ordinal there).
+    fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice): PFN_cuDeviceGetUuid => device_uuid(uuid, dev);
+    /// Returns the device's UUID (no device of the fake is a MIG instance, so the same as
+    /// `cuDeviceGetUuid`).
+    fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice): PFN_cuDeviceGetUuid_v2 => device_uuid(uuid, dev);
     /// Returns the device's memory size.
     fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice): PFN_cuDeviceTotalMem_v2 => total_mem(bytes, dev);
     /// Returns the message of an error code.

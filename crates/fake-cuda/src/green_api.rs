@@ -13,6 +13,7 @@ use baton_cuda_sys::{
 };
 
 use crate::context_api;
+use crate::device::physical;
 use crate::entry::exports;
 use crate::green::Green;
 use crate::handle::{Kind, raw_of, to_ptr};
@@ -34,9 +35,7 @@ fn sm_resource(count: u32) -> CUdevResource {
 
 unsafe fn get_resource(dev: CUdevice, out: *mut CUdevResource, kind: c_uint) -> CuResult<()> {
     initialized()?;
-    if dev != 0 {
-        return Err(CUresult::INVALID_DEVICE);
-    }
+    physical(dev)?;
     if kind != CU_DEV_RESOURCE_TYPE_SM {
         return Err(CUresult::INVALID_VALUE);
     }
@@ -109,9 +108,7 @@ unsafe fn create(
     flags: c_uint,
 ) -> CuResult<()> {
     let g = initialized()?;
-    if dev != 0 {
-        return Err(CUresult::INVALID_DEVICE);
-    }
+    physical(dev)?;
     let sms = u32::try_from(raw_of(desc)).map_err(|_| CUresult::INVALID_VALUE)?;
     if sms == 0 || sms > DEVICE_SMS || flags != CU_GREEN_CTX_DEFAULT_STREAM {
         return Err(CUresult::INVALID_VALUE);
@@ -119,7 +116,7 @@ unsafe fn create(
     let green = Arc::new(Green {
         handle: g.handle(Kind::GreenCtx),
         sms,
-        ctx: context_api::retain_primary(g),
+        ctx: context_api::retain_primary(g, dev)?,
     });
     g.greens.insert(green.handle.raw, Arc::clone(&green));
     // SAFETY: the caller's out-pointer.
@@ -128,8 +125,8 @@ unsafe fn create(
 
 fn destroy(h: CUgreenCtx) -> CuResult<()> {
     let g = initialized()?;
-    g.greens.remove(raw_of(h)).ok_or(CUresult::INVALID_HANDLE)?;
-    context_api::primary_release(0)
+    let green = g.greens.remove(raw_of(h)).ok_or(CUresult::INVALID_HANDLE)?;
+    context_api::primary_release(green.ctx.device)
 }
 
 unsafe fn stream_create(

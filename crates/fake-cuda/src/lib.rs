@@ -6,7 +6,9 @@
 //! real driver. Nothing here is shipped.
 //!
 //! It implements the driver semantics the interposer must preserve, on the host:
-//! - one device; contexts with a per-thread current-context stack and a primary context;
+//! - `FAKE_CUDA_DEVICES` devices (default one), each with its own UUID, selected and renumbered
+//!   by `CUDA_VISIBLE_DEVICES` as the real driver does (`devices.rs`); contexts, each on one
+//!   device, with a per-thread current-context stack and a primary context per device;
 //! - "device" memory that is host memory, so a `CUdeviceptr` is a host address (`memory.rs`,
 //!   `memory_api.rs`);
 //! - streams executing their commands in FIFO order on one worker thread each, with CUDA's
@@ -36,7 +38,7 @@
 //! circle:
 //! 1. Base, depending on nothing of the crate: handles (`handle.rs`), locking (`sync.rs`), the
 //!    process and per-process values (`process.rs`), results and out-parameters (`result.rs`).
-//! 2. The log format (`log.rs`), the memory table (`memory.rs`), and the machine state every
+//! 2. The devices (`devices.rs`), the log format (`log.rs`), the memory table (`memory.rs`), and the machine state every
 //!    executed command needs (`machine.rs`: memory, the log, completed commands, settings).
 //! 3. The model: built-in kernels (`kernels.rs`), operations, graphs and their execution
 //!    (`ops.rs`), captures (`capture.rs`), streams and what a context's streams share
@@ -63,7 +65,8 @@ mod process;
 mod result;
 mod sync;
 
-// Log, memory table and machine state.
+// Log, devices, memory table and machine state.
+mod devices;
 mod log;
 mod machine;
 mod memory;

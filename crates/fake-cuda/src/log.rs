@@ -109,6 +109,9 @@ pub(crate) struct Exec {
     pub stream: u64,
     /// The context's short id.
     pub ctx: u64,
+    /// The physical device the context is on (its number on the machine, whatever ordinal
+    /// `CUDA_VISIBLE_DEVICES` gives it in the process).
+    pub device: u32,
     /// On a green context's stream: the SMs it runs on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sms: Option<u32>,

@@ -1,7 +1,8 @@
 //! The machine: what every executed command needs, for one process.
 //!
 //! The device memory table, the count of completed commands, the log and the settings that
-//! change how commands execute (`FAKE_CUDA_KERNEL_US`, `FAKE_CUDA_LAZY_LOADING`). The objects the
+//! change how commands execute (`FAKE_CUDA_KERNEL_US`, `FAKE_CUDA_LAZY_LOADING`), and the
+//! devices the process sees (`devices.rs`). The objects the
 //! API hands out (contexts, streams, events, …) are registered in `state.rs`, above the types
 //! they hold; this state sits below them, so that executing a command needs nothing of the API.
 //!
@@ -12,6 +13,7 @@ use std::sync::RwLock;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
+use crate::devices::Devices;
 use crate::log::Log;
 use crate::memory::MemoryTable;
 use crate::process::PerProcess;
@@ -30,6 +32,8 @@ pub(crate) struct Machine {
     pub lazy_loading: bool,
     /// "Device" memory: host allocations the application addresses as device pointers.
     pub memory: RwLock<MemoryTable>,
+    /// The devices the process sees (`FAKE_CUDA_DEVICES`, `CUDA_VISIBLE_DEVICES`).
+    pub devices: Devices,
 }
 
 impl Machine {
@@ -44,6 +48,7 @@ impl Machine {
             kernel_extra,
             lazy_loading: std::env::var_os("FAKE_CUDA_LAZY_LOADING").is_some(),
             memory: RwLock::new(MemoryTable::default()),
+            devices: Devices::from_env(),
         }
     }
 }

@@ -154,6 +154,8 @@ pub(crate) trait RecordedEvent: Send + Sync {
 pub(crate) trait ExecContext {
     /// The context's short id, for the log.
     fn short(&self) -> u64;
+    /// The physical device the context is on, for the log.
+    fn device(&self) -> u32;
     /// The context's sticky error, if it has one.
     fn sticky(&self) -> CuResult<()>;
     /// Records an error that makes the context unusable.
@@ -217,7 +219,8 @@ fn execute<C: ExecContext>(op: &Op, site: &Site<'_, C>) {
         op: label(op),
         name,
         stream: site.stream.short,
-        ctx: ctx.map_or(0, |ctx| ctx.short()),
+        ctx: ctx.as_ref().map_or(0, |ctx| ctx.short()),
+        device: ctx.map_or(0, |ctx| ctx.device()),
         sms: site.stream.sms,
         legacy: site.stream.legacy,
         ptds: site.stream.ptds,

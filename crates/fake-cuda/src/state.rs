@@ -1,4 +1,5 @@
-//! The objects the API hands out, by handle, for one process: contexts (and the primary one),
+//! The objects the API hands out, by handle, for one process: contexts (and each device's
+//! primary one),
 //! streams, events, modules, libraries, functions, graphs, green contexts and captures in
 //! progress; the handles that name them; whether `cuInit` was called.
 //!
@@ -21,7 +22,7 @@
 //! executes (and is logged) before the process ends. It gives up when no command has completed
 //! for [`EXIT_IDLE_LIMIT`] (a stream waiting for a memory value nobody will write).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -78,7 +79,8 @@ pub(crate) struct Global {
     initialized: AtomicBool,
     next_id: AtomicU64,
     pub contexts: Registry<Context>,
-    pub primary: Mutex<Primary>,
+    /// The primary context of each device, by ordinal.
+    pub primary: Mutex<BTreeMap<i32, Primary>>,
     pub streams: Registry<Stream>,
     pub events: Registry<Event>,
     pub modules: Registry<Module>,
@@ -103,7 +105,7 @@ impl Global {
             initialized: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             contexts: Registry::new(),
-            primary: Mutex::new(Primary::default()),
+            primary: Mutex::new(BTreeMap::new()),
             streams: Registry::new(),
             events: Registry::new(),
             modules: Registry::new(),

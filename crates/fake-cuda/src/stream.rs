@@ -316,16 +316,20 @@ pub(crate) struct StreamLists {
 pub(crate) struct CtxStreams {
     /// The context's handle.
     pub handle: Handle,
+    /// The physical device the context is on.
+    pub device: u32,
     pub legacy: Arc<Stream>,
     pub order: Mutex<StreamLists>,
     sticky: Mutex<Option<CUresult>>,
 }
 
 impl CtxStreams {
-    /// The streams of the context `handle`: its legacy stream (handle `legacy`) so far.
-    pub fn new(handle: Handle, legacy: Handle) -> Arc<CtxStreams> {
+    /// The streams of the context `handle` on physical device `device`: its legacy stream
+    /// (handle `legacy`) so far.
+    pub fn new(handle: Handle, legacy: Handle, device: u32) -> Arc<CtxStreams> {
         Arc::new_cyclic(|weak| CtxStreams {
             handle,
+            device,
             legacy: Stream::new(legacy, StreamKind::Legacy, 0, 0, weak.clone(), None),
             order: Mutex::new(StreamLists::default()),
             sticky: Mutex::new(None),
@@ -374,6 +378,10 @@ impl CtxStreams {
 impl ExecContext for CtxStreams {
     fn short(&self) -> u64 {
         self.handle.short
+    }
+
+    fn device(&self) -> u32 {
+        self.device
     }
 
     fn sticky(&self) -> CuResult<()> {

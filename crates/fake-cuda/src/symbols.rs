@@ -47,6 +47,10 @@ pub(crate) static TABLE: &[(&str, &[Version])] = &[
     ("cuDeviceGetAttribute", &[v(2000, "cuDeviceGetAttribute")]),
     ("cuDeviceTotalMem", &[v(3020, "cuDeviceTotalMem_v2")]),
     (
+        "cuDeviceGetUuid",
+        &[v(9020, "cuDeviceGetUuid"), v(11040, "cuDeviceGetUuid_v2")],
+    ),
+    (
         "cuDevicePrimaryCtxRetain",
         &[v(7000, "cuDevicePrimaryCtxRetain")],
     ),

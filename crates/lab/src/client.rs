@@ -30,7 +30,32 @@ pub(crate) struct Client {
     pub(crate) jobs: Vec<Job>,
     /// Kernel work completed (each kernel's duration alone).
     pub(crate) work: Nanos,
+    /// A rank: where it stands at its group's barrier.
+    pub(crate) barrier: Barrier,
+    /// A rank: busy-wait kernel time completed.
+    pub(crate) spin: Nanos,
 }
+
+/// A rank's place at its group's barrier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Barrier {
+    /// Working on a step (or not a rank).
+    #[default]
+    Working,
+    /// Its step is done; it waits for its peers, `spinning` when a busy-wait kernel is out.
+    Waiting {
+        /// A busy-wait kernel is submitted and unfinished.
+        spinning: bool,
+    },
+    /// Every peer arrived: the next step starts once its busy-wait kernel (if any) is done.
+    Passed {
+        /// A busy-wait kernel is submitted and unfinished.
+        spinning: bool,
+    },
+}
+
+/// The tag of busy-wait kernels (no job).
+const SPIN: u64 = u64::MAX;
 
 fn draw(rng: &mut SmallRng, s: SpanRange) -> Nanos {
     Nanos(rng.random_range(s.low.0..=s.high.0.max(s.low.0)))
@@ -46,7 +71,9 @@ impl Client {
                 Some(offset),
                 announce.map(|a| offset.saturating_sub(a.lead)),
             ),
-            Workload::ClosedLoop { .. } | Workload::Paced { .. } => (Some(Nanos::ZERO), None),
+            Workload::ClosedLoop { .. } | Workload::Paced { .. } | Workload::Ranked { .. } => {
+                (Some(Nanos::ZERO), None)
+            }
             Workload::Flood { .. } => (None, None),
         };
         Client {
@@ -62,6 +89,23 @@ impl Client {
             durations: VecDeque::new(),
             jobs: Vec::new(),
             work: Nanos::ZERO,
+            barrier: Barrier::Working,
+            spin: Nanos::ZERO,
+        }
+    }
+
+    /// The group of a rank.
+    pub(crate) fn group(&self) -> Option<u32> {
+        match self.spec.workload {
+            Workload::Ranked { group, .. } => Some(group),
+            _ => None,
+        }
+    }
+
+    /// Every peer reached the barrier: the next step may start.
+    pub(crate) fn pass(&mut self) {
+        if let Barrier::Waiting { spinning } = self.barrier {
+            self.barrier = Barrier::Passed { spinning };
         }
     }
 
@@ -165,6 +209,34 @@ impl Client {
                     self.pacing = (left > 1).then_some((id, left - 1, at + gap));
                 }
             }
+            Workload::Ranked {
+                kernels,
+                kernel,
+                sms,
+                spin,
+                ..
+            } => {
+                if let Some(r) = self.next_release.filter(|r| *r <= t) {
+                    self.next_release = None;
+                    if r < stop {
+                        self.release(r, kernels, kernel, sms);
+                    }
+                }
+                match self.barrier {
+                    Barrier::Waiting { spinning: false } if t < stop => {
+                        self.durations.push_back(spin);
+                        self.submit(SimCommand::kernel(spin, sms).with_tag(SPIN));
+                        self.barrier = Barrier::Waiting { spinning: true };
+                    }
+                    Barrier::Passed { spinning: false } => {
+                        self.barrier = Barrier::Working;
+                        if t < stop {
+                            self.release(t, kernels, kernel, sms);
+                        }
+                    }
+                    _ => {}
+                }
+            }
             Workload::Flood { depth, kernel, sms } => {
                 if t < stop {
                     while self.outstanding < depth {
@@ -179,12 +251,22 @@ impl Client {
 
     /// Takes in one of its completions.
     pub(crate) fn completed(&mut self, c: &Completion) {
-        self.work += self.durations.pop_front().unwrap_or_default();
+        let d = self.durations.pop_front().unwrap_or_default();
+        if c.tag == SPIN {
+            self.spin += d;
+            self.barrier = match self.barrier {
+                Barrier::Waiting { .. } => Barrier::Waiting { spinning: false },
+                Barrier::Passed { .. } | Barrier::Working => Barrier::Passed { spinning: false },
+            };
+            return;
+        }
+        self.work += d;
         let Some(job) = self.open.complete(c.tag, c.ended_at) else {
             return;
         };
         self.jobs.push(job);
         match self.spec.workload {
+            Workload::Ranked { .. } => self.barrier = Barrier::Waiting { spinning: false },
             Workload::ClosedLoop { think, .. } | Workload::Paced { think, .. } => {
                 self.next_release = Some(c.ended_at + think);
             }

@@ -23,6 +23,8 @@ pub struct ClientResult {
     pub open_jobs: usize,
     /// Kernel work completed (each kernel's duration alone).
     pub work: Nanos,
+    /// A rank's busy-wait kernel time at its group's barrier (device time spent waiting).
+    pub spin: Nanos,
     /// Cumulative work at each sample time.
     pub work_series: Vec<Nanos>,
     /// Time its context had kernels on SMs (shared with others in a shared context).
@@ -223,6 +225,7 @@ mod tests {
                     jobs,
                     open_jobs: 0,
                     work: Nanos::from_millis(300),
+                    spin: Nanos::ZERO,
                     work_series: vec![Nanos::ZERO, Nanos::from_millis(300)],
                     context_busy: Nanos::from_millis(300),
                 },
@@ -234,6 +237,7 @@ mod tests {
                     jobs: Vec::new(),
                     open_jobs: 3,
                     work: Nanos::from_millis(100),
+                    spin: Nanos::ZERO,
                     work_series: vec![Nanos::ZERO, Nanos::from_millis(100)],
                     context_busy: Nanos::from_millis(100),
                 },

@@ -11,7 +11,7 @@ use baton_sim::{ContextId, Sim, StreamId, TimeMode};
 
 use baton_demo::Route;
 
-use crate::client::Client;
+use crate::client::{Barrier, Client};
 use crate::{Action, ClientResult, ContextSpec, LabResult, LabSpec, Workload};
 
 /// Runs `spec` to its end and returns what every client measured. Deterministic.
@@ -153,6 +153,7 @@ pub fn run(spec: LabSpec) -> LabResult {
                 }
             }
         }
+        barriers(&mut clients);
         if t >= next_sample {
             samples.push(t);
             for (i, c) in clients.iter().enumerate() {
@@ -180,6 +181,7 @@ pub fn run(spec: LabSpec) -> LabResult {
             open_jobs: c.open_jobs(),
             jobs: c.jobs,
             work: c.work,
+            spin: c.spin,
             work_series,
             context_busy,
         })
@@ -192,6 +194,25 @@ pub fn run(spec: LabSpec) -> LabResult {
         counters: sched.policy_counters(),
         decisions: sched.decisions(),
         inherited: sched.inherited_resumes(),
+    }
+}
+
+/// Lets every rank of a group pass its barrier once all of them reached it.
+fn barriers(clients: &mut [Client]) {
+    let mut groups: Vec<u32> = clients.iter().filter_map(Client::group).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    for g in groups {
+        // A rank that passed the last barrier but has not started its step yet is not there.
+        let arrived = clients
+            .iter()
+            .filter(|c| c.group() == Some(g))
+            .all(|c| matches!(c.barrier, Barrier::Waiting { .. }));
+        if arrived {
+            for c in clients.iter_mut().filter(|c| c.group() == Some(g)) {
+                c.pass();
+            }
+        }
     }
 }
 

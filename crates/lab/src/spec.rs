@@ -64,6 +64,23 @@ pub enum Workload {
         /// Pause between a job's completion and the next release.
         think: Nanos,
     },
+    /// One rank of a distributed job: each step is a job of `kernels` kernels, after which the
+    /// rank waits at a barrier for every rank of `group` (the clients naming the same group)
+    /// before the next step, as data-parallel ranks meet in a collective. While it waits it
+    /// keeps one `spin` kernel at a time on its device, as a collective's kernel busy-waits
+    /// for its peers; that device time is the rank's *spin*, reported apart from its work.
+    Ranked {
+        /// The job the rank belongs to.
+        group: u32,
+        /// Kernels per step.
+        kernels: u32,
+        /// Each kernel's duration.
+        kernel: SpanRange,
+        /// SMs each kernel asks for.
+        sms: u32,
+        /// The busy-wait kernel's duration (how often a waiting rank looks at its peers).
+        spin: Nanos,
+    },
     /// Keeps `depth` kernels submitted and unfinished at all times; each kernel is a job.
     Flood {
         /// Kernels outstanding.

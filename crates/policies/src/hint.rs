@@ -14,6 +14,7 @@
 //! | laxity | queue | 0..=1 h, critical priority −100..=100 | lax |
 //! | upcoming work | queue | arrives in 0..=10 s, expires 0..=10 s after | every policy (pre-preemption) |
 //! | SLO p99 target | queue | 10 µs..=10 s | slo |
+//! | gang | queue (from its process) | any id; equal ids are one job | gang wrapper |
 //! | time slice | global | 100 µs..=1 s | up, pup, cfs, mlfq |
 //! | k | global | 1..=1024 (default 1) | kedf |
 //! | active window | global | a pid, or none | awf |
@@ -80,6 +81,21 @@ impl Upcoming {
     }
 }
 
+/// The job a process belongs to, across processes and devices: the ranks of one distributed
+/// job share it (see [`Gangs`](crate::Gangs)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GangId(pub u64);
+
+impl GangId {
+    /// The gang called `name` (`BATON_GANG`, a Slurm job step, a rendezvous): a 64-bit FNV-1a
+    /// hash of its bytes, so every process derives the same id from the same name.
+    pub fn of_name(name: &str) -> GangId {
+        GangId(name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        }))
+    }
+}
+
 /// A hint about one queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hint {
@@ -100,6 +116,8 @@ pub enum Hint {
     },
     /// Keep this queue's p99 job latency under this target.
     SloTarget(Nanos),
+    /// The queue's process belongs to this gang (one job's ranks, held back together).
+    Gang(GangId),
 }
 
 const HOUR: Nanos = Nanos::from_secs(3_600);
@@ -236,6 +254,8 @@ pub struct QueueHints {
     pub upcoming: Option<Upcoming>,
     /// Its p99 latency target, if given.
     pub slo_target: Option<Nanos>,
+    /// The gang its process belongs to, if any.
+    pub gang: Option<GangId>,
 }
 
 impl QueueHints {
@@ -261,6 +281,7 @@ impl QueueHints {
                 });
             }
             Hint::SloTarget(t) => self.slo_target = Some(t),
+            Hint::Gang(g) => self.gang = Some(g),
         }
     }
 }

@@ -17,7 +17,8 @@
 //! - **priority inheritance** ([`inherit`], applied by the scheduler): a queue some running
 //!   queue waits on is never left suspended, so no policy can produce a circular wait.
 //!
-//! [`ProcessUnits`] makes any policy treat each process's queues as one unit.
+//! [`ProcessUnits`] makes any policy treat each process's queues as one unit; [`Gangs`] makes
+//! it hold back and resume the processes of one multi-GPU job (a gang) together.
 //!
 //! [`Chaos`] (`chaos:SEED`) is a test mode, not a policy: it suspends and resumes queues at
 //! random moments, so that transparency checks can run a program suspended at arbitrary points.
@@ -32,6 +33,7 @@ mod chpf;
 mod decision;
 mod dependency;
 mod edge;
+mod gang;
 mod guard;
 mod hhpf;
 mod hint;
@@ -54,14 +56,15 @@ pub use chpf::Chpf;
 pub use decision::Decision;
 pub use dependency::inherit;
 pub use edge::{Dependency, Until};
+pub use gang::Gangs;
 pub use guard::{
     GUARD_DWELL_MAX, GUARD_DWELL_MIN, GUARD_GROSS, GUARD_GROSS_DWELL, GUARD_GROSS_DWELL_MAX,
     GUARD_MIN_SAMPLES, GUARD_PROBE_MAX, GUARD_SAMPLES, GUARD_TOLERANCE, Guard,
 };
 pub use hhpf::Hhpf;
 pub use hint::{
-    GlobalHint, GlobalHints, Hint, HintError, Laxity, ProcessHint, ProcessHints, QueueHints, Share,
-    Upcoming,
+    GangId, GlobalHint, GlobalHints, Hint, HintError, Laxity, ProcessHint, ProcessHints,
+    QueueHints, Share, Upcoming,
 };
 pub use hpf::Hpf;
 pub use kedf::Kedf;

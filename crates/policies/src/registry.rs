@@ -1,8 +1,8 @@
 //! Every policy Baton knows, by name.
 
 use crate::{
-    Awf, Cfs, Chaos, Chpf, Guard, Hhpf, Hpf, Kedf, Lax, Mlfq, Policy, PrePreempt, ProcessUnits,
-    Pup, Slo, Up,
+    Awf, Cfs, Chaos, Chpf, Gangs, Guard, Hhpf, Hpf, Kedf, Lax, Mlfq, Policy, PrePreempt,
+    ProcessUnits, Pup, Slo, Up,
 };
 
 /// A policy's name, what it does, and what it reads.
@@ -179,7 +179,7 @@ pub fn info(name: &str) -> Result<&'static PolicyInfo, UnknownPolicy> {
 /// No policy is registered under this name.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown policy {name:?}: choose one of {known} (prefix process: to schedule whole processes; chaos:SEED is a test mode that suspends queues at random)"
+    "unknown policy {name:?}: choose one of {known} (prefix process: to schedule whole processes, gang: to hold each gang's processes back together; chaos:SEED is a test mode that suspends queues at random)"
 )]
 pub struct UnknownPolicy {
     /// The name asked for.
@@ -189,7 +189,8 @@ pub struct UnknownPolicy {
 }
 
 /// A fresh instance of the policy called `name` (case-insensitive). `process:NAME` wraps it in
-/// [`ProcessUnits`], so each process's queues run or stop together. `chaos` and `chaos:SEED`
+/// [`ProcessUnits`], so each process's queues run or stop together; `gang:NAME` wraps the
+/// policy `NAME` (itself possibly `process:…`) in [`Gangs`]. `chaos` and `chaos:SEED`
 /// (a decimal `u64`) are the [`Chaos`] test mode, outside the catalog.
 pub fn by_name(name: &str) -> Result<Box<dyn Policy>, UnknownPolicy> {
     let t = name.trim();
@@ -204,6 +205,12 @@ pub fn by_name(name: &str) -> Result<Box<dyn Policy>, UnknownPolicy> {
             .map_err(|_| UnknownPolicy {
                 name: name.to_string(),
                 known: "chaos:SEED with SEED a number, such as chaos:42".to_string(),
+            }),
+        Some((prefix, inner)) if prefix.eq_ignore_ascii_case("gang") => by_name(inner)
+            .map(|p| Box::new(Gangs::new(p)) as Box<dyn Policy>)
+            .map_err(|e| UnknownPolicy {
+                name: name.to_string(),
+                ..e
             }),
         Some((prefix, inner)) if prefix.eq_ignore_ascii_case("process") => info(inner)
             .map(|i| Box::new(ProcessUnits::new(i.instantiate())) as Box<dyn Policy>)
@@ -228,6 +235,9 @@ mod tests {
         }
         assert_eq!(catalog().len(), 12);
         assert_eq!(by_name("process:PUP").unwrap().name(), "pup");
+        assert_eq!(by_name("gang:hpf").unwrap().name(), "hpf");
+        assert_eq!(by_name("gang:process:cfs").unwrap().name(), "cfs");
+        assert!(by_name("gang:nope").is_err());
         assert_eq!(by_name("chaos").unwrap().name(), "chaos");
         assert_eq!(by_name("Chaos:42").unwrap().name(), "chaos");
         assert!(by_name("chaos:many").is_err());
@@ -239,7 +249,7 @@ mod tests {
     fn wrapped_policies_keep_their_attention_answers() {
         let lone = [crate::QueueView::new(1, 7, 0, true)];
         let snap = crate::Snapshot::new(baton_core::Nanos::ZERO, &lone);
-        for name in ["hpf", "process:hpf"] {
+        for name in ["hpf", "process:hpf", "gang:hpf"] {
             let p = by_name(name).unwrap();
             assert!(!p.may_suspend(&snap, &lone[0]), "{name}");
             assert!(!p.wants_events(&snap, &lone[0]), "{name}");

@@ -75,6 +75,14 @@ pub enum Hint {
     /// Removes the hint of this kind from the scope (the scope falls back to the wider scope's
     /// hint, or the default). Any scope.
     Clear(HintKind),
+    /// The process is one rank of a multi-process job, the gang `id` (every rank of the job
+    /// gives the same id; `BATON_GANG`, or the job's Slurm step or rendezvous, hashed). A
+    /// daemon holding gangs together suspends and resumes a gang's queues on every device at
+    /// once. Process only.
+    Gang {
+        /// The gang.
+        id: u64,
+    },
 }
 
 /// The kinds of [`Hint`], to name one without a value.
@@ -97,11 +105,13 @@ pub enum HintKind {
     ActiveWindow,
     /// [`Hint::Upcoming`].
     Upcoming,
+    /// [`Hint::Gang`].
+    Gang,
 }
 
 impl HintKind {
     /// Every kind.
-    pub const ALL: [HintKind; 8] = [
+    pub const ALL: [HintKind; 9] = [
         HintKind::Priority,
         HintKind::Utilization,
         HintKind::TimeSlice,
@@ -110,13 +120,14 @@ impl HintKind {
         HintKind::Laxity,
         HintKind::ActiveWindow,
         HintKind::Upcoming,
+        HintKind::Gang,
     ];
 
     /// The scopes a hint of this kind may be given for.
     pub const fn scopes(self) -> &'static [Scope] {
         match self {
             HintKind::KEdf => &[Scope::Device, Scope::All],
-            HintKind::ActiveWindow => &[Scope::Process],
+            HintKind::ActiveWindow | HintKind::Gang => &[Scope::Process],
             _ => &[Scope::Queue, Scope::Process],
         }
     }
@@ -133,6 +144,7 @@ impl fmt::Display for HintKind {
             HintKind::Laxity => "laxity",
             HintKind::ActiveWindow => "active window",
             HintKind::Upcoming => "upcoming work",
+            HintKind::Gang => "gang",
         })
     }
 }
@@ -174,6 +186,7 @@ impl Hint {
             Hint::Laxity { .. } => HintKind::Laxity,
             Hint::ActiveWindow { .. } => HintKind::ActiveWindow,
             Hint::Upcoming { .. } => HintKind::Upcoming,
+            Hint::Gang { .. } => HintKind::Gang,
             Hint::Clear(kind) => *kind,
         }
     }
@@ -214,7 +227,7 @@ impl Hint {
                 }
                 Ok(())
             }
-            Hint::ActiveWindow { .. } | Hint::Clear(_) => Ok(()),
+            Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::Clear(_) => Ok(()),
             Hint::Upcoming {
                 arrives_in_ns,
                 expires_in_ns,

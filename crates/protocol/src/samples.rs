@@ -31,6 +31,7 @@ pub fn hints() -> Vec<Hint> {
             expires_in_ns: 10_000_000,
         },
         Hint::Clear(HintKind::Deadline),
+        Hint::Gang { id: 0x5eed_6a46 },
     ]
 }
 
@@ -137,7 +138,7 @@ pub fn agent_messages() -> Vec<AgentMessage> {
     ];
     for hint in hints() {
         let target = match hint {
-            Hint::ActiveWindow { .. } => AgentTarget::Process,
+            Hint::ActiveWindow { .. } | Hint::Gang { .. } => AgentTarget::Process,
             Hint::KEdf { .. } => continue,
             _ => AgentTarget::Queue(QueueId(3)),
         };
@@ -213,7 +214,7 @@ pub fn requests() -> Vec<Request> {
     ];
     for hint in hints() {
         let target = match hint {
-            Hint::ActiveWindow { .. } => Target::Process { pid: 4242 },
+            Hint::ActiveWindow { .. } | Hint::Gang { .. } => Target::Process { pid: 4242 },
             Hint::KEdf { .. } => Target::Device { id: device().id },
             Hint::Clear(_) => Target::All,
             _ => Target::Queue(queue_ref()),

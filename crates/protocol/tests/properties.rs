@@ -61,6 +61,7 @@ fn hint() -> impl Strategy<Value = Hint> {
                 expires_in_ns
             }),
         hint_kind().prop_map(Hint::Clear),
+        any::<u64>().prop_map(|id| Hint::Gang { id }),
     ]
 }
 
@@ -147,7 +148,7 @@ fn agent_message() -> impl Strategy<Value = AgentMessage> {
         }),
         (any::<Option<u64>>(), hint()).prop_map(|(q, hint)| {
             let target = match (q, hint.kind()) {
-                (_, HintKind::ActiveWindow) | (None, _) => AgentTarget::Process,
+                (_, HintKind::ActiveWindow | HintKind::Gang) | (None, _) => AgentTarget::Process,
                 (Some(q), _) => AgentTarget::Queue(QueueId(q)),
             };
             let hint = match hint {
@@ -211,7 +212,7 @@ fn request() -> impl Strategy<Value = Request> {
         (target.clone(), hint(), "[!-~]{1,64}").prop_map(|(t, hint, dev)| {
             let target = match hint.kind() {
                 HintKind::KEdf => Target::Device { id: dev },
-                HintKind::ActiveWindow => Target::Process {
+                HintKind::ActiveWindow | HintKind::Gang => Target::Process {
                     pid: match t {
                         Target::Queue(q) => q.pid,
                         Target::Process { pid } => pid,

@@ -203,6 +203,7 @@ fn max_hints(scope: Scope) -> Vec<Hint> {
             arrives_in_ns: MAX_HINT_HORIZON_NS,
             expires_in_ns: MAX_HINT_HORIZON_NS,
         },
+        Hint::Gang { id: u64::MAX },
     ]
     .into_iter()
     .filter(|h| h.check_scope(scope).is_ok())

@@ -65,6 +65,12 @@ pub struct DaemonArgs {
           default_missing_value = baton_daemon::SlurmConfig::DEFAULT_RECORDS,
           conflicts_with = "kubernetes")]
     slurm_steps: Option<PathBuf>,
+    /// How the ranks of one multi-GPU job (a gang: same BATON_GANG, Slurm job step or torchrun
+    /// rendezvous) are treated: `together` holds all of a gang's queues back, on every device,
+    /// whenever the policy holds back one of them, and resumes them together; `independent`
+    /// decides each device alone (see docs/MULTI_GPU.md).
+    #[arg(long, value_name = "MODE", default_value = "independent", value_parser = ["independent", "together"])]
+    gang: String,
     /// Exit once no program has been scheduled for this many seconds (how `baton run`
     /// starts the daemon it needs).
     #[arg(long, value_name = "S", hide = true)]
@@ -99,6 +105,7 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
     }
     let mut cfg = DaemonConfig::new(path);
     cfg.policy = args.policy;
+    cfg.gang = baton_daemon::GangMode::parse(&args.gang).unwrap_or_default();
     cfg.system = args.system;
     cfg.group = args.group;
     cfg.metrics = args.metrics;

@@ -17,6 +17,10 @@ pub struct ListArgs {
     /// Only this process.
     #[arg(long, value_name = "PID")]
     pid: Option<u32>,
+    /// One entry per device instead (by UUID: the same GPU whatever ordinal
+    /// CUDA_VISIBLE_DEVICES gives it in each process), with its queues.
+    #[arg(long)]
+    by_device: bool,
 }
 
 pub fn run(args: ListArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
@@ -25,10 +29,11 @@ pub fn run(args: ListArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
         Reply::List(l) => l,
         r => bail!("unexpected answer from the daemon: {}", r.name()),
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&list)?);
-    } else {
-        print!("{}", table(&list));
+    match (args.json, args.by_device) {
+        (true, false) => println!("{}", serde_json::to_string_pretty(&list)?),
+        (true, true) => println!("{}", serde_json::to_string_pretty(&by_device(&list))?),
+        (false, false) => print!("{}", table(&list)),
+        (false, true) => print!("{}", device_table(&list)),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -45,6 +50,7 @@ pub fn hints_text(h: &[Hint]) -> String {
             Hint::Laxity { laxity_ns, .. } => format!("laxity={}us", laxity_ns / 1000),
             Hint::ActiveWindow { active } => format!("active-window={active}"),
             Hint::Upcoming { arrives_in_ns, .. } => format!("upcoming={}us", arrives_in_ns / 1000),
+            Hint::Gang { id } => format!("gang={id:016x}"),
             Hint::Clear(k) => format!("clear {k}"),
         })
         .collect::<Vec<_>>()
@@ -94,6 +100,126 @@ pub fn table(list: &ProcessList) -> String {
     out
 }
 
+/// `baton list --by-device --json`: each device and the queues on it.
+#[derive(Debug, serde::Serialize)]
+pub struct DeviceList {
+    /// `baton.devices/1`.
+    pub schema: &'static str,
+    /// Every device with a queue, by UUID.
+    pub devices: Vec<DeviceEntry>,
+    /// Whether the daemon's list was cut to its limits.
+    pub truncated: bool,
+}
+
+/// One device in a [`DeviceList`].
+#[derive(Debug, serde::Serialize)]
+pub struct DeviceEntry {
+    /// Its id: the GPU's (or MIG instance's) UUID, as the driver reports it.
+    pub id: String,
+    /// Processes with a queue on it.
+    pub processes: Vec<u32>,
+    /// Its queues.
+    pub queues: Vec<DeviceQueue>,
+}
+
+/// One queue in a [`DeviceEntry`].
+#[derive(Debug, serde::Serialize)]
+pub struct DeviceQueue {
+    /// Its process.
+    pub pid: u32,
+    /// The process's name.
+    pub name: String,
+    /// Its id in the process.
+    pub queue: u64,
+    /// The device's ordinal in that process (after `CUDA_VISIBLE_DEVICES`).
+    pub ordinal: u32,
+    /// Whether it has work.
+    pub ready: bool,
+    /// Whether it is held back.
+    pub suspended: bool,
+    /// The process's gang, if it declared one.
+    pub gang: Option<String>,
+}
+
+/// The list regrouped by device.
+pub fn by_device(list: &ProcessList) -> DeviceList {
+    let mut devices: Vec<DeviceEntry> = Vec::new();
+    for p in &list.processes {
+        let gang = p.hints.iter().find_map(|h| match h {
+            Hint::Gang { id } => Some(format!("{id:016x}")),
+            _ => None,
+        });
+        for q in &p.queues {
+            let i = match devices.iter().position(|d| d.id == q.device.id) {
+                Some(i) => i,
+                None => {
+                    devices.push(DeviceEntry {
+                        id: q.device.id.clone(),
+                        processes: Vec::new(),
+                        queues: Vec::new(),
+                    });
+                    devices.len() - 1
+                }
+            };
+            let d = &mut devices[i];
+            if !d.processes.contains(&p.pid) {
+                d.processes.push(p.pid);
+            }
+            d.queues.push(DeviceQueue {
+                pid: p.pid,
+                name: p.name.clone(),
+                queue: q.queue.0,
+                ordinal: q.device.ordinal,
+                ready: q.ready,
+                suspended: q.suspended,
+                gang: gang.clone(),
+            });
+        }
+    }
+    devices.sort_by(|a, b| a.id.cmp(&b.id));
+    DeviceList {
+        schema: "baton.devices/1",
+        devices,
+        truncated: list.truncated,
+    }
+}
+
+/// The list by device: a heading per device, then its queues.
+pub fn device_table(list: &ProcessList) -> String {
+    let mut out = String::new();
+    let doc = by_device(list);
+    for d in &doc.devices {
+        let count = |f: fn(&DeviceQueue) -> bool| d.queues.iter().filter(|q| f(q)).count();
+        out.push_str(&format!(
+            "{}  {} processes, {} queues ({} ready, {} suspended)\n",
+            d.id,
+            d.processes.len(),
+            d.queues.len(),
+            count(|q| q.ready),
+            count(|q| q.suspended)
+        ));
+        for q in &d.queues {
+            out.push_str(&format!(
+                "  {:>8}  {:<16} {:<8} ordinal {:<3} {:<6} {:<10} {}\n",
+                q.pid,
+                short(&q.name, 16),
+                q.queue,
+                q.ordinal,
+                if q.ready { "ready" } else { "idle" },
+                if q.suspended { "suspended" } else { "running" },
+                q.gang
+                    .as_deref()
+                    .map(|g| format!("gang={g}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    if doc.truncated {
+        out.push_str("(list truncated: ask for one process with --pid)\n");
+    }
+    out
+}
+
 fn short(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()
@@ -101,5 +227,90 @@ fn short(s: &str, n: usize) -> String {
         let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
         t.push('…');
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_protocol::{
+        Backend, ClientId, DeviceRef, LaunchWindow, ProcessRow, QueueId, QueueRow, WireLevel,
+    };
+
+    use super::*;
+
+    fn queue(q: u64, uuid: &str, ordinal: u32, suspended: bool) -> QueueRow {
+        QueueRow {
+            queue: QueueId(q),
+            label: String::new(),
+            device: DeviceRef {
+                backend: Backend::Cuda,
+                id: uuid.into(),
+                ordinal,
+            },
+            ready: true,
+            suspended,
+            since_ns: 0,
+            level: WireLevel(1),
+            max_level: WireLevel(1),
+            launch: LaunchWindow {
+                threshold: 16,
+                batch: 8,
+            },
+            in_flight: 0,
+            buffered: 0,
+            launched: 0,
+            completed: 0,
+            commands_per_sec: 0.0,
+            device_share: 0.0,
+            hints: vec![],
+        }
+    }
+
+    fn process(pid: u32, hints: Vec<Hint>, queues: Vec<QueueRow>) -> ProcessRow {
+        ProcessRow {
+            pid,
+            uid: 0,
+            client: ClientId(u64::from(pid)),
+            name: format!("p{pid}"),
+            command: String::new(),
+            connected_ns: 0,
+            hints,
+            queues,
+        }
+    }
+
+    /// One GPU seen as ordinal 0 by one process and ordinal 1 by another is one device; a
+    /// process on two GPUs appears under both.
+    #[test]
+    fn queues_are_grouped_by_device_uuid_whatever_their_ordinal() {
+        let (a, b) = ("GPU-00ba704e-0000", "GPU-01ba704e-0000");
+        let list = ProcessList {
+            processes: vec![
+                process(10, vec![], vec![queue(1, b, 0, false)]),
+                process(
+                    20,
+                    vec![Hint::Gang { id: 0xab }],
+                    vec![queue(1, a, 0, true), queue(2, b, 1, true)],
+                ),
+            ],
+            truncated: false,
+        };
+        let doc = by_device(&list);
+        assert_eq!(doc.schema, "baton.devices/1");
+        let ids: Vec<&str> = doc.devices.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids, [a, b]);
+        assert_eq!(doc.devices[1].processes, [10, 20]);
+        let ordinals: Vec<u32> = doc.devices[1].queues.iter().map(|q| q.ordinal).collect();
+        assert_eq!(ordinals, [0, 1]);
+        assert_eq!(
+            doc.devices[0].queues[0].gang.as_deref(),
+            Some("00000000000000ab")
+        );
+        let t = device_table(&list);
+        assert!(
+            t.contains("GPU-01ba704e-0000  2 processes, 2 queues (2 ready, 1 suspended)"),
+            "{t}"
+        );
+        assert!(t.contains("gang=00000000000000ab"), "{t}");
     }
 }

@@ -97,10 +97,45 @@ fn rows(m: &Model) -> Vec<[String; 10]> {
     v.into_iter().map(|r| r.4).collect()
 }
 
+/// One line of per-device counts: each device (by UUID, cut to its first group) with its
+/// queues, how many are suspended, and its queues' summed share.
+fn device_line(m: &Model) -> String {
+    let doc = crate::cmd::list::by_device(&m.list);
+    let parts: Vec<String> = doc
+        .devices
+        .iter()
+        .map(|d| {
+            let share: f64 = m
+                .list
+                .processes
+                .iter()
+                .flat_map(|p| &p.queues)
+                .filter(|q| q.device.id == d.id)
+                .map(|q| q.device_share)
+                .sum();
+            let id: String = d.id.splitn(3, '-').take(2).collect::<Vec<_>>().join("-");
+            format!(
+                "{id}: {} queues, {} suspended, {share:.0}% busy",
+                d.queues.len(),
+                d.queues.iter().filter(|q| q.suspended).count()
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        "devices: none yet".into()
+    } else {
+        format!("devices: {}", parts.join(" · "))
+    }
+}
+
 /// Draws one frame.
 pub fn render(f: &mut Frame<'_>, m: &Model) {
-    let [head, body] =
-        Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(f.area());
+    let [head, devices, body] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Length(1),
+        Constraint::Min(0),
+    ])
+    .areas(f.area());
     let header = match (&m.status, &m.error) {
         (_, Some(e)) => format!("baton top — {e}"),
         (Some(s), None) => format!(
@@ -117,6 +152,7 @@ pub fn render(f: &mut Frame<'_>, m: &Model) {
         (None, None) => "baton top — connecting…".into(),
     };
     f.render_widget(Paragraph::new(header), head);
+    f.render_widget(Paragraph::new(device_line(m)), devices);
     let widths = [
         Constraint::Length(8),
         Constraint::Length(16),
@@ -269,10 +305,10 @@ mod tests {
     }
 
     fn screen(m: &Model) -> Vec<String> {
-        let mut t = Terminal::new(TestBackend::new(110, 6)).unwrap();
+        let mut t = Terminal::new(TestBackend::new(110, 7)).unwrap();
         t.draw(|f| render(f, m)).unwrap();
         let b = t.backend().buffer().clone();
-        (0..6)
+        (0..7)
             .map(|y| (0..110).map(|x| b[(x, y)].symbol().to_string()).collect())
             .collect()
     }
@@ -292,12 +328,16 @@ mod tests {
             error: None,
         };
         let s = screen(&m);
-        assert!(s[2].contains("PID") && s[2].contains("SHARE"), "{s:#?}");
-        assert!(s[3].contains("serve") && s[3].contains("running"), "{s:#?}");
-        assert!(s[4].contains("train") && s[4].contains("suspended") && s[4].contains("70.0%"));
+        assert!(
+            s[2].contains("sim-0: 2 queues, 1 suspended, 90% busy"),
+            "{s:#?}"
+        );
+        assert!(s[3].contains("PID") && s[3].contains("SHARE"), "{s:#?}");
+        assert!(s[4].contains("serve") && s[4].contains("running"), "{s:#?}");
+        assert!(s[5].contains("train") && s[5].contains("suspended") && s[5].contains("70.0%"));
         m.sort = Sort::Share;
         let s = screen(&m);
-        assert!(s[3].contains("train"), "{s:#?}");
+        assert!(s[4].contains("train"), "{s:#?}");
         m.error = Some("no Baton daemon answers".into());
         assert!(screen(&m)[0].contains("no Baton daemon answers"));
     }

@@ -189,6 +189,50 @@ impl Gpu {
         Ok(Ctx(ctx))
     }
 
+    /// The UUID of device `ordinal`, as `nvidia-smi -L` prints it.
+    pub fn device_uuid(&self, ordinal: i32) -> Result<String, AppError> {
+        let mut dev = 0;
+        call!(self, cuDeviceGet(&mut dev, ordinal))?;
+        let mut id = baton_cuda_sys::CUuuid::default();
+        call!(self, cuDeviceGetUuid(&mut id, dev))?;
+        let b = id.bytes.map(|x| x as u8);
+        let hex = |r: std::ops::Range<usize>| -> String {
+            b[r].iter().map(|x| format!("{x:02x}")).collect()
+        };
+        Ok(format!(
+            "GPU-{}-{}-{}-{}-{}",
+            hex(0..4),
+            hex(4..6),
+            hex(6..8),
+            hex(8..10),
+            hex(10..16)
+        ))
+    }
+
+    /// How many devices the process sees.
+    pub fn device_count(&self) -> Result<i32, AppError> {
+        let mut n = 0;
+        call!(self, cuDeviceGetCount(&mut n))?;
+        Ok(n)
+    }
+
+    /// Retains device `ordinal`'s primary context and makes it current.
+    pub fn primary_on(&self, ordinal: i32) -> Result<Ctx, AppError> {
+        let mut dev = 0;
+        call!(self, cuDeviceGet(&mut dev, ordinal))?;
+        let mut ctx = std::ptr::null_mut();
+        call!(self, cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+        call!(self, cuCtxSetCurrent(ctx))?;
+        Ok(Ctx(ctx))
+    }
+
+    /// The current context's device ordinal.
+    pub fn ctx_device(&self) -> Result<i32, AppError> {
+        let mut dev = -1;
+        call!(self, cuCtxGetDevice(&mut dev))?;
+        Ok(dev)
+    }
+
     /// `cuInit(0)` and `cuCtxCreate_v2`, as a driver-API application does.
     pub fn init_created(&self) -> Result<Ctx, AppError> {
         call!(self, cuInit(0))?;

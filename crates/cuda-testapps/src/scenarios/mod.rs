@@ -4,6 +4,7 @@
 #![allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
 
 pub mod cross;
+mod devices;
 mod graphs;
 mod launches;
 mod mix;
@@ -59,6 +60,8 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("launch-rate", launches::launch_rate),
     ("mix", mix::mix),
     ("hang", mix::hang),
+    ("devices", devices::devices),
+    ("rank", devices::rank),
 ];
 
 /// How many of the first scenarios are the transparency scenarios (the rest check scheduling).
@@ -136,14 +139,22 @@ fn connect_like_runtime() -> Result<Driver, AppError> {
     Ok(driver)
 }
 
-/// `runtime-like NAME`: functions from `cuGetProcAddress_v2`, the primary context.
+/// `runtime-like NAME`: functions from `cuGetProcAddress_v2`, the primary context (of ordinal
+/// `$BATON_TEST_DEVICE`, else 0).
 pub fn runtime_like(name: &str) -> Result<String, AppError> {
     let scenario = find(name)?;
     let driver = connect_like_runtime()?;
     let gpu = Gpu {
         api: Api::load(Resolve::ProcAddress(&driver, CU_GET_PROC_ADDRESS_DEFAULT))?,
     };
-    let ctx = gpu.init_primary()?;
+    let mut ctx = gpu.init_primary()?;
+    // `BATON_TEST_DEVICE=N`: the primary context of ordinal N instead of 0.
+    if let Some(n) = std::env::var("BATON_TEST_DEVICE")
+        .ok()
+        .and_then(|n| n.parse::<i32>().ok())
+    {
+        ctx = gpu.primary_on(n)?;
+    }
     let k = gpu.load_kernels()?;
     scenario(&Session {
         driver,

@@ -142,6 +142,8 @@ pub(crate) struct Identity {
     /// How long a ready queue's work in flight may make no progress before it stops holding
     /// others back (`stall`).
     pub(crate) stall: Option<Nanos>,
+    /// Whether gangs are held back together (`DaemonConfig::gang`; `gang=` on a policy switch).
+    pub(crate) gang: crate::config::GangMode,
     /// The highest priority a process not run by root may claim (`DaemonConfig`).
     pub(crate) max_priority: Option<i32>,
 }

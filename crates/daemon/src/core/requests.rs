@@ -8,6 +8,7 @@ use baton_protocol::{
 };
 
 use super::Core;
+use crate::config::GangMode;
 use crate::peer::Peer;
 use crate::trace::{self, Recorder, Trace, TrackInfo};
 
@@ -259,7 +260,23 @@ impl Core {
         if !self.ident.auth.may_administer(peer.uid) {
             return self.unauthorized(peer, "change the policy");
         }
-        let policy = match baton_policies::by_name(name) {
+        let mut gang = self.ident.gang;
+        for p in &params {
+            match (p.key.as_str(), GangMode::parse(&p.value)) {
+                ("gang", Some(mode)) => gang = mode,
+                _ => {
+                    return error(
+                        ErrorKind::InvalidArgument,
+                        &format!(
+                            "unknown policy parameter {}={}: the one parameter is gang, \
+                             together or independent",
+                            p.key, p.value
+                        ),
+                    );
+                }
+            }
+        }
+        let policy = match gang.policy(name) {
             Ok(p) => p,
             Err(e) => {
                 return error(
@@ -268,19 +285,13 @@ impl Core {
                 );
             }
         };
-        if let Some(p) = params.first() {
-            return error(
-                ErrorKind::InvalidArgument,
-                &format!(
-                    "policy {} takes no parameters (got {}={}); give none",
-                    policy.name(),
-                    p.key,
-                    p.value
-                ),
-            );
-        }
+        self.ident.gang = gang;
         self.mark(at, DecisionCause::Policy);
-        tracing::info!(policy = policy.name(), "policy switched");
+        tracing::info!(
+            policy = policy.name(),
+            gang = gang.name(),
+            "policy switched"
+        );
         self.policy_params = params;
         let now = self.now();
         self.sched.set_policy(policy, now);

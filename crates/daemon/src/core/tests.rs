@@ -67,6 +67,7 @@ fn core_with(policy: &str, start: Nanos) -> Rig {
             lease: None,
             stall: None,
             max_priority: None,
+            gang: crate::config::GangMode::Independent,
         },
         baton_policies::by_name(policy).unwrap(),
         Arc::clone(&clock) as Arc<dyn Clock>,
@@ -552,6 +553,7 @@ fn refused(r: Reply, says: &str) {
 }
 
 mod cluster;
+mod gang;
 mod lease;
 mod service;
 mod slurm;

@@ -1,0 +1,404 @@
+//! Several GPUs on the fake driver (`FAKE_CUDA_DEVICES`), with real processes under `baton
+//! run` and one daemon: devices renumbered by `CUDA_VISIBLE_DEVICES` are the same GPU to the
+//! daemon, processes on different GPUs never hold each other back, and the ranks of one job
+//! (`BATON_GANG`) on two GPUs are held back and resumed together beside a latency-critical
+//! process on one of them (`baton daemon --gang together`), where per-device scheduling leaves
+//! the other rank busy-waiting.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{baton_binary, driver_dir, interposer_library, num, temp_dir};
+
+const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
+
+/// How long a decision may take to reach another process on a loaded machine.
+const GRACE_NS: u64 = 5_000_000;
+
+fn log_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// When each `cuLaunchKernel` call entered the driver.
+fn launch_calls(lines: &[Value]) -> Vec<u64> {
+    lines
+        .iter()
+        .filter(|l| l["ev"] == "call" && l["fn"] == "cuLaunchKernel")
+        .map(|l| num(l, "t_ns"))
+        .collect()
+}
+
+fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn finish(child: Child, what: &str) -> String {
+    let out = child.wait_with_output().expect("wait for the program");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what}: {:?}\nstdout {stdout}\nstderr {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout.trim().to_owned()
+}
+
+/// `runtime-like devices` on four fake GPUs, natively.
+#[test]
+fn the_fake_driver_renumbers_devices_as_cuda_visible_devices_says() {
+    let dir = temp_dir("devices");
+    let run = |visible: Option<&str>, log: &Path| {
+        let mut c = Command::new(RUNTIME_LIKE);
+        c.arg("devices")
+            .env("LD_LIBRARY_PATH", driver_dir())
+            .env("FAKE_CUDA_DEVICES", "4")
+            .env("FAKE_CUDA_LOG", log)
+            .env_remove("CUDA_VISIBLE_DEVICES");
+        if let Some(v) = visible {
+            c.env("CUDA_VISIBLE_DEVICES", v);
+        }
+        let out = c.output().expect("run runtime-like");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let uuid = |i: u32| format!("GPU-{i:02x}ba704e-0000-4000-8000-0000000000{i:02x}");
+    let all = run(None, &dir.join("all.log"));
+    assert_eq!(
+        all,
+        format!(
+            "devices n=4 0={} 1={} 2={} 3={}",
+            uuid(0),
+            uuid(1),
+            uuid(2),
+            uuid(3)
+        )
+    );
+    // By index and by UUID prefix, in the list's order; the list ends at an unknown entry.
+    let log = dir.join("visible.log");
+    let some = run(Some("2,GPU-00ba,9,1"), &log);
+    assert_eq!(some, format!("devices n=2 0={} 1={}", uuid(2), uuid(0)));
+    // Ordinal 0's kernels (tags 0–3) ran on physical device 2, ordinal 1's (10–13) on 0.
+    let mut ran: Vec<(i64, u64)> = log_lines(&log)
+        .iter()
+        .filter(|l| l["ev"] == "exec" && l["name"] == "append_tag")
+        .map(|l| (l["args"][2].as_i64().unwrap_or(-1), num(l, "device")))
+        .collect();
+    ran.sort_unstable();
+    assert_eq!(
+        ran,
+        [
+            (0, 2),
+            (1, 2),
+            (2, 2),
+            (3, 2),
+            (10, 0),
+            (11, 0),
+            (12, 0),
+            (13, 0)
+        ]
+    );
+}
+
+struct Setup<'a> {
+    socket: &'a Path,
+    go: &'a Path,
+}
+
+impl Setup<'_> {
+    /// `runtime-like scenario` under `baton run --priority priority` on the GPUs `visible`.
+    fn start(
+        &self,
+        scenario: &str,
+        priority: &str,
+        visible: &str,
+        log: &Path,
+        env: &[(&str, &str)],
+    ) -> Child {
+        let mut c = Command::new(baton_binary());
+        c.args(["run", "--interposer"])
+            .arg(interposer_library())
+            .args(["--priority", priority, "--", RUNTIME_LIKE, scenario])
+            .env("LD_LIBRARY_PATH", driver_dir())
+            .env("FAKE_CUDA_DEVICES", "2")
+            .env("CUDA_VISIBLE_DEVICES", visible)
+            .env("FAKE_CUDA_LOG", log)
+            .env("FAKE_CUDA_KERNEL_US", "2000")
+            .env("BATON_SOCKET", self.socket)
+            .env("BATON_TEST_GO", self.go)
+            .env_remove("BATON_GANG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.spawn().expect("start baton run")
+    }
+
+    fn daemon(&self, gang: &str) -> Child {
+        let d = Command::new(baton_binary())
+            .args(["daemon", "--gang", gang, "--socket"])
+            .arg(self.socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the daemon");
+        wait_until("the daemon's socket", Duration::from_secs(20), || {
+            self.socket.exists()
+        });
+        d
+    }
+
+    fn stop(&self, mut daemon: Child) {
+        let _ = Command::new(baton_binary())
+            .args(["daemon", "--stop", "--socket"])
+            .arg(self.socket)
+            .output();
+        let _ = daemon.wait();
+    }
+
+    fn list(&self, by_device: bool) -> Value {
+        let mut c = Command::new(baton_binary());
+        c.args(["list", "--json", "--socket"]).arg(self.socket);
+        if by_device {
+            c.arg("--by-device");
+        }
+        c.output()
+            .ok()
+            .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    /// Waits until process `pid` has a queue at the daemon.
+    fn registered(&self, pid: u32) {
+        wait_until(
+            "a process's queues at the daemon",
+            Duration::from_secs(20),
+            || {
+                self.list(false)["processes"].as_array().is_some_and(|ps| {
+                    ps.iter().any(|p| {
+                        p["pid"] == pid && p["queues"].as_array().is_some_and(|q| !q.is_empty())
+                    })
+                })
+            },
+        );
+    }
+}
+
+/// The burst's window in its own log: its first launch call to its last kernel's end.
+fn burst_window(log: &Path) -> (u64, u64) {
+    let lines = log_lines(log);
+    let start = *launch_calls(&lines).first().expect("burst launches");
+    let end = lines
+        .iter()
+        .filter(|l| l["ev"] == "exec" && l["name"] == "append_tag")
+        .map(|l| num(l, "end_ns"))
+        .max()
+        .expect("burst kernels ran");
+    assert!(
+        end - start > 2 * GRACE_NS,
+        "burst too short to judge: {} ns",
+        end - start
+    );
+    (start, end)
+}
+
+#[test]
+fn one_gpu_under_two_ordinals_is_one_device_and_other_gpus_run_free() {
+    let dir = temp_dir("ordinals");
+    let (socket, go) = (dir.join("baton.sock"), dir.join("go"));
+    let s = Setup {
+        socket: &socket,
+        go: &go,
+    };
+    let daemon = s.daemon("independent");
+    let (hp_log, be_log, free_log) = (dir.join("hp.log"), dir.join("be.log"), dir.join("free.log"));
+    // The burst sees GPU 1 as its ordinal 0; the flood sees it as its ordinal 1.
+    let hp = s.start("burst", "10", "1", &hp_log, &[]);
+    s.registered(hp.id());
+    let be = s.start("flood", "0", "0,1", &be_log, &[("BATON_TEST_DEVICE", "1")]);
+    // Another flood on GPU 0 only.
+    let free = s.start("flood", "0", "0", &free_log, &[]);
+    wait_until(
+        "both floods' first launches",
+        Duration::from_secs(20),
+        || {
+            !launch_calls(&log_lines(&be_log)).is_empty()
+                && !launch_calls(&log_lines(&free_log)).is_empty()
+        },
+    );
+    let (be_pid, free_pid) = (be.id(), free.id());
+    s.registered(be_pid);
+    s.registered(free_pid);
+    let devices = s.list(true);
+    std::fs::write(&go, b"go").unwrap();
+    assert_eq!(finish(hp, "burst"), "burst ok n=8");
+    assert_eq!(finish(be, "flood on GPU 1"), "flood ok n=48");
+    assert_eq!(finish(free, "flood on GPU 0"), "flood ok n=48");
+    s.stop(daemon);
+
+    // The daemon keys both processes on GPU 1 by its UUID, whatever their ordinals.
+    let gpu1 = devices["devices"]
+        .as_array()
+        .and_then(|ds| {
+            ds.iter()
+                .find(|d| d["id"] == "GPU-01ba704e-0000-4000-8000-000000000001")
+        })
+        .unwrap_or_else(|| panic!("no GPU 1 in {devices:#}"));
+    let ordinals: Vec<(u64, u64)> = gpu1["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| (num(q, "pid"), num(q, "ordinal")))
+        .collect();
+    assert!(ordinals.contains(&(u64::from(be_pid), 1)), "{devices:#}");
+    assert!(ordinals.iter().any(|(_, o)| *o == 0), "{devices:#}");
+    assert!(
+        !ordinals.iter().any(|(p, _)| *p == u64::from(free_pid)),
+        "{devices:#}"
+    );
+
+    let (start, end) = burst_window(&hp_log);
+    let held: Vec<u64> = launch_calls(&log_lines(&be_log))
+        .into_iter()
+        .filter(|t| *t > start + GRACE_NS && *t < end)
+        .collect();
+    assert!(
+        held.is_empty(),
+        "{} launches of the flood on the burst's GPU reached the driver during it",
+        held.len()
+    );
+    // The flood on GPU 0 kept running meanwhile: its kernels executed inside the window.
+    let ran = log_lines(&free_log)
+        .iter()
+        .filter(|l| l["ev"] == "exec" && l["name"] == "append_tag")
+        .filter(|l| num(l, "start_ns") > start + GRACE_NS && num(l, "start_ns") < end)
+        .count();
+    assert!(ran > 0, "the flood on the other GPU was held back too");
+    assert!(
+        log_lines(&free_log)
+            .iter()
+            .filter(|l| l["ev"] == "exec")
+            .all(|l| num(l, "device") == 0),
+        "the GPU 0 flood ran elsewhere"
+    );
+}
+
+/// Launch calls of a rank's log inside `[from, to]`.
+fn launches_in(log: &Path, from: u64, to: u64) -> usize {
+    launch_calls(&log_lines(log))
+        .into_iter()
+        .filter(|t| *t > from && *t < to)
+        .count()
+}
+
+/// Two ranks of one job on GPUs 0 and 1 meeting at a barrier after every step, beside a
+/// burst on GPU 0; returns each rank's launch calls during the burst (after the grace) and
+/// their output lines.
+fn gang_run(mode: &str) -> ([usize; 2], [String; 2]) {
+    let dir = temp_dir(&format!("gang-{mode}"));
+    let (socket, go) = (dir.join("baton.sock"), dir.join("go"));
+    let barrier = dir.join("barrier");
+    std::fs::create_dir_all(&barrier).unwrap();
+    let s = Setup {
+        socket: &socket,
+        go: &go,
+    };
+    let daemon = s.daemon(mode);
+    let hp_log = dir.join("hp.log");
+    let hp = s.start(
+        "burst",
+        "10",
+        "0",
+        &hp_log,
+        &[("FAKE_CUDA_KERNEL_US", "4000")],
+    );
+    s.registered(hp.id());
+    let logs = [dir.join("rank0.log"), dir.join("rank1.log")];
+    let bar = barrier.to_string_lossy().into_owned();
+    let ranks: Vec<Child> = (0..2)
+        .map(|r| {
+            let rank = r.to_string();
+            s.start(
+                "rank",
+                "0",
+                &rank,
+                &logs[r],
+                &[
+                    ("BATON_GANG", "train-job"),
+                    ("BATON_TEST_RANK", &rank),
+                    ("BATON_TEST_WORLD", "2"),
+                    ("BATON_TEST_STEPS", "40"),
+                    ("BATON_TEST_BARRIER", &bar),
+                    ("FAKE_CUDA_KERNEL_US", "1000"),
+                ],
+            )
+        })
+        .collect();
+    wait_until("both ranks' second step", Duration::from_secs(30), || {
+        barrier.join("step-1.rank-0").exists() && barrier.join("step-1.rank-1").exists()
+    });
+    let pids: Vec<u32> = ranks.iter().map(Child::id).collect();
+    for p in &pids {
+        s.registered(*p);
+    }
+    std::fs::write(&go, b"go").unwrap();
+    assert_eq!(finish(hp, "burst"), "burst ok n=8");
+    let outs: Vec<String> = ranks
+        .into_iter()
+        .enumerate()
+        .map(|(r, c)| finish(c, &format!("rank {r}")))
+        .collect();
+    s.stop(daemon);
+    let (start, end) = burst_window(&hp_log);
+    let during = [0, 1].map(|r| launches_in(&logs[r], start + GRACE_NS, end));
+    // Every rank ran on its own GPU, and was resumed: it launched after the burst.
+    for (r, log) in logs.iter().enumerate() {
+        let lines = log_lines(log);
+        assert!(
+            lines
+                .iter()
+                .filter(|l| l["ev"] == "exec")
+                .all(|l| num(l, "device") == r as u64)
+        );
+        assert!(
+            launch_calls(&lines).iter().any(|t| *t > end),
+            "rank {r} never launched after the burst"
+        );
+    }
+    (during, [outs[0].clone(), outs[1].clone()])
+}
+
+#[test]
+fn a_gang_is_held_back_and_resumed_together_across_gpus() {
+    let (together, outs) = gang_run("together");
+    println!("together: launches during the burst {together:?}; {outs:?}");
+    assert!(outs.iter().all(|o| o.contains("ok steps=40")), "{outs:?}");
+    assert_eq!(
+        together,
+        [0, 0],
+        "a rank's launches reached its driver while the burst held its gang"
+    );
+    let (independent, outs) = gang_run("independent");
+    println!("independent: launches during the burst {independent:?}; {outs:?}");
+    // Per device, rank 0 is held and rank 1 busy-waits for it on GPU 1 meanwhile.
+    assert_eq!(independent[0], 0, "rank 0 ran beside the burst on GPU 0");
+    assert!(
+        independent[1] > 0,
+        "rank 1 did not busy-wait on GPU 1 while rank 0 was held"
+    );
+}

@@ -1,0 +1,225 @@
+//! Gangs: the processes of one multi-GPU job held back and resumed together.
+
+use std::collections::BTreeSet;
+
+use crate::{Decision, GangId, Policy, QueueView, Snapshot};
+
+/// **Gangs** — wraps a policy so the queues of a gang (every queue whose
+/// [`QueueHints::gang`](crate::QueueHints::gang) is the same: the ranks of one distributed
+/// job, on whatever devices) are held back and resumed together.
+///
+/// The ranks of a data- or tensor-parallel job meet in collectives at every step: a rank whose
+/// queues are suspended on one device stops every other rank at the next collective, and
+/// those ranks' communication kernels spin on their own devices meanwhile, holding devices the
+/// scheduler means to hand out. So:
+///
+/// 1. the wrapped policy decides as usual;
+/// 2. a gang is **held** when the decision suspends any of its queues (a queue some queue
+///    outranks on its device, under HPF) while the gang has work (one of its queues is
+///    ready);
+/// 3. if any gang is held, the wrapped policy decides again on the same snapshot with the held
+///    gangs' queues shown as idle, so that what else runs on the devices they leave (another
+///    job, a lower best-effort client) is chosen as if they were not there; every queue of a
+///    held gang is then suspended.
+///
+/// A gang runs again as soon as no queue of it would be suspended on its own: in the first
+/// decision after the higher work is done. Queues without a gang are decided as the wrapped
+/// policy decides them (step 3 only frees their devices of held gangs). The wrapped policy is
+/// asked twice in a decision that holds a gang, so policies that keep per-decision state see
+/// the second (masked) call last.
+///
+/// Reads: [`Hint::Gang`](crate::Hint::Gang) and whatever the wrapped policy reads. Select it
+/// as `gang:NAME` in the registry, or with the daemon's `--gang together`.
+pub struct Gangs<P> {
+    inner: P,
+    /// Decisions that held a gang back (the counter `gang_holds`).
+    held: u64,
+}
+
+impl<P: Policy> Gangs<P> {
+    /// `inner`, with gangs held back together.
+    pub fn new(inner: P) -> Gangs<P> {
+        Gangs { inner, held: 0 }
+    }
+}
+
+/// The gangs of `snap` that `d` holds back: a queue of the gang suspended while one is ready.
+fn held(snap: &Snapshot<'_>, d: &Decision) -> BTreeSet<GangId> {
+    let mut busy = BTreeSet::new();
+    let mut stopped = BTreeSet::new();
+    for q in snap.queues {
+        if let Some(g) = q.hints.gang {
+            if snap.wants(q) {
+                busy.insert(g);
+            }
+            if d.suspends(q.id) {
+                stopped.insert(g);
+            }
+        }
+    }
+    busy.intersection(&stopped).copied().collect()
+}
+
+impl<P: Policy> Policy for Gangs<P> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn decide(&mut self, snap: &Snapshot<'_>) -> Decision {
+        let first = self.inner.decide(snap);
+        let gangs = held(snap, &first);
+        if gangs.is_empty() {
+            return first;
+        }
+        self.held += 1;
+        let in_held = |q: &QueueView| q.hints.gang.is_some_and(|g| gangs.contains(&g));
+        let masked: Vec<QueueView> = snap
+            .queues
+            .iter()
+            .map(|q| {
+                let mut q = *q;
+                if in_held(&q) {
+                    q.ready = false;
+                    q.hints.upcoming = None;
+                }
+                q
+            })
+            .collect();
+        let again = Snapshot {
+            queues: &masked,
+            ..*snap
+        };
+        let mut d = self.inner.decide(&again);
+        d.suspend
+            .retain(|id| !snap.queues.iter().any(|q| q.id == *id && in_held(q)));
+        d.suspend
+            .extend(snap.queues.iter().filter(|q| in_held(q)).map(|q| q.id));
+        d.wake_at = match (first.wake_at, d.wake_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        d
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let mut c = self.inner.counters();
+        c.push(("gang_holds", self.held));
+        c
+    }
+
+    /// A gang's queues report if any of them would: any can decide whether the gang is held.
+    fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        match queue.hints.gang {
+            None => self.inner.wants_events(snap, queue),
+            Some(g) => snap
+                .queues
+                .iter()
+                .filter(|q| q.hints.gang == Some(g))
+                .any(|q| self.inner.wants_events(snap, q) || self.inner.may_suspend(snap, q)),
+        }
+    }
+
+    /// A gang's queue may stop whenever any queue of its gang may.
+    fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        match queue.hints.gang {
+            None => self.inner.may_suspend(snap, queue),
+            Some(g) => snap
+                .queues
+                .iter()
+                .filter(|q| q.hints.gang == Some(g))
+                .any(|q| self.inner.may_suspend(snap, q)),
+        }
+    }
+
+    fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
+        let inner = self.inner.attention(snap);
+        let mut per_gang: std::collections::HashMap<GangId, (bool, bool)> =
+            std::collections::HashMap::new();
+        for (q, (r, s)) in snap.queues.iter().zip(&inner) {
+            if let Some(g) = q.hints.gang {
+                let e = per_gang.entry(g).or_default();
+                e.0 |= *r || *s;
+                e.1 |= *s;
+            }
+        }
+        snap.queues
+            .iter()
+            .zip(inner)
+            .map(|(q, own)| {
+                q.hints
+                    .gang
+                    .and_then(|g| per_gang.get(&g).copied())
+                    .unwrap_or(own)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_core::{Nanos, Priority, XQueueId};
+
+    use super::*;
+    use crate::{Hint, Hpf};
+
+    fn rank(id: u64, pid: u32, device: u32, ready: bool) -> QueueView {
+        let mut q = QueueView::new(id, pid, device, ready);
+        q.hints.apply(Hint::Gang(GangId(7)), Nanos::ZERO);
+        q
+    }
+
+    fn sorted(mut v: Vec<XQueueId>) -> Vec<XQueueId> {
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn a_gang_is_held_on_every_device_while_one_rank_is_outranked() {
+        let mut hp = QueueView::new(1, 10, 0, true);
+        hp.hints.priority = Priority::new(10).unwrap();
+        let r0 = rank(2, 20, 0, true);
+        let r1 = rank(3, 21, 1, true);
+        let mut filler = QueueView::new(4, 30, 1, true);
+        filler.hints.priority = Priority::new(-10).unwrap();
+        let queues = [hp, r0, r1, filler];
+        let snap = Snapshot::new(Nanos::ZERO, &queues);
+        // Alone, HPF holds rank 0 and the filler beside rank 1.
+        assert_eq!(
+            sorted(Hpf.decide(&snap).suspend),
+            [XQueueId(2), XQueueId(4)]
+        );
+        // As a gang, both ranks stop and the filler gets device 1.
+        let mut g = Gangs::new(Hpf);
+        assert_eq!(sorted(g.decide(&snap).suspend), [XQueueId(2), XQueueId(3)]);
+        assert_eq!(g.counters(), [("gang_holds", 1)]);
+        // Rank 1 must keep reporting and its window: it can be stopped through rank 0.
+        assert!(g.may_suspend(&snap, &r1));
+        assert!(!Hpf.may_suspend(&snap, &r1));
+        assert_eq!(g.attention(&snap)[2], (true, true));
+    }
+
+    #[test]
+    fn a_gang_runs_again_once_nothing_outranks_it() {
+        let hp = {
+            let mut q = QueueView::new(1, 10, 0, false);
+            q.hints.priority = Priority::new(10).unwrap();
+            q
+        };
+        let queues = [hp, rank(2, 20, 0, true), rank(3, 21, 1, true)];
+        let mut g = Gangs::new(Hpf);
+        assert!(
+            g.decide(&Snapshot::new(Nanos::ZERO, &queues))
+                .suspend
+                .is_empty()
+        );
+        // Queues of other gangs, and of none, are left to the wrapped policy.
+        let mut other = rank(5, 40, 2, true);
+        other.hints.gang = Some(GangId(8));
+        let lone = QueueView::new(6, 41, 2, true);
+        let mut hp2 = QueueView::new(7, 42, 0, true);
+        hp2.hints.priority = Priority::new(10).unwrap();
+        let queues = [hp2, rank(2, 20, 0, true), rank(3, 21, 1, true), other, lone];
+        let d = g.decide(&Snapshot::new(Nanos::ZERO, &queues));
+        assert_eq!(sorted(d.suspend), [XQueueId(2), XQueueId(3)]);
+    }
+}
