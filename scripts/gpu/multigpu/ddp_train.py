@@ -8,12 +8,15 @@ and per-step times (its own view; every rank waits for the slowest).
 import argparse
 import json
 import os
+import sys
 import time
 
 import torch
 import torch.distributed as dist
-import torchvision
 from torch.nn.parallel import DistributedDataParallel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
+from resnet_workload import resnet50  # noqa: E402 (the standard layout, no torchvision)
 
 
 def main() -> None:
@@ -27,7 +30,7 @@ def main() -> None:
     dist.init_process_group("nccl")
     rank, local = dist.get_rank(), int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
-    model = torchvision.models.resnet50().cuda().to(torch.bfloat16)
+    model = resnet50().cuda().to(torch.bfloat16)
     model = DistributedDataParallel(model, device_ids=[local])
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(a.batch, 3, 224, 224, device="cuda", dtype=torch.bfloat16)
