@@ -20,24 +20,38 @@ const STATS: Duration = Duration::from_secs(1);
 /// Room for a loaded 2-CPU machine.
 const SLACK: Duration = Duration::from_secs(2);
 
-/// Starts the hung program and waits until the daemon lists its queue ready.
-fn hung_hp(socket: &Path, dir: &Path) -> Child {
-    let mut hp = interposed(socket, "hang", 10, &dir.join("hp.log"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the hung program");
+/// The hung program: killed when dropped, so a failing test leaves no hung process behind.
+struct Hung(Child);
+
+impl Drop for Hung {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the hung program and waits until the daemon lists its queue with the kernel in flight
+/// (from its agent's counters; alone, the queue may not report its readiness, since no decision
+/// depends on it: it does once another program arrives).
+fn hung_hp(socket: &Path, dir: &Path) -> Hung {
+    let mut hp = Hung(
+        interposed(socket, "hang", 10, &dir.join("hp.log"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the hung program"),
+    );
     let mut line = String::new();
-    BufReader::new(hp.stdout.as_mut().expect("its stdout"))
+    BufReader::new(hp.0.stdout.as_mut().expect("its stdout"))
         .read_line(&mut line)
         .expect("its first line");
     assert_eq!(line.trim(), "hung");
-    let pid = hp.id();
-    wait_until("the hung queue, ready, at the daemon", LIMIT, || {
+    let pid = hp.0.id();
+    wait_until("the hung kernel in flight at the daemon", LIMIT, || {
         list(socket)
             .processes
             .iter()
-            .any(|p| p.pid == pid && p.queues.iter().any(|q| q.ready && q.in_flight > 0))
+            .any(|p| p.pid == pid && p.queues.iter().any(|q| q.in_flight > 0))
     });
     hp
 }
@@ -48,7 +62,7 @@ fn best_effort_beside_a_hung_kernel(stall_ms: u64, wait: Duration) -> (bool, Opt
     let dir = temp_dir("stall");
     let socket = dir.join("baton.sock");
     let _daemon = Daemon::start(&socket, &["--stall-ms", &stall_ms.to_string()]);
-    let mut hp = hung_hp(&socket, &dir);
+    let hp = hung_hp(&socket, &dir);
     let spec = Spec {
         seed: 7,
         steps: 300,
@@ -72,8 +86,7 @@ fn best_effort_beside_a_hung_kernel(stall_ms: u64, wait: Duration) -> (bool, Opt
             .any(|p| p.pid == pid && p.queues.iter().any(|q| q.suspended));
         std::thread::sleep(Duration::from_millis(5));
     }
-    let _ = hp.kill();
-    let _ = hp.wait();
+    drop(hp);
     // With the hung program gone, whatever was held runs; the program's results and driver
     // log must be right either way.
     let checked = be.verify();
