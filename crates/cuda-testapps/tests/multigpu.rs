@@ -19,6 +19,11 @@ const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
 /// How long a decision may take to reach another process on a loaded machine.
 const GRACE_NS: u64 = 5_000_000;
 
+/// The same for a gang: a hold reaches every rank's process, each through its own agent, and
+/// a launch already on its way to the driver still lands; on a 2-CPU machine running other
+/// tests beside this one that took longer than `GRACE_NS`.
+const GANG_GRACE_NS: u64 = 20_000_000;
+
 fn log_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -325,7 +330,8 @@ fn gang_run(mode: &str) -> ([usize; 2], [String; 2]) {
         "10",
         "0",
         &hp_log,
-        &[("FAKE_CUDA_KERNEL_US", "4000")],
+        // 80 ms of work: long enough to judge after GANG_GRACE_NS.
+        &[("FAKE_CUDA_KERNEL_US", "10000")],
     );
     s.registered(hp.id());
     let logs = [dir.join("rank0.log"), dir.join("rank1.log")];
@@ -341,7 +347,10 @@ fn gang_run(mode: &str) -> ([usize; 2], [String; 2]) {
                 &[
                     ("BATON_GANG", "train-job"),
                     ("BATON_TEST_RANK", &rank),
-                    ("BATON_TEST_WORLD", "2"),
+                    // A third member of the barrier, this test, holds both ranks at their
+                    // first step until the daemon lists them: 40 steps take well under a
+                    // second on an idle machine, less than listing them may take.
+                    ("BATON_TEST_WORLD", "3"),
                     ("BATON_TEST_STEPS", "40"),
                     ("BATON_TEST_BARRIER", &bar),
                     ("FAKE_CUDA_KERNEL_US", "1000"),
@@ -349,12 +358,15 @@ fn gang_run(mode: &str) -> ([usize; 2], [String; 2]) {
             )
         })
         .collect();
-    wait_until("both ranks' second step", Duration::from_secs(30), || {
-        barrier.join("step-1.rank-0").exists() && barrier.join("step-1.rank-1").exists()
+    wait_until("both ranks' first step", Duration::from_secs(30), || {
+        barrier.join("step-0.rank-0").exists() && barrier.join("step-0.rank-1").exists()
     });
     let pids: Vec<u32> = ranks.iter().map(Child::id).collect();
     for p in &pids {
         s.registered(*p);
+    }
+    for step in 0..40 {
+        std::fs::write(barrier.join(format!("step-{step}.rank-2")), b"").unwrap();
     }
     std::fs::write(&go, b"go").unwrap();
     assert_eq!(finish(hp, "burst"), "burst ok n=8");
@@ -365,7 +377,7 @@ fn gang_run(mode: &str) -> ([usize; 2], [String; 2]) {
         .collect();
     s.stop(daemon);
     let (start, end) = burst_window(&hp_log);
-    let during = [0, 1].map(|r| launches_in(&logs[r], start + GRACE_NS, end));
+    let during = [0, 1].map(|r| launches_in(&logs[r], start + GANG_GRACE_NS, end));
     // Every rank ran on its own GPU, and was resumed: it launched after the burst.
     for (r, log) in logs.iter().enumerate() {
         let lines = log_lines(log);
