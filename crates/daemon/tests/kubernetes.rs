@@ -113,8 +113,8 @@ fn processes_are_held_to_their_pods_priorities() {
     });
     let d = InProcess::start(cfg);
     // The list is held back: agents in pods are refused, and retry, until it comes.
-    let hp = Sim::start(&d.socket, 1, 100);
-    let be = Sim::start(&d.socket, 1, 100);
+    let hp = Sim::start_once_recorded(&d.socket, 1, 100, &proc_root);
+    let be = Sim::start_once_recorded(&d.socket, 1, 100, &proc_root);
     cgroup(&proc_root, hp.pid(), EMBEDDER);
     cgroup(&proc_root, be.pid(), TRAINER);
     let head = heads.recv_timeout(LIMIT).expect("the daemon lists pods");

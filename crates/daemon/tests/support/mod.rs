@@ -244,12 +244,40 @@ impl Sim {
     }
 
     pub fn start_with(socket: &Path, queues: usize, priority: i32, extra: &[&str]) -> Sim {
-        let mut child = Command::new(sim_client())
-            .arg("--socket")
+        let mut cmd = Command::new(sim_client());
+        cmd.arg("--socket")
             .arg(socket)
             .args(["--queues", &queues.to_string()])
             .args(["--priority", &priority.to_string()])
-            .args(extra)
+            .args(extra);
+        Sim::spawn(cmd)
+    }
+
+    /// A client that connects only once `proc_root/<its pid>/cgroup` exists: for a daemon
+    /// reading a recorded `/proc`, whose entry for a process can be written only once its pid
+    /// is known (a client connecting first would be taken for one in no cgroup).
+    pub fn start_once_recorded(
+        socket: &Path,
+        queues: usize,
+        priority: i32,
+        proc_root: &Path,
+    ) -> Sim {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "while [ ! -e \"$0/$$/cgroup\" ]; do sleep 0.005; done; exec \"$@\"",
+        ])
+        .arg(proc_root)
+        .arg(sim_client())
+        .arg("--socket")
+        .arg(socket)
+        .args(["--queues", &queues.to_string()])
+        .args(["--priority", &priority.to_string()]);
+        Sim::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: Command) -> Sim {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
