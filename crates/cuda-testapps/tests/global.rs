@@ -8,10 +8,13 @@ mod support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
-use support::{baton_binary, driver_dir, interposer_library, num, temp_dir};
+use support::{
+    baton_binary, driver_dir, finish, interposer_library, launch_calls, log_lines, num, temp_dir,
+    wait_until,
+};
 
 const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
 
@@ -33,43 +36,6 @@ fn under_baton(priority: &str, scenario: &str, log: &Path, socket: &Path, go: &P
         .stderr(Stdio::piped())
         .spawn()
         .expect("start baton run")
-}
-
-fn log_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-/// When each `cuLaunchKernel` call entered the driver.
-fn launch_calls(lines: &[Value]) -> Vec<u64> {
-    lines
-        .iter()
-        .filter(|l| l["ev"] == "call" && l["fn"] == "cuLaunchKernel")
-        .map(|l| num(l, "t_ns"))
-        .collect()
-}
-
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-fn finish(child: Child, what: &str) -> String {
-    let out = child.wait_with_output().expect("wait for baton run");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{what}: {:?}\nstdout {stdout}\nstderr {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout.trim().to_owned()
 }
 
 #[test]

@@ -389,3 +389,46 @@ pub fn check_log(what: &str, log: &Log, native: &Log) {
         );
     }
 }
+
+/// The fake driver's log at `path`, a JSON value per line (none if it is missing).
+pub fn log_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// When each `cuLaunchKernel` call entered the driver.
+pub fn launch_calls(lines: &[Value]) -> Vec<u64> {
+    lines
+        .iter()
+        .filter(|l| l["ev"] == "call" && l["fn"] == "cuLaunchKernel")
+        .map(|l| num(l, "t_ns"))
+        .collect()
+}
+
+/// Polls `f` every 2 ms until it holds, failing the test after `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Waits for a program that must succeed; its trimmed standard output.
+pub fn finish(child: std::process::Child, what: &str) -> String {
+    let out = child.wait_with_output().expect("wait for the program");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what}: {:?}\nstdout {stdout}\nstderr {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout.trim().to_owned()
+}
