@@ -156,6 +156,20 @@ fn send(c: &mut Rig, client: ClientId, m: AgentMessage) {
     });
 }
 
+/// The process behind `client` claims `priority` for itself after its hello (as
+/// `baton_set_process_priority` does), and the round ends.
+fn claim(c: &mut Rig, client: ClientId, priority: i32) {
+    send(
+        c,
+        client,
+        AgentMessage::Hint {
+            target: baton_protocol::AgentTarget::Process,
+            hint: baton_protocol::Hint::Priority(WirePriority(priority)),
+        },
+    );
+    c.end_round();
+}
+
 fn state(c: &mut Rig, a: &Agent, ready: bool, transition: u64) {
     send(
         c,

@@ -72,15 +72,7 @@ fn a_process_cannot_raise_its_priority_above_its_pods_root_included() {
         Some(50),
         "BATON_PRIORITY=90 as root, pod at 50"
     );
-    send(
-        &mut c,
-        a.id,
-        AgentMessage::Hint {
-            target: baton_protocol::AgentTarget::Process,
-            hint: baton_protocol::Hint::Priority(WirePriority(100)),
-        },
-    );
-    c.end_round();
+    claim(&mut c, a.id, 100);
     assert_eq!(prio(&c, 100), Some(50), "nor later, from the C API");
     let _b = connect(&mut c, 2, 200, ME, -80);
     assert_eq!(prio(&c, 200), Some(-80), "lower than its pod: as asked");

@@ -125,15 +125,7 @@ fn agent_priorities_are_capped_unless_root() {
     };
     assert_eq!(prio(&c, 100), Some(10), "lowered to the cap");
     assert_eq!(prio(&c, 200), Some(50), "root is not capped");
-    send(
-        &mut c,
-        ClientId(1),
-        AgentMessage::Hint {
-            target: baton_protocol::AgentTarget::Process,
-            hint: baton_protocol::Hint::Priority(WirePriority(90)),
-        },
-    );
-    c.end_round();
+    claim(&mut c, ClientId(1), 90);
     assert_eq!(prio(&c, 100), Some(10));
     // The CLI: refused above the cap, saying why; nothing changes.
     let set = |p| Request::SetPriority {

@@ -29,15 +29,7 @@ fn a_process_cannot_raise_its_priority_above_its_steps_root_included() {
         Some(10),
         "BATON_PRIORITY=99 as root, step at 10"
     );
-    send(
-        &mut c,
-        a.id,
-        AgentMessage::Hint {
-            target: baton_protocol::AgentTarget::Process,
-            hint: baton_protocol::Hint::Priority(WirePriority(100)),
-        },
-    );
-    c.end_round();
+    claim(&mut c, a.id, 100);
     assert_eq!(prio(&c, 1001), Some(10), "nor later, from the C API");
     let _b = connect(&mut c, 2, 2001, ME, 50);
     assert_eq!(prio(&c, 2001), Some(-5), "another user's batch step");
