@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use baton_daemon::{DaemonConfig, KubernetesConfig};
-use baton_protocol::{Hint, Reply, Request, Target, WirePriority};
+use baton_protocol::{Reply, Request, Target, WirePriority};
 use support::*;
 
 /// serving/embedder-1 (PriorityClass 1 000 000, annotation 30) and
@@ -79,19 +79,6 @@ fn cgroup(root: &Path, pid: u32, pod: &str) {
         ),
     )
     .unwrap();
-}
-
-fn priority_of(socket: &Path, pid: u32) -> Option<i32> {
-    list(socket)
-        .processes
-        .iter()
-        .find(|p| p.pid == pid)?
-        .hints
-        .iter()
-        .find_map(|h| match h {
-            Hint::Priority(p) => Some(p.0),
-            _ => None,
-        })
 }
 
 #[test]

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use baton_daemon::{DaemonConfig, SlurmConfig};
-use baton_protocol::Hint;
 use support::*;
 
 /// Process `pid`'s start time, field 22 of its stat line.
@@ -52,19 +51,6 @@ fn daemon(dir: &Path, records: PathBuf) -> InProcess {
     cfg.group = nobody_group();
     cfg.slurm = Some(SlurmConfig::new(records));
     InProcess::start(cfg)
-}
-
-fn priority_of(socket: &Path, pid: u32) -> Option<i32> {
-    list(socket)
-        .processes
-        .into_iter()
-        .find(|p| p.pid == pid)?
-        .hints
-        .iter()
-        .find_map(|h| match h {
-            Hint::Priority(p) => Some(p.0),
-            _ => None,
-        })
 }
 
 fn settled(socket: &Path, pid: u32) -> i32 {

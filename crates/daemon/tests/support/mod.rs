@@ -412,3 +412,17 @@ pub fn registered(socket: &Path, pid: u32, queues: usize) -> bool {
         .iter()
         .any(|p| p.pid == pid && p.queues.len() == queues)
 }
+
+/// The priority process `pid` is listed with (its priority hint), if any.
+pub fn priority_of(socket: &Path, pid: u32) -> Option<i32> {
+    list(socket)
+        .processes
+        .iter()
+        .find(|p| p.pid == pid)?
+        .hints
+        .iter()
+        .find_map(|h| match h {
+            baton_protocol::Hint::Priority(p) => Some(p.0),
+            _ => None,
+        })
+}
