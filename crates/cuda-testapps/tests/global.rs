@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{
-    baton_binary, driver_dir, finish, interposer_library, launch_calls, log_lines, num, temp_dir,
-    wait_until,
+    baton_binary, burst_window, driver_dir, finish, interposer_library, launch_calls, log_lines,
+    temp_dir, wait_until,
 };
 
 const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
@@ -77,19 +77,7 @@ fn a_best_effort_process_holds_its_launches_while_a_latency_critical_one_runs() 
         .arg(&socket)
         .output();
 
-    let hp_lines = log_lines(&hp_log);
-    let start = *launch_calls(&hp_lines).first().expect("burst launches");
-    let end = hp_lines
-        .iter()
-        .filter(|l| l["ev"] == "exec" && l["name"] == "append_tag")
-        .map(|l| num(l, "end_ns"))
-        .max()
-        .expect("burst kernels ran");
-    assert!(
-        end - start > 2 * GRACE_NS,
-        "burst too short to judge: {} ns",
-        end - start
-    );
+    let (start, end) = burst_window(&hp_log, GRACE_NS);
     let be_calls = launch_calls(&log_lines(&be_log));
     assert_eq!(
         be_calls.len(),

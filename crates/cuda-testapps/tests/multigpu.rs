@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{
-    baton_binary, driver_dir, finish, interposer_library, launch_calls, log_lines, num, temp_dir,
-    wait_until,
+    baton_binary, burst_window, driver_dir, finish, interposer_library, launch_calls, log_lines,
+    num, temp_dir, wait_until,
 };
 
 const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
@@ -170,24 +170,6 @@ impl Setup<'_> {
     }
 }
 
-/// The burst's window in its own log: its first launch call to its last kernel's end.
-fn burst_window(log: &Path) -> (u64, u64) {
-    let lines = log_lines(log);
-    let start = *launch_calls(&lines).first().expect("burst launches");
-    let end = lines
-        .iter()
-        .filter(|l| l["ev"] == "exec" && l["name"] == "append_tag")
-        .map(|l| num(l, "end_ns"))
-        .max()
-        .expect("burst kernels ran");
-    assert!(
-        end - start > 2 * GRACE_NS,
-        "burst too short to judge: {} ns",
-        end - start
-    );
-    (start, end)
-}
-
 #[test]
 fn one_gpu_under_two_ordinals_is_one_device_and_other_gpus_run_free() {
     let dir = temp_dir("ordinals");
@@ -243,7 +225,7 @@ fn one_gpu_under_two_ordinals_is_one_device_and_other_gpus_run_free() {
         "{devices:#}"
     );
 
-    let (start, end) = burst_window(&hp_log);
+    let (start, end) = burst_window(&hp_log, GRACE_NS);
     let held: Vec<u64> = launch_calls(&log_lines(&be_log))
         .into_iter()
         .filter(|t| *t > start + GRACE_NS && *t < end)
@@ -342,7 +324,7 @@ fn gang_run(mode: &str) -> ([usize; 2], [String; 2]) {
         .map(|(r, c)| finish(c, &format!("rank {r}")))
         .collect();
     s.stop(daemon);
-    let (start, end) = burst_window(&hp_log);
+    let (start, end) = burst_window(&hp_log, GRACE_NS);
     let during = [0, 1].map(|r| launches_in(&logs[r], start + GANG_GRACE_NS, end));
     // Every rank ran on its own GPU, and was resumed: it launched after the burst.
     for (r, log) in logs.iter().enumerate() {

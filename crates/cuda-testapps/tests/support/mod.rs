@@ -432,3 +432,22 @@ pub fn finish(child: std::process::Child, what: &str) -> String {
     );
     stdout.trim().to_owned()
 }
+
+/// A `burst` program's window in its own driver log: its first launch call to its last
+/// kernel's end, which must be long enough to judge after `grace_ns` at both ends.
+pub fn burst_window(log: &Path, grace_ns: u64) -> (u64, u64) {
+    let lines = log_lines(log);
+    let start = *launch_calls(&lines).first().expect("burst launches");
+    let end = lines
+        .iter()
+        .filter(|l| l["ev"] == "exec" && l["name"] == "append_tag")
+        .map(|l| num(l, "end_ns"))
+        .max()
+        .expect("burst kernels ran");
+    assert!(
+        end - start > 2 * grace_ns,
+        "burst too short to judge: {} ns",
+        end - start
+    );
+    (start, end)
+}
