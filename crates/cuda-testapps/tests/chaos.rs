@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use baton_protocol::{Reply, Request, write_frame};
 use support::fleet::*;
-use support::temp_dir;
+use support::{temp_dir, wait_until};
 
 /// Policies a trial switches to (`baton policy NAME`).
 const POLICIES: [&str; 6] = ["hpf", "cfs", "mlfq", "guard", "hhpf", "up"];

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use baton_protocol::{Reply, Request};
 use support::fleet::*;
-use support::temp_dir;
+use support::{temp_dir, wait_until};
 
 /// The policies switched between (those that schedule processes given only priorities).
 const POLICIES: [&str; 6] = ["hpf", "cfs", "mlfq", "guard", "hhpf", "process:hpf"];

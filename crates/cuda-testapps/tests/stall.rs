@@ -13,7 +13,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use support::fleet::*;
-use support::temp_dir;
+use support::{temp_dir, wait_until};
 
 /// How often agents report their counters (the daemon's default).
 const STATS: Duration = Duration::from_secs(1);

@@ -3,17 +3,17 @@
 //! the fake driver, and checking each one's result and driver log when it ends.
 
 use std::fs::File;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use baton_cuda_testapps::mix::{Plan, check::Checked, check::check, check::parse_log};
-use baton_protocol::{
-    Hello, ProcessList, Reply, Request, Role, client_handshake, read_frame, write_frame,
-};
 
 use super::{baton_binary, driver_dir, interposer_library};
+
+#[path = "../../../daemon/tests/support/client.rs"]
+mod client;
+pub use client::*;
 
 /// The program: `runtime-like` of this build, or `$BATON_RUNTIME_LIKE` (a copy, so that a
 /// long run is not disturbed by rebuilding).
@@ -26,66 +26,6 @@ fn runtime_like() -> PathBuf {
 
 /// How long anything the tests wait for may take on a loaded 2-CPU machine.
 pub const LIMIT: Duration = Duration::from_secs(120);
-
-/// Waits (polling) until `f` holds; fails after `limit`.
-pub fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// A CLI connection to the daemon on `socket`.
-pub fn cli(socket: &Path) -> std::io::Result<UnixStream> {
-    let mut s = UnixStream::connect(socket)?;
-    s.set_read_timeout(Some(LIMIT))?;
-    let hello = Hello::new(Role::Cli, std::process::id(), "test");
-    client_handshake(&mut s, &hello).map_err(std::io::Error::other)?;
-    Ok(s)
-}
-
-/// One request, one reply.
-pub fn request(socket: &Path, r: &Request) -> Reply {
-    let mut s = cli(socket).expect("a CLI connection");
-    write_frame(&mut s, r).expect("send a request");
-    read_frame(&mut s).expect("read a reply").expect("a reply")
-}
-
-/// The daemon's process list.
-pub fn list(socket: &Path) -> ProcessList {
-    match request(socket, &Request::List { pid: None }) {
-        Reply::List(l) => l,
-        r => panic!("{r:?}"),
-    }
-}
-
-/// Switches the daemon's policy.
-pub fn set_policy(socket: &Path, name: &str) {
-    let r = request(
-        socket,
-        &Request::SetPolicy {
-            name: name.into(),
-            params: vec![],
-        },
-    );
-    assert_eq!(r, Reply::Done, "switching to {name}");
-}
-
-/// The resident memory (KiB) and open descriptors of process `pid`.
-pub fn footprint(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| d.count() as u64)
-        .unwrap_or(0);
-    (rss, fds)
-}
 
 /// A `baton daemon` process.
 pub struct Daemon {

@@ -5,10 +5,12 @@
 
 #![allow(dead_code)] // Each test binary uses a different part.
 
+pub mod client;
 pub mod scrape;
 
+pub use client::*;
+
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -16,9 +18,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use baton_daemon::{Daemon, DaemonConfig};
-use baton_protocol::{
-    Hello, ProcessList, Reply, Request, Role, client_handshake, read_frame, write_frame,
-};
 
 /// How long any single wait may take before the test fails.
 pub const LIMIT: Duration = Duration::from_secs(20);
@@ -378,30 +377,6 @@ impl Sim {
 impl Drop for Sim {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-/// A CLI connection to the daemon on `socket`.
-pub fn cli(socket: &Path) -> std::io::Result<UnixStream> {
-    let mut s = UnixStream::connect(socket)?;
-    s.set_read_timeout(Some(LIMIT))?;
-    let hello = Hello::new(Role::Cli, std::process::id(), "test");
-    client_handshake(&mut s, &hello).map_err(std::io::Error::other)?;
-    Ok(s)
-}
-
-/// One request, one reply.
-pub fn request(socket: &Path, r: &Request) -> Reply {
-    let mut s = cli(socket).expect("a CLI connection");
-    write_frame(&mut s, r).unwrap();
-    read_frame(&mut s).unwrap().expect("a reply")
-}
-
-/// The daemon's process list.
-pub fn list(socket: &Path) -> ProcessList {
-    match request(socket, &Request::List { pid: None }) {
-        Reply::List(l) => l,
-        r => panic!("{r:?}"),
     }
 }
 
