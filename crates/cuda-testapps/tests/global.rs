@@ -40,7 +40,20 @@ fn under_baton(priority: &str, scenario: &str, log: &Path, socket: &Path, go: &P
 
 #[test]
 fn a_best_effort_process_holds_its_launches_while_a_latency_critical_one_runs() {
-    let dir = temp_dir("global");
+    held_beside_burst("global", "flood");
+}
+
+#[test]
+fn a_best_effort_process_synchronizing_its_whole_context_is_held_too() {
+    // `torch.cuda.synchronize()` in a training loop is `cuCtxSynchronize`: a held process
+    // waits there for its hold to end instead of having its held work launched.
+    held_beside_burst("global-ctx-sync", "flood-ctx-sync");
+}
+
+/// The burst at priority 10 and the best-effort `scenario` at 0 under one daemon: none of
+/// the best-effort launches reaches its driver while the burst runs, and all of them run.
+fn held_beside_burst(name: &str, scenario: &str) {
+    let dir = temp_dir(name);
     let socket = dir.join("baton.sock");
     let go = dir.join("go");
     let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
@@ -65,13 +78,13 @@ fn a_best_effort_process_holds_its_launches_while_a_latency_critical_one_runs() 
                 })
         },
     );
-    let be = under_baton("0", "flood", &be_log, &socket, &go);
+    let be = under_baton("0", scenario, &be_log, &socket, &go);
     wait_until("the flood's first launch", Duration::from_secs(20), || {
         !launch_calls(&log_lines(&be_log)).is_empty()
     });
     std::fs::write(&go, b"go").unwrap();
     assert_eq!(finish(hp, "burst"), "burst ok n=8");
-    assert_eq!(finish(be, "flood"), "flood ok n=48");
+    assert_eq!(finish(be, scenario), format!("{scenario} ok n=48"));
     let _ = Command::new(baton_binary())
         .args(["daemon", "--stop", "--socket"])
         .arg(&socket)

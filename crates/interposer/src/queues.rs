@@ -2,7 +2,7 @@
 //! legacy, per-thread default), created on first use with its context's state, registered with
 //! the scheduler; a thread-local cache remembers the last entries a thread used.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -52,6 +52,21 @@ thread_local! {
     // Initialized in place (no lazy-initialization check on each launch).
     static CACHE: RefCell<Cache> = const { RefCell::new(Cache::EMPTY) };
     static THREAD_NO: u64 = next_thread_no();
+    // The queue this thread last submitted a command to (`u64::MAX`: none yet).
+    static LAST_QUEUE: Cell<u64> = const { Cell::new(u64::MAX) };
+}
+
+/// Remembers that the calling thread submits to `e`'s queue: a context-wide synchronization
+/// it makes later is held if that queue is.
+#[inline]
+pub(crate) fn note_submitter(e: &StreamEntry) {
+    LAST_QUEUE.with(|c| c.set(e.xq.id().0));
+}
+
+/// The queue among `entries` the calling thread last submitted to.
+pub(crate) fn callers_queue(entries: &[Arc<StreamEntry>]) -> Option<&Arc<StreamEntry>> {
+    let last = LAST_QUEUE.with(Cell::get);
+    entries.iter().find(|e| e.xq.id().0 == last)
 }
 
 fn next_thread_no() -> u64 {

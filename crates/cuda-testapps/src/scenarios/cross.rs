@@ -41,6 +41,27 @@ pub fn flood(s: &Session) -> Result<String, AppError> {
     Ok(format!("flood ok n={FLOOD}"))
 }
 
+/// The flood as a framework's training loop often runs it: on the legacy default stream, the
+/// whole context synchronized after every fourth kernel (what `torch.cuda.synchronize()`
+/// does). A hold on the process must reach it through those synchronizations.
+pub fn flood_ctx_sync(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let legacy: baton_cuda_sys::CUstream = std::ptr::null_mut();
+    let (log, counter) = (g.alloc(FLOOD as usize)?, g.alloc(1)?);
+    g.memset32(counter, 0, 1)?;
+    for t in 0..FLOOD {
+        g.launch(k.append, legacy, &[Ptr(log), Ptr(counter), I32(100 + t)])?;
+        if t % 4 == 3 {
+            g.ctx_sync()?;
+        }
+    }
+    g.ctx_sync()?;
+    let out = g.download(log, FLOOD as usize)?;
+    let expected: Vec<i32> = (100..100 + FLOOD).collect();
+    ensure(out == expected, || format!("flood tags {out:?}"))?;
+    Ok(format!("flood-ctx-sync ok n={FLOOD}"))
+}
+
 pub fn burst(s: &Session) -> Result<String, AppError> {
     let (g, k) = (&s.gpu, &s.k);
     let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;

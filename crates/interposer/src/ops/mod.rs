@@ -151,6 +151,7 @@ impl Runtime {
             return (direct(handle), None);
         }
         self.follow_thread(e);
+        crate::queues::note_submitter(e);
         let implicit = self.implicit_deps(e);
         if deps.is_empty() {
             deps = implicit;

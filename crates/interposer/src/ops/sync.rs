@@ -32,6 +32,7 @@ impl Runtime {
         }
         self.hot.commands.fetch_add(1, Ordering::Relaxed);
         self.stats.in_order.fetch_add(1, Ordering::Relaxed);
+        crate::queues::note_submitter(&e);
         let deps = self.implicit_deps(&e);
         to_status(e.xq.run_synchronous(deps, |_| hw("synchronous", call(handle))))
     }
@@ -82,8 +83,16 @@ impl Runtime {
     }
 
     /// `cuCtxSynchronize` (of the current context) and `cuCtxSynchronize_v2` (of `ctx`, or
-    /// the current one): every queue of the context launched (even a suspended one: the caller
-    /// waits for all of it), then the driver's wait.
+    /// the current one): every queue of the context launched, then the driver's wait.
+    ///
+    /// Who calls decides what a suspended queue means here. A thread whose own queue (the one
+    /// it last submitted to) is suspended is the held work itself, as a training loop calling
+    /// `torch.cuda.synchronize()` is: it waits until the scheduler lets its context's
+    /// suspended queues run, as its stream synchronizations would, instead of launching what
+    /// is held (which would let a process that synchronizes its whole device every few
+    /// kernels escape every hold). Any other caller may be what those queues wait for (a
+    /// service thread, a thread of no queue, or one holding Python's interpreter lock), so
+    /// their work is launched at once: priority inheritance, as for a dependency.
     pub(crate) fn ctx_synchronize(
         &self,
         ctx: Option<baton_cuda::sys::CUcontext>,
@@ -96,6 +105,13 @@ impl Runtime {
             return real();
         };
         let entries = self.reg.of_context(ctx);
+        // Not while holding Python's interpreter lock: the service's threads would wait for
+        // the held one (PyTorch releases it around its synchronizations).
+        if crate::queues::callers_queue(&entries).is_some_and(|e| e.xq.status().suspended)
+            && !crate::python::holds_gil()
+        {
+            Self::wait_for_holds(&entries);
+        }
         for e in &entries {
             // Everything launched, suspended or not: this thread may be the one a suspended
             // queue waits for (and at Level 2 what is launched must be let through its gate).
@@ -118,6 +134,22 @@ impl Runtime {
             }
         }
         failed.map_or(r, |x| status(&baton_cuda::core::XQueueError::Hw(x)))
+    }
+
+    /// Waits while some queue of `entries` is suspended with work the context's
+    /// synchronization would wait for: commands still buffered, or, above Level 1, launched
+    /// ones the suspension stops on the device. The scheduler's decisions end the wait: the
+    /// policy's own, the daemon's lease when the daemon is gone, its stall limit when the
+    /// queue holding these back hangs.
+    fn wait_for_holds(entries: &[std::sync::Arc<crate::registry::StreamEntry>]) {
+        let held = |e: &crate::registry::StreamEntry| {
+            let s = e.xq.status();
+            s.suspended
+                && (s.pending > 0 || (s.level != baton_cuda::core::Level::L1 && s.inflight > 0))
+        };
+        while entries.iter().any(|e| held(e)) {
+            std::thread::sleep(std::time::Duration::from_micros(500));
+        }
     }
 
     /// Before a call that frees memory or unregisters host memory, which waits for all pending
