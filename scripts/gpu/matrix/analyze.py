@@ -19,10 +19,10 @@ The rules (each Baton cell; native cells are judged too, as the reference):
   no harm          where native co-located HP p99 <= x1.10 of alone: BE >= 90 % of native's
   work-conserving  otherwise: BE >= 90 % of BE alone x (1 - HP's GPU-busy share)
 """
-import glob, json, math, os, statistics, sys
+import bisect, glob, json, math, os, statistics, sys
 
 HPS, BES, SETUPS = "RBD", "GT", "SMP"
-MODES = ["native", "baton", "baton-l3"]
+MODES = ["native", "baton", "baton-l3", "baton-sms"]
 HP_NAMES = {"R": "ResNet-50 b8", "B": "BERT-base b1", "D": "GPT-2-medium decode"}
 BE_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training"}
 SETUP_NAMES = {"S": "separate processes, time-sliced", "M": "separate processes, MPS",
@@ -98,6 +98,37 @@ def spread(v):
     return (max(v) - min(v)) / m if v and m else None
 
 
+def stall_free(rec, gaps):
+    """REC's latencies without the requests a gap of GAPS ([(start, end)], sorted) overlaps: a
+    virtual CPU the service runs on was off its host CPU then (stallwatch.c). None when REC has
+    no request start times."""
+    starts = rec.get("t0_s")
+    lat = rec.get("lat_ms", [])
+    if not starts or len(starts) != len(lat):
+        return None
+    ends = [g[1] for g in gaps]
+    out = []
+    for t0, ms in zip(starts, lat):
+        t1 = t0 + ms / 1e3
+        # The first gap ending after the request starts: it overlaps iff it starts before the end.
+        i = bisect.bisect_right(ends, t0)
+        if i < len(gaps) and gaps[i][0] < t1:
+            continue
+        out.append(ms)
+    return out
+
+
+def gaps_for(raw, setup):
+    """The stall gaps of the CPUs SETUP's service ran on, as sorted (start, end); None without a
+    stallwatch record."""
+    sw = raw.get("stallwatch")
+    if not sw:
+        return None
+    cpus = (raw.get("cpus") or {}).get("both" if setup == "P" else "hp")
+    mine = None if not cpus else {int(c) for c in cpus.split(",")}
+    return sorted((g[1], g[2]) for g in sw["gaps"] if mine is None or g[0] in mine)
+
+
 def load(d):
     raws = []
     for path in sorted(glob.glob(os.path.join(d, "raw-*.json"))):
@@ -130,6 +161,9 @@ def cells(raws):
                     busies.setdefault((setup, h), []).append(v["busy"])
         for r in raw["records"]:
             r["_file"] = f
+            g = gaps_for(raw, r["setup"])
+            if g is not None and "lat_ms" in r:
+                r["_clean"] = stall_free(r, g)
             if r.get("excluded"):
                 # Measured by a method found wrong afterwards (the record says why): not a
                 # repeat of its cell at all, neither valid nor failed.
@@ -184,6 +218,12 @@ def cells(raws):
                         "valid": len(good) >= want and len(good) == len(reps),
                         "hp_p99_ratio_median": med(p99r), "hp_p99_ratio_min": min(p99r, default=None),
                         "hp_p99_ratio_max": max(p99r, default=None), "hp_p99_ratio_spread": spread(p99r),
+                        "hp_p99_ratio_clean_median": med(col("hp_p99_ratio_clean")),
+                        "hp_p99_ratio_clean_min": min(col("hp_p99_ratio_clean"), default=None),
+                        "hp_p99_ratio_clean_max": max(col("hp_p99_ratio_clean"), default=None),
+                        "hp_p99_ratio_clean_spread": spread(col("hp_p99_ratio_clean")),
+                        "stalled_requests": sum(col("stalled")) if col("stalled") else None,
+                        "timed_requests": sum(col("requests")) if col("requests") else None,
                         "hp_p50_ratio_median": med(p50r), "hp_p50_ratio_min": min(p50r, default=None),
                         "hp_p50_ratio_max": max(p50r, default=None),
                         "hp_p99_ms_median": med(col("hp_p99_ms")), "alone_p99_ms_median": med(col("alone_p99_ms")),
@@ -225,6 +265,11 @@ def one_repeat(c, alone, be_alone, nat):
                    be_share_alone=c["be_rate"] / be_alone["rate"])
         if ok(nat) and nat.get("be_covered") and nat.get("be_rate"):
             out["be_share_native"] = c["be_rate"] / nat["be_rate"]
+        cc, ac = c.get("_clean"), alone.get("_clean")
+        if cc and ac:
+            out.update(hp_p99_ratio_clean=pct(cc, .99) / pct(ac, .99),
+                       stalled=len(c["lat_ms"]) - len(cc) + len(alone["lat_ms"]) - len(ac),
+                       requests=len(c["lat_ms"]) + len(alone["lat_ms"]))
     return out
 
 
@@ -281,6 +326,25 @@ def table(summary):
     return "\n".join(lines)
 
 
+def stall_table(summary):
+    """Per cell with stallwatch data: the p99 ratio and its spread with every request, and
+    without the requests a stall of the service's virtual CPUs overlapped."""
+    cs = [c for c in summary["cells"] if c.get("hp_p99_ratio_clean_median") is not None]
+    if not cs:
+        return ""
+    lines = ["| setup | HP | BE | mode | p99 × alone (min–max), all requests | spread | p99 × alone (min–max), "
+             "stall-free | spread | requests a stall hit |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for c in sorted(cs, key=lambda c: (SETUPS.index(c["setup"]), HPS.index(c["hp"]), BES.index(c["be"]),
+                                       MODES.index(c["mode"]))):
+        hit = c.get("stalled_requests")
+        share = f"{hit} of {c['timed_requests']}" if hit is not None else "—"
+        lines.append(f"| {c['setup']} | {c['hp']} | {c['be']} | {c['mode']} "
+                     f"| {fx(c['hp_p99_ratio_median'])}{rng(c, 'hp_p99_ratio')} | {fpct(c['hp_p99_ratio_spread'])} "
+                     f"| {fx(c['hp_p99_ratio_clean_median'])}{rng(c, 'hp_p99_ratio_clean')} "
+                     f"| {fpct(c['hp_p99_ratio_clean_spread'])} | {share} |")
+    return "\n".join(lines)
+
+
 def headline(summary):
     """One line per (setup, HP, BE): native against Baton's default flags."""
     by = {(c["hp"], c["be"], c["setup"], c["mode"]): c for c in summary["cells"]}
@@ -325,7 +389,7 @@ def pareto_svg(summary, setup):
 
     def Y(v):
         return H - B_ - v / ymax * (H - B_ - T_)
-    colors = {"native": "#777777", "baton": "#1f77b4", "baton-l3": "#d62728"}
+    colors = {"native": "#777777", "baton": "#1f77b4", "baton-l3": "#d62728", "baton-sms": "#2ca02c"}
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
          '<defs>' + "".join(f'<marker id="a-{m}" markerWidth="8" markerHeight="8" refX="7" refY="3" orient="auto">'
                             f'<path d="M0,0 L7,3 L0,6 z" fill="{col}"/></marker>' for m, col in colors.items()) + '</defs>',
@@ -412,6 +476,9 @@ def main(argv):
         text.append(f"| {c['setup']} | {c['hp']} | {fx(c['p50_ratio_median'], 3)} ({c['p50_ratio_min']:.3f}–"
                     f"{c['p50_ratio_max']:.3f}) | {fx(c['mean_ratio_median'], 3)} | {fx(c['p99_ratio_median'], 3)} "
                     f"| {c['repeats']} |")
+    stalls = stall_table(summary)
+    if stalls:
+        text += ["", "## Without the requests a vCPU stall hit (stallwatch)", "", stalls]
     with open(os.path.join(d, "table.md"), "w") as f:
         f.write("\n".join(text) + "\n")
     for s in SETUPS:
@@ -473,6 +540,19 @@ def self_test():
     by = {c["mode"]: c for c in s["cells"]}
     assert by["baton"]["repeats"] == 3 and by["baton"]["repeats_asked"] == 3 and by["baton"]["valid"]
     assert not by["baton-l3"]["valid"] and by["baton-l3"]["repeats_asked"] == 3
+    # Requests a stall of the service's CPUs overlapped leave the stall-free figures only.
+    r = {"lat_ms": [10.0, 10.0, 40.0, 10.0], "t0_s": [0.0, 1.0, 2.0, 3.0]}
+    assert stall_free(r, [(2.01, 2.03)]) == [10.0, 10.0, 10.0]
+    assert stall_free(r, [(0.5, 0.6), (3.5, 3.6)]) == r["lat_ms"]
+    assert stall_free({"lat_ms": [1.0]}, []) is None
+    sw = {"stallwatch": {"gaps": [[9, 2.01, 2.03], [1, 1.0, 1.005]]}, "cpus": {"hp": "8,9", "both": "8,9,10"}}
+    assert gaps_for(sw, "S") == [(2.01, 2.03)] and gaps_for({}, "S") is None
+    timed = dict(raw, stallwatch={"gaps": [[8, 0.005, 0.006]]}, cpus={"hp": "8"},
+                 records=[dict(x, t0_s=[float(i) for i in range(len(x["lat_ms"]))]) if "lat_ms" in x else x
+                          for x in recs])
+    by = {c["mode"]: c for c in summarize([timed])["cells"]}
+    assert by["baton"]["stalled_requests"] == 4 and by["baton"]["timed_requests"] == 400
+    assert "stall-free" in stall_table(summarize([timed]))
     print("matrix analysis self-test: ok")
 
 

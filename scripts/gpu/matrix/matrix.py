@@ -36,6 +36,11 @@ RAMP_S = 0.5
 # How long a paused flood runs again before a co-located phase opens (no restart to ramp).
 PHASE_RAMP_S = 0.25
 MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["native", "baton"]}
+# Modes run only when --modes names them: baton-sms (BE's kernels on part of the SMs through
+# `--sms`, never held: the spatial reservation alone, where HP and BE overlap).
+EXTRA_MODES = {"S": [], "M": ["baton-sms"], "P": ["baton-sms"]}
+# SMs left to BE in baton-sms (of 132 on an H100).
+BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
 # Elsewhere HP alone is measured natively only (the baseline), which keeps each setup's run
 # inside one device call.
@@ -149,13 +154,42 @@ class Matrix:
         self.raw = {"schema": "baton.matrix-raw/1", "machine": machine(),
                     "commit": os.environ.get("BATON_COMMIT", "unknown"), "args": vars(a),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "busy": {}, "records": [], "skipped": [], "notes": []}
+                    "busy": {}, "records": [], "skipped": [], "notes": [],
+                    "cpus": {"hp": HP_CPUS, "be": BE_CPUS, "both": BOTH_CPUS}}
         tail = f"-r{a.first_rep}" if a.first_rep else ""
         self.raw_path = os.path.join(a.out, f"raw-{''.join(a.setups)}-{''.join(a.bes)}{tail}.json")
         self.block_s = []
 
     def elapsed(self):
         return time.monotonic() - self.t0
+
+    def start_stallwatch(self):
+        """stallwatch.c on every CPU for the whole run: the moments a virtual CPU was off its host
+        CPU, so that the analysis can tell which requests a stall of the VM hit."""
+        exe, self.watch_out = os.path.join(self.tmp, "stallwatch"), os.path.join(self.tmp, "stallwatch.json")
+        self.watch = None
+        try:
+            subprocess.run(["gcc", "-O2", "-pthread", "-o", exe, os.path.join(HERE, "stallwatch.c")],
+                           check=True, capture_output=True, text=True)
+            self.watch = subprocess.Popen([exe, self.watch_out, "1000", "5000"], stderr=self.log)
+        except (OSError, subprocess.CalledProcessError) as e:
+            self.raw["notes"].append(f"stallwatch not run: {e}")
+
+    def stop_stallwatch(self):
+        if self.watch is None:
+            return
+        self.watch.terminate()
+        try:
+            self.watch.wait(timeout=10)
+            with open(self.watch_out) as f:
+                self.raw["stallwatch"] = json.load(f)
+            gaps = self.raw["stallwatch"]["gaps"]
+            self.say(f"stallwatch: {len(gaps)} gaps of a CPU over 5 ms "
+                     f"(fifo {self.raw['stallwatch']['fifo']}; longest "
+                     f"{max((g[2] - g[1] for g in gaps), default=0) * 1e3:.1f} ms)")
+        except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+            self.raw["notes"].append(f"stallwatch lost: {e}")
+        self.save()
 
     def say(self, msg):
         print(f"[{self.elapsed():6.1f} s] {msg}", flush=True)
@@ -177,6 +211,10 @@ class Matrix:
         if mode == "native":
             return []
         pol = ["--policy", self.a.policy] if self.a.policy else []
+        if mode == "baton-sms":
+            # Nothing held (no scheduler); BE's normal-priority streams on BE_SMS SMs.
+            prio = [] if setup == "P" else ["--priority", "0"]
+            return ["env", "BATON_SCHEDULER=app", self.baton, "run", *prio, "--sms", BE_SMS, "--"]
         if setup == "P":
             return [self.baton, "run", "--local", *pol, "--"]
         prio = ["--priority", "10" if role == "hp" else "0"]
@@ -193,13 +231,14 @@ class Matrix:
                            with_cpus(env, BOTH_CPUS), self.log)
                 ws[("hp", mode)] = ws[("be", mode)] = w
                 continue
-            if mode != "baton-l3":   # baton-l3 shares baton's HP process; only BE's level differs
+            if mode not in ("baton-l3", "baton-sms"):   # these share baton's HP process; only BE differs
                 ws[("hp", mode)] = Worker(f"{setup}/{mode}/hp", self.wrapper(setup, mode, "hp") + me + ["hp"],
                                           with_cpus(env, HP_CPUS), self.log)
             ws[("be", mode)] = Worker(f"{setup}/{mode}/be", self.wrapper(setup, mode, "be") + me + ["be"],
                                       with_cpus(env, BE_CPUS), self.log)
-        if ("be", "baton-l3") in ws:
-            ws[("hp", "baton-l3")] = ws[("hp", "baton")]
+        for extra in ("baton-l3", "baton-sms"):
+            if ("be", extra) in ws and setup != "P":
+                ws[("hp", extra)] = ws[("hp", "baton")]
         if not self.raw["busy"]:
             # HP's GPU-busy share is measured in a process of its own, closed afterwards: the
             # profiler's CUDA activity tracing slows every later launch of the process it ran in.
@@ -211,7 +250,9 @@ class Matrix:
         return ws
 
     def modes(self, setup):
-        return [m for m in MODES[setup] if self.a.modes is None or m in self.a.modes]
+        if self.a.modes is None:
+            return list(MODES[setup])
+        return [m for m in MODES[setup] + EXTRA_MODES[setup] if m in self.a.modes]
 
     def start_daemon(self, env):
         """A daemon running --policy, which `baton run` then finds instead of starting one."""
@@ -299,6 +340,7 @@ class Matrix:
         k, by = self.a.phases, self.a.phase_by
         per = max(1, self.n_of(hp) // k)
         alone, co, windows, err, log = [], [], [], None, None
+        alone_t0, co_t0 = [], []
         try:
             if by == "pause":
                 bew.call(60, cmd="flood", be=be)
@@ -306,11 +348,13 @@ class Matrix:
             for _ in range(k):
                 a = natw.call(600, cmd="hp", hp=hp, n=per, warmup=2, think_mode=self.a.think)
                 alone += a["lat_ms"]
+                alone_t0 += a.get("t0_s", [])
                 bew.call(60, cmd="flood" if by == "restart" else "resume", be=be)
                 # As in a whole co-located measurement: BE's first steps fill its pipeline.
                 time.sleep(RAMP_S if by == "restart" else PHASE_RAMP_S)
                 c = hpw.call(600, cmd="hp", hp=hp, n=per, warmup=2, think_mode=self.a.think)
                 co += c["lat_ms"]
+                co_t0 += c.get("t0_s", [])
                 windows.append((c["t_first"], c["t_last"]))
                 if by == "restart":
                     log = self.phase_stop(bew, log)
@@ -327,8 +371,9 @@ class Matrix:
                     pass
         base = {"setup": setup, "mode": mode, "rep": rep, "hp": hp, "be": be, "n": per * k, "phases": k,
                 "phase_by": by}
-        self.record({**base, "kind": "alone_paired", "lat_ms": alone, **({"error": err} if err else {})})
-        rec = {**base, "kind": "coloc", "lat_ms": co,
+        self.record({**base, "kind": "alone_paired", "lat_ms": alone, "t0_s": alone_t0,
+                     **({"error": err} if err else {})})
+        rec = {**base, "kind": "coloc", "lat_ms": co, "t0_s": co_t0,
                "t_first": windows[0][0] if windows else None, "t_last": windows[-1][1] if windows else None}
         if not err:
             units, secs, covered = 0.0, 0.0, True
@@ -480,8 +525,9 @@ def main():
     a.modes = a.modes.split(",") if a.modes else None
     if a.modes is not None and "native" not in a.modes:
         p.error("--modes must include native: every ratio is against it")
-    if a.modes is not None and "baton-l3" in a.modes and "baton" not in a.modes:
-        p.error("--modes: baton-l3 needs baton (they share the service's process)")
+    for extra in ("baton-l3", "baton-sms"):
+        if a.modes is not None and extra in a.modes and "baton" not in a.modes:
+            p.error(f"--modes: {extra} needs baton (they share the service's process)")
     bad = [s for s in a.setups if s not in MODES] + [h for h in a.hps if h not in "RBD"] + \
           [b for b in a.bes if b not in "GT"]
     if bad:
@@ -492,13 +538,17 @@ def main():
         p.error(f"no baton executable at {m.baton} (set BATON_BIN)")
     m.say(f"machine: {m.raw['machine']}; commit {m.raw['commit']}; setups {a.setups}, "
           f"services {a.hps}, jobs {a.bes}, {a.repeats} repeat(s)")
-    for setup in a.setups:
-        try:
-            m.run_setup(setup)
-        except Exception as e:  # noqa: BLE001 (the other setups still run; the raw file says why)
-            m.raw["notes"].append(f"setup {setup} aborted: {e!r}")
-            m.say(f"setup {setup} aborted: {e!r}")
-            m.save()
+    m.start_stallwatch()
+    try:
+        for setup in a.setups:
+            try:
+                m.run_setup(setup)
+            except Exception as e:  # noqa: BLE001 (the other setups still run; the raw file says why)
+                m.raw["notes"].append(f"setup {setup} aborted: {e!r}")
+                m.say(f"setup {setup} aborted: {e!r}")
+                m.save()
+    finally:
+        m.stop_stallwatch()
     m.say("done; analysing")
     analyze.main([a.out])
 

@@ -156,7 +156,7 @@ class Worker:
 
     def serve(self, name, n, warmup, think_ms, think_mode):
         fn, think = self.fns[name], think_ms / 1e3
-        lat, t_first, t_last = [], None, None
+        lat, starts, t_first, t_last = [], [], None, None
         with torch.cuda.stream(self.hs), torch.no_grad():
             for _ in range(warmup):
                 fn()
@@ -175,11 +175,13 @@ class Worker:
                     t_first = t0 if t_first is None else t_first
                     t_last = t1
                     lat.append((t1 - t0) * 1e3)
+                    starts.append(t0)
                     think_wait(think, think_mode)
             finally:
                 gc.enable()
             ru1 = resource.getrusage(resource.RUSAGE_SELF)
-        return {"lat_ms": [round(v, 4) for v in lat], "t_first": t_first, "t_last": t_last,
+        return {"lat_ms": [round(v, 4) for v in lat], "t0_s": [round(v, 6) for v in starts],
+                "t_first": t_first, "t_last": t_last,
                 "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 4),
                 "invol_switches": ru1.ru_nivcsw - ru0.ru_nivcsw}
 
