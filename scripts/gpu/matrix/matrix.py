@@ -171,6 +171,8 @@ class Matrix:
         try:
             subprocess.run(["gcc", "-O2", "-pthread", "-o", exe, os.path.join(HERE, "stallwatch.c")],
                            check=True, capture_output=True, text=True)
+            # Gaps from 5 ms are kept; analyze.py drops those under 12 ms when the watcher could not
+            # run real-time (a spinning thread then delays it by a scheduler slice, ~6 ms).
             self.watch = subprocess.Popen([exe, self.watch_out, "1000", "5000"], stderr=self.log)
         except (OSError, subprocess.CalledProcessError) as e:
             self.raw["notes"].append(f"stallwatch not run: {e}")
