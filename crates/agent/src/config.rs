@@ -11,6 +11,7 @@
 //! | `BATON_YIELD_SLICE_US` | at level 3, the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), 1–2000000 | 100 |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
+//! | `BATON_MPS` | `on`, `off` or `auto`: whether this process shares the GPU with others through MPS (their kernels run on the same SMs at once). With `BATON_SMS` under MPS the process tells the daemon it is isolated (`Hint::Isolated`): other processes' work then never holds it back, since it leaves them the SMs it does not use | `auto`: MPS when its control pipe (`$CUDA_MPS_PIPE_DIRECTORY/control`, else `/tmp/nvidia-mps/control`) exists |
 //! | `BATON_STALL_REPORT_S` | when no queue of the process has made progress for this many seconds while work is pending, print every queue's state to stderr (once per stall), 1–3600 | unset (off) |
 //! | `BATON_PROFILE` | `on`: count each intercepted driver call and the time spent in it (Baton's work and the driver's), per function, in the `BATON_REPORT` file; for kernel launches made from the application's thread, also the real call's share | off |
 //! | `BATON_SCHEDULER` (`XSCHED_SCHEDULER`: `APP`/`LCL`/`GLB`) | `app`, `local` or `global` | `local` |
@@ -101,6 +102,11 @@ pub struct AgentConfig {
     pub yield_slice_us: u64,
     /// SMs the kernels of normal-priority streams are confined to, if set.
     pub sms: Option<u32>,
+    /// Whether the process shares the GPU through MPS: `Some` when `BATON_MPS` says, `None`
+    /// to look for the control pipe.
+    pub mps: Option<bool>,
+    /// Where the MPS control pipe would be (`CUDA_MPS_PIPE_DIRECTORY`, else the default).
+    pub mps_pipe: PathBuf,
     /// Seconds without progress after which the queues' states are printed, if set.
     pub stall_report_s: Option<u64>,
     /// Count intercepted calls and their time, per function, for the report.
@@ -135,6 +141,8 @@ impl Default for AgentConfig {
             max_buffered: baton_core::DEFAULT_MAX_BUFFERED,
             yield_slice_us: 100,
             sms: None,
+            mps: None,
+            mps_pipe: PathBuf::from("/tmp/nvidia-mps"),
             stall_report_s: None,
             profile: false,
             scheduler: SchedulerMode::Local,
@@ -233,6 +241,19 @@ impl AgentConfig {
                 "the whole GPU",
             )
             .or(c.sms);
+        if let Some((name, v)) = read(&["BATON_MPS"]) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "on" | "1" | "yes" => c.mps = Some(true),
+                "off" | "0" | "no" => c.mps = Some(false),
+                "auto" | "" => c.mps = None,
+                _ => c.warnings.push(format!(
+                    "ignoring {name}={v:?}: use on, off or auto; looking for the MPS control pipe"
+                )),
+            }
+        }
+        if let Some(d) = get("CUDA_MPS_PIPE_DIRECTORY").filter(|d| !d.trim().is_empty()) {
+            c.mps_pipe = PathBuf::from(d);
+        }
         c.stall_report_s = c
             .whole(
                 read(&["BATON_STALL_REPORT_S"]),
@@ -331,7 +352,26 @@ impl AgentConfig {
                 id: baton_policies::GangId::of_name(g).0,
             });
         }
+        if let Some(sms) = self.isolated_sms() {
+            h.push(Hint::Isolated { sms });
+        }
         h
+    }
+
+    /// Whether the process shares the GPU through MPS: as `BATON_MPS` says, else whether the
+    /// MPS control daemon's pipe exists (a CUDA program then becomes its client).
+    pub fn under_mps(&self) -> bool {
+        self.mps
+            .unwrap_or_else(|| self.mps_pipe.join("control").exists())
+    }
+
+    /// The SMs this process's kernels keep to, away from other processes' work, when that is
+    /// so: `BATON_SMS` under MPS. (Without MPS, processes take turns on the whole GPU, and
+    /// confining kernels frees nothing for the others.)
+    pub fn isolated_sms(&self) -> Option<u32> {
+        self.sms
+            .filter(|_| self.under_mps())
+            .map(|n| n.min(baton_protocol::MAX_SMS))
     }
 
     /// One line per invalid value, saying what was ignored and what is used instead. The
@@ -432,6 +472,41 @@ mod tests {
                 id: baton_policies::GangId::of_name("job").0
             }]
         );
+    }
+
+    #[test]
+    fn confined_kernels_under_mps_make_the_process_isolated() {
+        let dir = std::env::temp_dir().join(format!("baton-mps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pipe = dir.to_str().unwrap();
+        let isolated = |pairs: &[(&str, &str)]| cfg(pairs).process_hints();
+        // No control pipe where CUDA would look: not MPS, so --sms isolates nothing.
+        assert_eq!(
+            isolated(&[("BATON_SMS", "112"), ("CUDA_MPS_PIPE_DIRECTORY", pipe)]),
+            []
+        );
+        std::fs::write(dir.join("control"), b"").unwrap();
+        assert_eq!(
+            isolated(&[("BATON_SMS", "112"), ("CUDA_MPS_PIPE_DIRECTORY", pipe)]),
+            [Hint::Isolated { sms: 112 }]
+        );
+        // MPS without confinement: nothing to say.
+        assert_eq!(isolated(&[("CUDA_MPS_PIPE_DIRECTORY", pipe)]), []);
+        // BATON_MPS decides over the pipe; a bad value warns and looks.
+        let off = [
+            ("BATON_SMS", "112"),
+            ("CUDA_MPS_PIPE_DIRECTORY", pipe),
+            ("BATON_MPS", "off"),
+        ];
+        assert_eq!(isolated(&off), []);
+        assert_eq!(
+            isolated(&[("BATON_SMS", "64"), ("BATON_MPS", "on")]),
+            [Hint::Isolated { sms: 64 }]
+        );
+        let bad = cfg(&[("BATON_MPS", "maybe"), ("CUDA_MPS_PIPE_DIRECTORY", pipe)]);
+        assert_eq!(bad.warnings().len(), 1, "{:?}", bad.warnings());
+        assert!(bad.under_mps());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -21,7 +21,14 @@ const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
 /// How long a decision may take to reach the flood's process on a loaded machine.
 const GRACE_NS: u64 = 5_000_000;
 
-fn under_baton(priority: &str, scenario: &str, log: &Path, socket: &Path, go: &Path) -> Child {
+fn under_baton(
+    priority: &str,
+    scenario: &str,
+    log: &Path,
+    socket: &Path,
+    go: &Path,
+    extra: &[(&str, &str)],
+) -> Child {
     Command::new(baton_binary())
         .args(["run", "--interposer"])
         .arg(interposer_library())
@@ -31,6 +38,7 @@ fn under_baton(priority: &str, scenario: &str, log: &Path, socket: &Path, go: &P
         .env("FAKE_CUDA_KERNEL_US", "2000")
         .env("BATON_SOCKET", socket)
         .env("BATON_TEST_GO", go)
+        .envs(extra.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -50,14 +58,77 @@ fn a_best_effort_process_synchronizing_its_whole_context_is_held_too() {
     held_beside_burst("global-ctx-sync", "flood-ctx-sync");
 }
 
+/// What the best-effort program did beside the burst: the burst's window, the flood's launch
+/// calls, and the daemon's list taken once the flood had launched.
+struct Beside {
+    start: u64,
+    end: u64,
+    be_calls: Vec<u64>,
+    list: Value,
+}
+
 /// The burst at priority 10 and the best-effort `scenario` at 0 under one daemon: none of
 /// the best-effort launches reaches its driver while the burst runs, and all of them run.
 fn held_beside_burst(name: &str, scenario: &str) {
+    let Beside {
+        start,
+        end,
+        be_calls,
+        ..
+    } = beside_burst(name, scenario, &[]);
+    let during: Vec<u64> = be_calls
+        .iter()
+        .copied()
+        .filter(|t| *t > start + GRACE_NS && *t < end)
+        .collect();
+    assert!(
+        during.is_empty(),
+        "{} flood launches reached the driver while the burst ran ({} ms window)",
+        during.len(),
+        (end - start) / 1_000_000
+    );
+    // The flood was held, not finished early: some of its launches came after the burst.
+    assert!(
+        be_calls.iter().any(|t| *t >= end),
+        "no flood launch after the burst: it never waited"
+    );
+}
+
+#[test]
+fn a_best_effort_process_confined_under_mps_is_not_held_for_another_process() {
+    // `--sms` under MPS: the flood's kernels keep to 8 SMs and the burst's find the rest, so
+    // the daemon neither holds the flood back nor bounds its launches for the burst.
+    let Beside {
+        end,
+        be_calls,
+        list,
+        ..
+    } = beside_burst(
+        "global-isolated",
+        "flood",
+        &[("BATON_SMS", "8"), ("BATON_MPS", "on")],
+    );
+    let flood = list["processes"]
+        .as_array()
+        .and_then(|ps| {
+            ps.iter()
+                .find(|p| p["hints"].to_string().contains("isolated"))
+        })
+        .unwrap_or_else(|| panic!("no isolated process in {list}"));
+    assert_eq!(flood["hints"].to_string(), r#"[{"isolated":{"sms":8}}]"#);
+    assert!(
+        be_calls.iter().all(|t| *t < end),
+        "{} flood launches waited for the burst to end",
+        be_calls.iter().filter(|t| **t >= end).count()
+    );
+}
+
+fn beside_burst(name: &str, scenario: &str, be_env: &[(&str, &str)]) -> Beside {
     let dir = temp_dir(name);
     let socket = dir.join("baton.sock");
     let go = dir.join("go");
     let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
-    let hp = under_baton("10", "burst", &hp_log, &socket, &go);
+    let hp = under_baton("10", "burst", &hp_log, &socket, &go, &[]);
     let hp_pid = hp.id();
     // The burst's streams are registered with the daemon before the flood starts.
     wait_until(
@@ -78,10 +149,17 @@ fn held_beside_burst(name: &str, scenario: &str) {
                 })
         },
     );
-    let be = under_baton("0", scenario, &be_log, &socket, &go);
+    let be = under_baton("0", scenario, &be_log, &socket, &go, be_env);
     wait_until("the flood's first launch", Duration::from_secs(20), || {
         !launch_calls(&log_lines(&be_log)).is_empty()
     });
+    let list = Command::new(baton_binary())
+        .args(["list", "--json", "--socket"])
+        .arg(&socket)
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+        .unwrap_or(Value::Null);
     std::fs::write(&go, b"go").unwrap();
     assert_eq!(finish(hp, "burst"), "burst ok n=8");
     assert_eq!(finish(be, scenario), format!("{scenario} ok n=48"));
@@ -97,20 +175,10 @@ fn held_beside_burst(name: &str, scenario: &str) {
         48,
         "every flood launch reached its driver once"
     );
-    let during: Vec<u64> = be_calls
-        .iter()
-        .copied()
-        .filter(|t| *t > start + GRACE_NS && *t < end)
-        .collect();
-    assert!(
-        during.is_empty(),
-        "{} flood launches reached the driver while the burst ran ({} ms window)",
-        during.len(),
-        (end - start) / 1_000_000
-    );
-    // The flood was held, not finished early: some of its launches came after the burst.
-    assert!(
-        be_calls.iter().any(|t| *t >= end),
-        "no flood launch after the burst: it never waited"
-    );
+    Beside {
+        start,
+        end,
+        be_calls,
+        list,
+    }
 }

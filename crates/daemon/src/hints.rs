@@ -100,6 +100,10 @@ pub(crate) fn effective(queue: &HintSet, process: &HintSet) -> QueueHints {
             Some(Hint::Gang { id }) => Some(GangId(id)),
             _ => None,
         },
+        isolated: match find(HintKind::Isolated) {
+            Some(Hint::Isolated { sms }) => Some(sms),
+            _ => None,
+        },
     }
 }
 

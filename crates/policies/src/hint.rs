@@ -118,6 +118,9 @@ pub enum Hint {
     SloTarget(Nanos),
     /// The queue's process belongs to this gang (one job's ranks, held back together).
     Gang(GangId),
+    /// The queue's kernels run on this many SMs, which other processes' work is kept off
+    /// (`--sms` under MPS): another process's work gains nothing from holding it back.
+    Isolated(u32),
 }
 
 const HOUR: Nanos = Nanos::from_secs(3_600);
@@ -256,6 +259,8 @@ pub struct QueueHints {
     pub slo_target: Option<Nanos>,
     /// The gang its process belongs to, if any.
     pub gang: Option<GangId>,
+    /// The SMs its kernels are confined to, away from other processes' work, if they are.
+    pub isolated: Option<u32>,
 }
 
 impl QueueHints {
@@ -282,6 +287,7 @@ impl QueueHints {
             }
             Hint::SloTarget(t) => self.slo_target = Some(t),
             Hint::Gang(g) => self.gang = Some(g),
+            Hint::Isolated(sms) => self.isolated = Some(sms),
         }
     }
 }

@@ -11,7 +11,9 @@ use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
 /// stays runnable would launch its next command before the scheduler hears it became ready).
 /// Queues sharing the top priority run together. When no queue on a device is ready, all run.
 ///
-/// Reads: [`Hint::Priority`](crate::Hint::Priority) (range −100..=100, default 0).
+/// Reads: [`Hint::Priority`](crate::Hint::Priority) (range −100..=100, default 0), and
+/// [`Hint::Isolated`](crate::Hint::Isolated): an isolated queue is held back only by its own
+/// process's queues (under MPS, another process's kernels find the SMs it leaves free).
 /// Work-conserving: some ready queue on each device always runs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hpf;
@@ -40,8 +42,11 @@ impl Policy for Hpf {
     /// An unused queue that becomes ready is seen at once, and the outranked queue is bounded
     /// from its next launch.
     fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        snap.on_device(queue.device)
-            .any(|q| q.hints.priority > queue.hints.priority && counts_against(q, queue))
+        snap.on_device(queue.device).any(|q| {
+            q.hints.priority > queue.hints.priority
+                && counts_against(q, queue)
+                && holds_across(q, queue)
+        })
     }
 
     /// Both answers from one pass over the queues (per device: the lowest priority, the
@@ -62,10 +67,16 @@ impl Policy for Hpf {
         snap.queues
             .iter()
             .map(|q| {
-                ranges
+                let a = ranges
                     .iter()
                     .find(|r| r.device == q.device)
-                    .map_or((false, false), |r| r.answer(q))
+                    .map_or((false, false), |r| r.answer(q));
+                // Isolated queues are rare: their own scan.
+                if q.hints.isolated.is_some() {
+                    (a.0, self.may_suspend(snap, q))
+                } else {
+                    a
+                }
             })
             .collect()
     }
@@ -74,6 +85,13 @@ impl Policy for Hpf {
 /// Whether `q`, ranked above `queue`, can make HPF suspend it (see [`Hpf::may_suspend`]).
 fn counts_against(q: &QueueView, queue: &QueueView) -> bool {
     q.ready || q.jobs > 0 || q.pid != queue.pid
+}
+
+/// Whether holding `queue` back can help `q`: not when `queue` is isolated
+/// ([`Hint::Isolated`](crate::Hint::Isolated): its kernels run on SMs other processes' work
+/// is kept off) and `q` is another process's.
+pub(crate) fn holds_across(q: &QueueView, queue: &QueueView) -> bool {
+    queue.hints.isolated.is_none() || q.pid == queue.pid
 }
 
 /// One device's priorities, for [`Hpf::attention`].
@@ -165,6 +183,15 @@ pub(crate) fn rank_first<K: Ord>(
                     .iter()
                     .filter(in_scope)
                     .filter(|q| rank(q) < top)
+                    .filter(|q| {
+                        // An isolated queue is held back only by its own process's work.
+                        q.hints.isolated.is_none()
+                            || snap
+                                .queues
+                                .iter()
+                                .filter(in_scope)
+                                .any(|p| p.ready && p.pid == q.pid && rank(p) > rank(q))
+                    })
                     .map(|q| q.id),
             );
         }
@@ -183,6 +210,31 @@ mod tests {
         let mut v = QueueView::new(id, 1, dev, ready);
         v.hints.priority = Priority::new(prio).unwrap();
         v
+    }
+
+    #[test]
+    fn an_isolated_queue_is_held_back_by_its_own_process_only() {
+        // Process 1's service beside process 2's flood, confined under MPS (isolated): the
+        // service does not hold the flood back, and no window is kept for it; process 2's own
+        // urgent stream still does.
+        let mut qs = [q(1, 0, 10, true), q(2, 0, 0, true), q(3, 0, 5, false)];
+        qs[1].pid = 2;
+        qs[2].pid = 2;
+        qs[1].hints.isolated = Some(112);
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(Hpf.decide(&snap).suspend.iter().all(|&id| id != qs[1].id));
+        assert!(!Hpf.may_suspend(&snap, &qs[1]));
+        assert_eq!(Hpf.attention(&snap)[1], (false, false));
+        qs[2].ready = true;
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
+        assert!(Hpf.may_suspend(&snap, &qs[1]));
+        assert_eq!(Hpf.attention(&snap)[1], (false, true));
+        // Not isolated, it is held back by the service, as ever.
+        qs[1].hints.isolated = None;
+        qs[2].ready = false;
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    MAX_DURATION_NS, MAX_HINT_HORIZON_NS, MAX_K, MAX_TIME_SLICE_NS, MIN_TIME_SLICE_NS,
+    MAX_DURATION_NS, MAX_HINT_HORIZON_NS, MAX_K, MAX_SMS, MAX_TIME_SLICE_NS, MIN_TIME_SLICE_NS,
     ProtocolError, WirePriority, check,
 };
 
@@ -83,6 +83,14 @@ pub enum Hint {
         /// The gang.
         id: u64,
     },
+    /// The process's kernels run on SMs that other processes' work is kept off (`--sms`
+    /// under MPS, where processes share the SMs at once): holding it back while another
+    /// process runs would only leave SMs idle, so priority policies do not. Its own more
+    /// urgent streams still hold it back. Process only.
+    Isolated {
+        /// SMs its kernels run on.
+        sms: u32,
+    },
 }
 
 /// The kinds of [`Hint`], to name one without a value.
@@ -107,11 +115,13 @@ pub enum HintKind {
     Upcoming,
     /// [`Hint::Gang`].
     Gang,
+    /// [`Hint::Isolated`].
+    Isolated,
 }
 
 impl HintKind {
     /// Every kind.
-    pub const ALL: [HintKind; 9] = [
+    pub const ALL: [HintKind; 10] = [
         HintKind::Priority,
         HintKind::Utilization,
         HintKind::TimeSlice,
@@ -121,13 +131,14 @@ impl HintKind {
         HintKind::ActiveWindow,
         HintKind::Upcoming,
         HintKind::Gang,
+        HintKind::Isolated,
     ];
 
     /// The scopes a hint of this kind may be given for.
     pub const fn scopes(self) -> &'static [Scope] {
         match self {
             HintKind::KEdf => &[Scope::Device, Scope::All],
-            HintKind::ActiveWindow | HintKind::Gang => &[Scope::Process],
+            HintKind::ActiveWindow | HintKind::Gang | HintKind::Isolated => &[Scope::Process],
             _ => &[Scope::Queue, Scope::Process],
         }
     }
@@ -145,6 +156,7 @@ impl fmt::Display for HintKind {
             HintKind::ActiveWindow => "active window",
             HintKind::Upcoming => "upcoming work",
             HintKind::Gang => "gang",
+            HintKind::Isolated => "isolated",
         })
     }
 }
@@ -187,6 +199,7 @@ impl Hint {
             Hint::ActiveWindow { .. } => HintKind::ActiveWindow,
             Hint::Upcoming { .. } => HintKind::Upcoming,
             Hint::Gang { .. } => HintKind::Gang,
+            Hint::Isolated { .. } => HintKind::Isolated,
             Hint::Clear(kind) => *kind,
         }
     }
@@ -228,6 +241,7 @@ impl Hint {
                 Ok(())
             }
             Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::Clear(_) => Ok(()),
+            Hint::Isolated { sms } => check::range("sms", sms, 1, MAX_SMS),
             Hint::Upcoming {
                 arrives_in_ns,
                 expires_in_ns,

@@ -6,7 +6,7 @@
 
 /// The protocol version spoken by this build. Peers must match exactly; see
 /// [`Hello`](crate::Hello).
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Bytes of the frame header: the payload length as a little-endian `u32`.
 pub const FRAME_HEADER_LEN: usize = 4;
@@ -84,3 +84,6 @@ pub const MIN_STATS_INTERVAL_MS: u32 = 50;
 
 /// The longest stats interval, in milliseconds.
 pub const MAX_STATS_INTERVAL_MS: u32 = 60_000;
+
+/// The most SMs an [`Isolated`](crate::Hint::Isolated) hint may name.
+pub const MAX_SMS: u32 = 4096;

@@ -32,6 +32,7 @@ pub fn hints() -> Vec<Hint> {
         },
         Hint::Clear(HintKind::Deadline),
         Hint::Gang { id: 0x5eed_6a46 },
+        Hint::Isolated { sms: 112 },
     ]
 }
 
@@ -138,7 +139,9 @@ pub fn agent_messages() -> Vec<AgentMessage> {
     ];
     for hint in hints() {
         let target = match hint {
-            Hint::ActiveWindow { .. } | Hint::Gang { .. } => AgentTarget::Process,
+            Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::Isolated { .. } => {
+                AgentTarget::Process
+            }
             Hint::KEdf { .. } => continue,
             _ => AgentTarget::Queue(QueueId(3)),
         };
@@ -214,7 +217,9 @@ pub fn requests() -> Vec<Request> {
     ];
     for hint in hints() {
         let target = match hint {
-            Hint::ActiveWindow { .. } | Hint::Gang { .. } => Target::Process { pid: 4242 },
+            Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::Isolated { .. } => {
+                Target::Process { pid: 4242 }
+            }
             Hint::KEdf { .. } => Target::Device { id: device().id },
             Hint::Clear(_) => Target::All,
             _ => Target::Queue(queue_ref()),

@@ -204,6 +204,7 @@ fn max_hints(scope: Scope) -> Vec<Hint> {
             expires_in_ns: MAX_HINT_HORIZON_NS,
         },
         Hint::Gang { id: u64::MAX },
+        Hint::Isolated { sms: 112 },
     ]
     .into_iter()
     .filter(|h| h.check_scope(scope).is_ok())

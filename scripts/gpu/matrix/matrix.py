@@ -37,8 +37,10 @@ RAMP_S = 0.5
 PHASE_RAMP_S = 0.25
 MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["native", "baton"]}
 # Modes run only when --modes names them: baton-sms (BE's kernels on part of the SMs through
-# `--sms`, never held: the spatial reservation alone, where HP and BE overlap).
-EXTRA_MODES = {"S": [], "M": ["baton-sms"], "P": ["baton-sms"]}
+# `--sms`, never held: the spatial reservation alone, where HP and BE overlap); baton-reserve
+# (MPS only: BE at `--priority 0 --sms`, under the daemon, which sees it isolated and does not
+# hold it for HP).
+EXTRA_MODES = {"S": [], "M": ["baton-sms", "baton-reserve"], "P": ["baton-sms"]}
 # SMs left to BE in baton-sms (of 132 on an H100).
 BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
@@ -217,6 +219,8 @@ class Matrix:
             # Nothing held (no scheduler); BE's normal-priority streams on BE_SMS SMs.
             prio = [] if setup == "P" else ["--priority", "0"]
             return ["env", "BATON_SCHEDULER=app", self.baton, "run", *prio, "--sms", BE_SMS, "--"]
+        if mode == "baton-reserve" and role == "be":
+            return [self.baton, "run", *pol, "--priority", "0", "--sms", BE_SMS, "--"]
         if setup == "P":
             return [self.baton, "run", "--local", *pol, "--"]
         prio = ["--priority", "10" if role == "hp" else "0"]
@@ -233,12 +237,12 @@ class Matrix:
                            with_cpus(env, BOTH_CPUS), self.log)
                 ws[("hp", mode)] = ws[("be", mode)] = w
                 continue
-            if mode not in ("baton-l3", "baton-sms"):   # these share baton's HP process; only BE differs
+            if mode not in ("baton-l3", "baton-sms", "baton-reserve"):   # these share baton's HP process
                 ws[("hp", mode)] = Worker(f"{setup}/{mode}/hp", self.wrapper(setup, mode, "hp") + me + ["hp"],
                                           with_cpus(env, HP_CPUS), self.log)
             ws[("be", mode)] = Worker(f"{setup}/{mode}/be", self.wrapper(setup, mode, "be") + me + ["be"],
                                       with_cpus(env, BE_CPUS), self.log)
-        for extra in ("baton-l3", "baton-sms"):
+        for extra in ("baton-l3", "baton-sms", "baton-reserve"):
             if ("be", extra) in ws and setup != "P":
                 ws[("hp", extra)] = ws[("hp", "baton")]
         if not self.raw["busy"]:
@@ -527,7 +531,7 @@ def main():
     a.modes = a.modes.split(",") if a.modes else None
     if a.modes is not None and "native" not in a.modes:
         p.error("--modes must include native: every ratio is against it")
-    for extra in ("baton-l3", "baton-sms"):
+    for extra in ("baton-l3", "baton-sms", "baton-reserve"):
         if a.modes is not None and extra in a.modes and "baton" not in a.modes:
             p.error(f"--modes: {extra} needs baton (they share the service's process)")
     bad = [s for s in a.setups if s not in MODES] + [h for h in a.hps if h not in "RBD"] + \
