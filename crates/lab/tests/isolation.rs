@@ -1,0 +1,153 @@
+//! Isolation in virtual time: the two failure shapes of "hold lower work whenever the service
+//! has a command queued", and what keeping SMs free for the service does instead.
+//!
+//! The service is launch-bound, as an LLM decoder is: a job is 60 kernels of 10–30 µs on 24
+//! SMs, launched 80 µs apart by the host, then 1 ms of think time; its queue has work for most
+//! of every job while the device is mostly idle. The flood keeps four kernels in flight. Both
+//! processes share one context, as under MPS, at Level 1.
+//! - **Long kernels on every SM** (1.5–3 ms, a large GEMM's length): holding the flood back
+//!   (HPF) cannot stop the kernels it already launched, so the service stays slow.
+//! - **Short kernels** (200–400 µs) on 108 SMs: HPF holds the flood back whenever the service
+//!   has work, and starves it for a service that leaves the device mostly idle.
+//! - **On 108 of 132 SMs and isolated** (`--sms 108` under MPS: `Hint::Isolated`), in both
+//!   cases: the service's kernels always find free SMs and nothing is held back, so the service
+//!   keeps its standalone latency and the flood gets what the service leaves.
+
+use baton_core::{Level, Nanos, Priority};
+use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, SpanRange, Workload, run};
+use baton_policies::{Hint, by_name};
+
+const RUN: Nanos = Nanos::from_secs(10);
+
+fn us(a: u64, b: u64) -> SpanRange {
+    SpanRange::new(Nanos::from_micros(a), Nanos::from_micros(b))
+}
+
+fn service() -> ClientSpec {
+    ClientSpec {
+        context: ContextSpec::Shared(0),
+        level: Some(Level::L1),
+        ..ClientSpec::new(
+            "hp",
+            1,
+            Workload::Paced {
+                kernels: 60,
+                kernel: us(10, 30),
+                sms: 24,
+                gap: Nanos::from_micros(80),
+                think: Nanos::from_millis(1),
+            },
+        )
+        .hint(Hint::Priority(Priority::new(10).unwrap()))
+    }
+}
+
+/// The flood: `kernel`-long kernels on `sms` SMs, isolated or not.
+fn flood(kernel: SpanRange, sms: u32, isolated: bool) -> ClientSpec {
+    let c = ClientSpec {
+        context: ContextSpec::Shared(0),
+        level: Some(Level::L1),
+        ..ClientSpec::new(
+            "be",
+            2,
+            Workload::Flood {
+                depth: 4,
+                kernel,
+                sms,
+            },
+        )
+    };
+    if isolated {
+        c.hint(Hint::Isolated(sms))
+    } else {
+        c
+    }
+}
+
+fn long() -> SpanRange {
+    us(1500, 3000)
+}
+
+fn short() -> SpanRange {
+    us(200, 400)
+}
+
+fn lab(scheduled: bool, clients: Vec<ClientSpec>) -> LabResult {
+    let mut spec = LabSpec::new(by_name("hpf").unwrap(), RUN);
+    spec.idle_linger = Some(Nanos::from_micros(300));
+    spec.clients = clients
+        .into_iter()
+        .map(|c| ClientSpec { scheduled, ..c })
+        .collect();
+    run(spec)
+}
+
+#[derive(Debug)]
+struct Cell {
+    hp_p99_ratio: f64,
+    be_share: f64,
+    hp_busy: f64,
+}
+
+/// HP p99 ÷ HP alone, BE work ÷ BE alone, HP's device-busy share alone.
+fn cell(scheduled: bool, be: ClientSpec) -> Cell {
+    let alone = lab(scheduled, vec![service()]);
+    let be_alone = lab(scheduled, vec![be.clone()]);
+    let both = lab(scheduled, vec![service(), be]);
+    let hp_alone = alone.client("hp");
+    Cell {
+        hp_p99_ratio: both.client("hp").latency(0.99).0 as f64 / hp_alone.latency(0.99).0 as f64,
+        be_share: both.client("be").work.0 as f64 / be_alone.client("be").work.0 as f64,
+        hp_busy: hp_alone.context_busy.0 as f64 / RUN.0 as f64,
+    }
+}
+
+/// Both sides of the promise: HP p99 within ×1.10 of alone, BE at least 90 % of what HP
+/// leaves.
+fn keeps_the_promise(c: &Cell) {
+    assert!(
+        c.hp_p99_ratio <= 1.10,
+        "protect: HP p99 ×{:.3} of alone",
+        c.hp_p99_ratio
+    );
+    let target = 0.9 * (1.0 - c.hp_busy);
+    assert!(
+        c.be_share >= target,
+        "work-conserving: BE {:.0} % of alone, target {:.0} %",
+        c.be_share * 100.0,
+        target * 100.0
+    );
+}
+
+#[test]
+fn holding_back_long_kernels_on_every_sm_does_not_protect_the_service_and_isolation_does() {
+    let native = cell(false, flood(long(), 132, false));
+    let hpf = cell(true, flood(long(), 132, false));
+    let isolated = cell(true, flood(long(), 108, true));
+    eprintln!("native {native:?}\nhpf {hpf:?}\nisolated {isolated:?}");
+    assert!(
+        native.hp_p99_ratio > 1.5,
+        "the flood slows the service natively (×{:.2})",
+        native.hp_p99_ratio
+    );
+    assert!(
+        hpf.hp_p99_ratio > 1.10,
+        "the failure shape: HPF cannot stop launched kernels (HP p99 ×{:.2} of alone)",
+        hpf.hp_p99_ratio
+    );
+    keeps_the_promise(&isolated);
+}
+
+#[test]
+fn holding_back_short_kernels_starves_them_and_isolation_does_not() {
+    let held = cell(true, flood(short(), 108, false));
+    let isolated = cell(true, flood(short(), 108, true));
+    eprintln!("held {held:?}\nisolated {isolated:?}");
+    assert!(
+        held.be_share < 0.5,
+        "the failure shape: the flood is held back for a service that leaves the device \
+         mostly idle ({:.0} % of alone)",
+        held.be_share * 100.0
+    );
+    keeps_the_promise(&isolated);
+}
