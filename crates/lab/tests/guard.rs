@@ -13,83 +13,18 @@
 //!   flood's. Guard measures that and holds the flood back as HPF does, at the cost of its
 //!   probes only.
 
-use baton_core::{Level, Nanos, Priority};
-use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, SpanRange, Workload, run};
-use baton_policies::{Hint, by_name};
+mod support;
 
-const RUN: Nanos = Nanos::from_secs(10);
+use support::{Cell, us};
 
-fn us(a: u64, b: u64) -> SpanRange {
-    SpanRange::new(Nanos::from_micros(a), Nanos::from_micros(b))
+/// The flood of 200–400 µs kernels on `sms` SMs.
+fn flood(sms: u32) -> baton_lab::ClientSpec {
+    support::flood(us(200, 400), sms)
 }
 
-fn service() -> ClientSpec {
-    ClientSpec {
-        context: ContextSpec::Shared(0),
-        level: Some(Level::L1),
-        ..ClientSpec::new(
-            "hp",
-            1,
-            Workload::Paced {
-                kernels: 60,
-                kernel: us(10, 30),
-                sms: 24,
-                gap: Nanos::from_micros(80),
-                think: Nanos::from_millis(1),
-            },
-        )
-        .hint(Hint::Priority(Priority::new(10).unwrap()))
-    }
-}
-
-fn flood(sms: u32) -> ClientSpec {
-    ClientSpec {
-        context: ContextSpec::Shared(0),
-        level: Some(Level::L1),
-        ..ClientSpec::new(
-            "be",
-            2,
-            Workload::Flood {
-                depth: 4,
-                kernel: us(200, 400),
-                sms,
-            },
-        )
-    }
-}
-
-/// Runs `clients` under `policy`, or natively (no XQueues) with `None`.
-fn lab(policy: Option<&str>, clients: Vec<ClientSpec>) -> LabResult {
-    let mut spec = LabSpec::new(by_name(policy.unwrap_or("hpf")).unwrap(), RUN);
-    spec.idle_linger = Some(Nanos::from_micros(300));
-    spec.clients = clients
-        .into_iter()
-        .map(|c| ClientSpec {
-            scheduled: policy.is_some(),
-            ..c
-        })
-        .collect();
-    run(spec)
-}
-
-#[derive(Debug)]
-struct Cell {
-    hp_p99_ratio: f64,
-    be_share: f64,
-    hp_busy: f64,
-}
-
-/// HP p99 ÷ HP alone, BE work ÷ BE alone, and HP's device-busy fraction alone.
+/// A cell under `policy` (natively with `None`) with the flood on `be_sms` SMs.
 fn cell(policy: Option<&str>, be_sms: u32) -> Cell {
-    let alone = lab(policy, vec![service()]);
-    let be_alone = lab(policy, vec![flood(be_sms)]);
-    let both = lab(policy, vec![service(), flood(be_sms)]);
-    let hp_alone = alone.client("hp");
-    let c = Cell {
-        hp_p99_ratio: both.client("hp").latency(0.99).0 as f64 / hp_alone.latency(0.99).0 as f64,
-        be_share: both.client("be").work.0 as f64 / be_alone.client("be").work.0 as f64,
-        hp_busy: hp_alone.context_busy.0 as f64 / RUN.0 as f64,
-    };
+    let c = support::cell(policy, flood(be_sms));
     eprintln!("{} BE on {be_sms} SMs: {c:?}", policy.unwrap_or("native"));
     c
 }

@@ -13,50 +13,15 @@
 //!   cases: the service's kernels always find free SMs and nothing is held back, so the service
 //!   keeps its standalone latency and the flood gets what the service leaves.
 
-use baton_core::{Level, Nanos, Priority};
-use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, SpanRange, Workload, run};
-use baton_policies::{Hint, by_name};
+mod support;
 
-const RUN: Nanos = Nanos::from_secs(10);
-
-fn us(a: u64, b: u64) -> SpanRange {
-    SpanRange::new(Nanos::from_micros(a), Nanos::from_micros(b))
-}
-
-fn service() -> ClientSpec {
-    ClientSpec {
-        context: ContextSpec::Shared(0),
-        level: Some(Level::L1),
-        ..ClientSpec::new(
-            "hp",
-            1,
-            Workload::Paced {
-                kernels: 60,
-                kernel: us(10, 30),
-                sms: 24,
-                gap: Nanos::from_micros(80),
-                think: Nanos::from_millis(1),
-            },
-        )
-        .hint(Hint::Priority(Priority::new(10).unwrap()))
-    }
-}
+use baton_lab::{ClientSpec, SpanRange};
+use baton_policies::Hint;
+use support::{Cell, us};
 
 /// The flood: `kernel`-long kernels on `sms` SMs, isolated or not.
 fn flood(kernel: SpanRange, sms: u32, isolated: bool) -> ClientSpec {
-    let c = ClientSpec {
-        context: ContextSpec::Shared(0),
-        level: Some(Level::L1),
-        ..ClientSpec::new(
-            "be",
-            2,
-            Workload::Flood {
-                depth: 4,
-                kernel,
-                sms,
-            },
-        )
-    };
+    let c = support::flood(kernel, sms);
     if isolated {
         c.hint(Hint::Isolated(sms))
     } else {
@@ -72,34 +37,9 @@ fn short() -> SpanRange {
     us(200, 400)
 }
 
-fn lab(scheduled: bool, clients: Vec<ClientSpec>) -> LabResult {
-    let mut spec = LabSpec::new(by_name("hpf").unwrap(), RUN);
-    spec.idle_linger = Some(Nanos::from_micros(300));
-    spec.clients = clients
-        .into_iter()
-        .map(|c| ClientSpec { scheduled, ..c })
-        .collect();
-    run(spec)
-}
-
-#[derive(Debug)]
-struct Cell {
-    hp_p99_ratio: f64,
-    be_share: f64,
-    hp_busy: f64,
-}
-
-/// HP p99 ÷ HP alone, BE work ÷ BE alone, HP's device-busy share alone.
+/// A cell natively (`scheduled` false) or under HPF.
 fn cell(scheduled: bool, be: ClientSpec) -> Cell {
-    let alone = lab(scheduled, vec![service()]);
-    let be_alone = lab(scheduled, vec![be.clone()]);
-    let both = lab(scheduled, vec![service(), be]);
-    let hp_alone = alone.client("hp");
-    Cell {
-        hp_p99_ratio: both.client("hp").latency(0.99).0 as f64 / hp_alone.latency(0.99).0 as f64,
-        be_share: both.client("be").work.0 as f64 / be_alone.client("be").work.0 as f64,
-        hp_busy: hp_alone.context_busy.0 as f64 / RUN.0 as f64,
-    }
+    support::cell(scheduled.then_some("hpf"), be)
 }
 
 /// Both sides of the promise: HP p99 within ×1.10 of alone, BE at least 90 % of what HP

@@ -343,13 +343,18 @@ def rng(c, k):
     return "" if lo is None else f" ({lo:.2f}–{hi:.2f})"
 
 
+def in_order(cs):
+    """Cells by setup, service, job and mode, as every table lists them."""
+    return sorted(cs, key=lambda c: (SETUPS.index(c["setup"]), HPS.index(c["hp"]), BES.index(c["be"]),
+                                     MODES.index(c["mode"])))
+
+
 def table(summary):
     cs = summary["cells"]
     lines = ["| setup | HP | BE | HP busy alone | mode | HP p50 × alone | HP p99 × alone (min–max) | p99 spread "
              "| BE in window, % of alone (min–max) | % of native's | protect | no harm | work-conserving | repeats |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    order = sorted(cs, key=lambda c: (SETUPS.index(c["setup"]), HPS.index(c["hp"]), BES.index(c["be"]),
-                                      MODES.index(c["mode"])))
+    order = in_order(cs)
     for c in order:
         sp = c["hp_p99_ratio_spread"]
         bmin, bmax = c["be_share_alone_min"], c["be_share_alone_max"]
@@ -372,8 +377,7 @@ def noise_table(summary):
         return ""
     lines = ["| setup | HP | BE | mode | p99 × alone, median of repeats (min–max) | spread | spread from sampling "
              "alone | pooled p99 × alone (90 % interval) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for c in sorted(cs, key=lambda c: (SETUPS.index(c["setup"]), HPS.index(c["hp"]), BES.index(c["be"]),
-                                       MODES.index(c["mode"]))):
+    for c in in_order(cs):
         lines.append(f"| {c['setup']} | {c['hp']} | {c['be']} | {c['mode']} "
                      f"| {fx(c['hp_p99_ratio_median'])}{rng(c, 'hp_p99_ratio')} | {fpct(c['hp_p99_ratio_spread'])} "
                      f"| {fpct(c['hp_p99_ratio_sampling_spread'])} | {fx(c['hp_p99_ratio_pooled'])} "
@@ -389,8 +393,7 @@ def stall_table(summary):
         return ""
     lines = ["| setup | HP | BE | mode | p99 × alone (min–max), all requests | spread | p99 × alone (min–max), "
              "stall-free | spread | requests a stall hit |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for c in sorted(cs, key=lambda c: (SETUPS.index(c["setup"]), HPS.index(c["hp"]), BES.index(c["be"]),
-                                       MODES.index(c["mode"]))):
+    for c in in_order(cs):
         hit = c.get("stalled_requests")
         share = f"{hit} of {c['timed_requests']}" if hit is not None else "—"
         lines.append(f"| {c['setup']} | {c['hp']} | {c['be']} | {c['mode']} "

@@ -9,7 +9,8 @@ D a GPT-2-medium-shaped decoder (32 tokens through `generate`). BE floods: G bf1
 T ResNet-50 training. Setups: S separate processes (time-slicing), M separate processes
 under MPS (started and stopped here), P one process with HP on a high-priority stream.
 Modes: native; baton (`baton run --priority 10` / `--priority 0`, `--local` in P);
-baton-l3 (BE at `--level 3`, S only).
+baton-l3 (BE at `--level 3`, S only). Only when --modes names them: baton-sms (BE on part of the
+SMs, nothing held; M and P) and baton-reserve (BE at `--priority 0 --sms`, isolated under MPS; M).
 
 Method (see docs/benchmarks/matrix/README.md): the workers (workers.py) are started once per
 setup and stay warm, so model loading is never timed; every repeat measures HP alone (native,

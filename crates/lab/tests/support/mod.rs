@@ -1,0 +1,91 @@
+//! What the co-location tests in virtual time share: a launch-bound service, a flood beside it
+//! in one context (as under MPS), and the figures the co-location matrix judges a cell by.
+
+#![allow(dead_code)]
+
+use baton_core::{Level, Nanos, Priority};
+use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, SpanRange, Workload, run};
+use baton_policies::{Hint, by_name};
+
+/// How long every run lasts.
+pub const RUN: Nanos = Nanos::from_secs(10);
+
+pub fn us(a: u64, b: u64) -> SpanRange {
+    SpanRange::new(Nanos::from_micros(a), Nanos::from_micros(b))
+}
+
+/// The launch-bound service ("hp", process 1, priority 10): jobs of 60 kernels of 10–30 µs on
+/// 24 SMs launched 80 µs apart, then 1 ms of think time, at Level 1 in the shared context.
+pub fn service() -> ClientSpec {
+    ClientSpec {
+        context: ContextSpec::Shared(0),
+        level: Some(Level::L1),
+        ..ClientSpec::new(
+            "hp",
+            1,
+            Workload::Paced {
+                kernels: 60,
+                kernel: us(10, 30),
+                sms: 24,
+                gap: Nanos::from_micros(80),
+                think: Nanos::from_millis(1),
+            },
+        )
+        .hint(Hint::Priority(Priority::new(10).unwrap()))
+    }
+}
+
+/// The flood ("be", process 2): four `kernel`-long kernels on `sms` SMs in flight, at Level 1
+/// in the shared context.
+pub fn flood(kernel: SpanRange, sms: u32) -> ClientSpec {
+    ClientSpec {
+        context: ContextSpec::Shared(0),
+        level: Some(Level::L1),
+        ..ClientSpec::new(
+            "be",
+            2,
+            Workload::Flood {
+                depth: 4,
+                kernel,
+                sms,
+            },
+        )
+    }
+}
+
+/// Runs `clients` under `policy`, or natively (no XQueues) with `None`.
+pub fn lab(policy: Option<&str>, clients: Vec<ClientSpec>) -> LabResult {
+    let mut spec = LabSpec::new(by_name(policy.unwrap_or("hpf")).unwrap(), RUN);
+    spec.idle_linger = Some(Nanos::from_micros(300));
+    spec.clients = clients
+        .into_iter()
+        .map(|c| ClientSpec {
+            scheduled: policy.is_some(),
+            ..c
+        })
+        .collect();
+    run(spec)
+}
+
+/// One cell: the service beside `be` under `policy` (natively with `None`).
+#[derive(Debug)]
+pub struct Cell {
+    /// HP p99 ÷ HP alone.
+    pub hp_p99_ratio: f64,
+    /// BE work ÷ BE alone.
+    pub be_share: f64,
+    /// HP's device-busy fraction alone.
+    pub hp_busy: f64,
+}
+
+pub fn cell(policy: Option<&str>, be: ClientSpec) -> Cell {
+    let alone = lab(policy, vec![service()]);
+    let be_alone = lab(policy, vec![be.clone()]);
+    let both = lab(policy, vec![service(), be]);
+    let hp_alone = alone.client("hp");
+    Cell {
+        hp_p99_ratio: both.client("hp").latency(0.99).0 as f64 / hp_alone.latency(0.99).0 as f64,
+        be_share: both.client("be").work.0 as f64 / be_alone.client("be").work.0 as f64,
+        hp_busy: hp_alone.context_busy.0 as f64 / RUN.0 as f64,
+    }
+}
