@@ -197,6 +197,16 @@ static int app(CUstream s0, CUdeviceptr log, CUdeviceptr counter) {
     CU(cuMemcpyDtoH_v2(tags, log, sizeof(tags)));
     for (int t = 0; t < 4; t++)
         if (tags[t] != 10 + t) FAIL("tag %d is %d after resuming", t, tags[t]);
+    /* Synchronizing the whole context while its own stream is suspended: the program is the
+       only one that could resume it, so what it holds runs rather than wait for ever. */
+    EXPECT(baton_suspend_stream(s0), BATON_OK);
+    for (int t = 4; t < 8; t++) CU(tag(s0, log, counter, 10 + t));
+    CU(cuCtxSynchronize());
+    int more[8] = {0};
+    CU(cuMemcpyDtoH_v2(more, log, sizeof(more)));
+    for (int t = 4; t < 8; t++)
+        if (more[t] != 10 + t) FAIL("tag %d is %d after synchronizing the context", t, more[t]);
+    EXPECT(baton_resume_stream(s0), BATON_OK);
     return 0;
 }
 

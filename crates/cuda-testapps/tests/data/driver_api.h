@@ -26,6 +26,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags);
 CUresult cuStreamSynchronize(CUstream stream);
+CUresult cuCtxSynchronize(void);
 CUresult cuStreamDestroy_v2(CUstream stream);
 CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                         unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void **params,

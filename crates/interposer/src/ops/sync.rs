@@ -92,7 +92,9 @@ impl Runtime {
     /// is held (which would let a process that synchronizes its whole device every few
     /// kernels escape every hold). Any other caller may be what those queues wait for (a
     /// service thread, a thread of no queue, or one holding Python's interpreter lock), so
-    /// their work is launched at once: priority inheritance, as for a dependency.
+    /// their work is launched at once: priority inheritance, as for a dependency. So is the
+    /// work of a program that suspends its own queues (`BATON_SCHEDULER=app`): its
+    /// synchronizing thread is the only one that could resume them.
     pub(crate) fn ctx_synchronize(
         &self,
         ctx: Option<baton_cuda::sys::CUcontext>,
@@ -106,8 +108,11 @@ impl Runtime {
         };
         let entries = self.reg.of_context(ctx);
         // Not while holding Python's interpreter lock: the service's threads would wait for
-        // the held one (PyTorch releases it around its synchronizations).
-        if crate::queues::callers_queue(&entries).is_some_and(|e| e.xq.status().suspended)
+        // the held one (PyTorch releases it around its synchronizations). Nor when the
+        // application suspends its own queues (`BATON_SCHEDULER=app`): only its own thread
+        // could resume them.
+        if self.cfg.scheduler != baton_agent::SchedulerMode::App
+            && crate::queues::callers_queue(&entries).is_some_and(|e| e.xq.status().suspended)
             && !crate::python::holds_gil()
         {
             Self::wait_for_holds(&entries);
