@@ -352,9 +352,6 @@ impl AgentConfig {
                 id: baton_policies::GangId::of_name(g).0,
             });
         }
-        if let Some(sms) = self.isolated_sms() {
-            h.push(Hint::Isolated { sms });
-        }
         h
     }
 
@@ -365,9 +362,10 @@ impl AgentConfig {
             .unwrap_or_else(|| self.mps_pipe.join("control").exists())
     }
 
-    /// The SMs this process's kernels keep to, away from other processes' work, when that is
-    /// so: `BATON_SMS` under MPS. (Without MPS, processes take turns on the whole GPU, and
-    /// confining kernels frees nothing for the others.)
+    /// The SMs this process's kernels are to keep to, away from other processes' work, when
+    /// that is so: `BATON_SMS` under MPS. (Without MPS, processes take turns on the whole GPU,
+    /// and confining kernels frees nothing for the others.) The interposer claims isolation
+    /// (`Hint::Isolated`) once the partition exists.
     pub fn isolated_sms(&self) -> Option<u32> {
         self.sms
             .filter(|_| self.under_mps())
@@ -479,29 +477,26 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("baton-mps-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let pipe = dir.to_str().unwrap();
-        let isolated = |pairs: &[(&str, &str)]| cfg(pairs).process_hints();
+        let isolated = |pairs: &[(&str, &str)]| cfg(pairs).isolated_sms();
         // No control pipe where CUDA would look: not MPS, so --sms isolates nothing.
-        assert_eq!(
-            isolated(&[("BATON_SMS", "112"), ("CUDA_MPS_PIPE_DIRECTORY", pipe)]),
-            []
-        );
+        let sms = [("BATON_SMS", "112"), ("CUDA_MPS_PIPE_DIRECTORY", pipe)];
+        assert_eq!(isolated(&sms), None);
         std::fs::write(dir.join("control"), b"").unwrap();
-        assert_eq!(
-            isolated(&[("BATON_SMS", "112"), ("CUDA_MPS_PIPE_DIRECTORY", pipe)]),
-            [Hint::Isolated { sms: 112 }]
-        );
-        // MPS without confinement: nothing to say.
-        assert_eq!(isolated(&[("CUDA_MPS_PIPE_DIRECTORY", pipe)]), []);
+        assert_eq!(isolated(&sms), Some(112));
+        // Claimed by the interposer once confined, not at hello.
+        assert_eq!(cfg(&sms).process_hints(), []);
+        // MPS without confinement: nothing to claim.
+        assert_eq!(isolated(&[("CUDA_MPS_PIPE_DIRECTORY", pipe)]), None);
         // BATON_MPS decides over the pipe; a bad value warns and looks.
         let off = [
             ("BATON_SMS", "112"),
             ("CUDA_MPS_PIPE_DIRECTORY", pipe),
             ("BATON_MPS", "off"),
         ];
-        assert_eq!(isolated(&off), []);
+        assert_eq!(isolated(&off), None);
         assert_eq!(
             isolated(&[("BATON_SMS", "64"), ("BATON_MPS", "on")]),
-            [Hint::Isolated { sms: 64 }]
+            Some(64)
         );
         let bad = cfg(&[("BATON_MPS", "maybe"), ("CUDA_MPS_PIPE_DIRECTORY", pipe)]);
         assert_eq!(bad.warnings().len(), 1, "{:?}", bad.warnings());

@@ -153,13 +153,24 @@ fn beside_burst(name: &str, scenario: &str, be_env: &[(&str, &str)]) -> Beside {
     wait_until("the flood's first launch", Duration::from_secs(20), || {
         !launch_calls(&log_lines(&be_log)).is_empty()
     });
-    let list = Command::new(baton_binary())
-        .args(["list", "--json", "--socket"])
-        .arg(&socket)
-        .output()
-        .ok()
-        .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
-        .unwrap_or(Value::Null);
+    let listed = || {
+        Command::new(baton_binary())
+            .args(["list", "--json", "--socket"])
+            .arg(&socket)
+            .output()
+            .ok()
+            .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+            .unwrap_or(Value::Null)
+    };
+    if be_env.iter().any(|(k, _)| *k == "BATON_SMS") {
+        // Isolation is claimed once the flood's kernels are confined, after its hello.
+        wait_until(
+            "the flood's isolation at the daemon",
+            Duration::from_secs(20),
+            || listed().to_string().contains("isolated"),
+        );
+    }
+    let list = listed();
     std::fs::write(&go, b"go").unwrap();
     assert_eq!(finish(hp, "burst"), "burst ok n=8");
     assert_eq!(finish(be, scenario), format!("{scenario} ok n=48"));

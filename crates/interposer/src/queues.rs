@@ -189,6 +189,24 @@ impl Runtime {
         Some(w.entry(ctx as usize).or_insert(state).clone())
     }
 
+    /// Under MPS, once kernels really are confined, tells the daemon the process is isolated
+    /// (`Hint::Isolated`): other processes' work then does not hold it back. Sent only now,
+    /// so that a process whose partition could not be made is never claimed isolated.
+    fn claim_isolation(&self, sms: u32) {
+        if self.cfg.isolated_sms().is_none() {
+            return;
+        }
+        if let Some(s) = &self.sched {
+            let sms = sms.min(baton_agent::MAX_SMS);
+            match s.hint_process(baton_agent::WireHint::Isolated { sms }) {
+                Ok(()) => tracing::info!(
+                    "BATON_SMS under MPS: isolated on {sms} SMs (other processes do not hold it back)"
+                ),
+                Err(e) => tracing::warn!("BATON_SMS under MPS: isolation not claimed: {e}"),
+            }
+        }
+    }
+
     /// The SM partition of `state`'s context for `BATON_SMS=sms`, made on first use. Only a
     /// device's primary context can have one: a green context shares the primary context's
     /// memory and modules, not those of other contexts.
@@ -228,6 +246,7 @@ impl Runtime {
                             p.sms(),
                             p.device_sms()
                         );
+                        self.claim_isolation(p.sms());
                         Some(Arc::new(p))
                     }
                     Err(e) => {
