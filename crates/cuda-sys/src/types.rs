@@ -102,6 +102,30 @@ pub struct CUuuid {
     pub bytes: [c_char; 16],
 }
 
+impl CUuuid {
+    /// The UUID of these bytes.
+    pub fn from_bytes(b: [u8; 16]) -> CUuuid {
+        CUuuid {
+            bytes: b.map(|x| x as c_char),
+        }
+    }
+}
+
+/// As `nvidia-smi -L` prints it: `GPU-` and the bytes in lowercase hexadecimal, grouped
+/// 4-2-2-2-6.
+impl std::fmt::Display for CUuuid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GPU")?;
+        for (i, x) in self.bytes.iter().enumerate() {
+            if matches!(i, 0 | 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{:02x}", *x as u8)?;
+        }
+        Ok(())
+    }
+}
+
 c_enum! {
     /// A device attribute queried by `cuDeviceGetAttribute` (`CUdevice_attribute`).
     CUdevice_attribute {
@@ -401,3 +425,20 @@ const _: () = {
     assert!(std::mem::size_of::<CUstream>() == 8);
     assert!(std::mem::size_of::<CUhostFn>() == 8);
 };
+
+#[cfg(test)]
+mod tests {
+    use super::CUuuid;
+
+    #[test]
+    fn a_uuid_prints_as_nvidia_smi_does() {
+        let mut b = [0u8; 16];
+        b[0] = 0xab;
+        b[15] = 0x01;
+        b[4] = 0xff;
+        assert_eq!(
+            CUuuid::from_bytes(b).to_string(),
+            "GPU-ab000000-ff00-0000-0000-000000000001"
+        );
+    }
+}

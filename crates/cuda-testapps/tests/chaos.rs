@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use baton_cuda_testapps::mix::Rng;
 use baton_protocol::{Reply, Request, write_frame};
 use support::fleet::*;
 use support::{temp_dir, wait_until};
@@ -29,19 +30,6 @@ use support::{temp_dir, wait_until};
 const POLICIES: [&str; 6] = ["hpf", "cfs", "mlfq", "guard", "hhpf", "up"];
 /// The programs' priorities: as many programs run at a time.
 const PRIORITIES: [i32; 6] = [10, 5, 0, 0, -5, 10];
-
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return 0.0;
-    }
-    let steps = v.len() - 1;
-    let mut i = 0;
-    while i < steps && (i as f64) < p / 100.0 * steps as f64 - 0.5 {
-        i += 1;
-    }
-    v[i]
-}
 
 /// A program of 3–12 s at `priority`.
 fn spec(rng: &mut Rng, seed: u64, priority: i32) -> Spec {

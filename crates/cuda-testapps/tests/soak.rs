@@ -18,6 +18,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use baton_cuda_testapps::mix::Rng;
 use baton_protocol::{Reply, Request};
 use support::fleet::*;
 use support::{temp_dir, wait_until};
@@ -187,11 +188,7 @@ fn soak(secs: u64, procs: u64, life_s: (u64, u64), out: Option<PathBuf>) {
         )
         .unwrap();
     }
-    assert!(
-        peak <= warm + warm / 4 + 2048,
-        "daemon RSS grew from {warm} KiB to {peak} KiB"
-    );
-    assert!(fds_end <= fds0 + 1, "descriptors {fds0} -> {fds_end}");
+    assert_footprint_steady(warm, peak, fds0, fds_end);
     drop(daemon);
     let _ = std::fs::remove_dir_all(&dir);
 }

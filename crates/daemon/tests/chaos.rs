@@ -59,20 +59,6 @@ fn out_dir() -> Option<PathBuf> {
     std::env::var_os("BATON_CHAOS_OUT").map(PathBuf::from)
 }
 
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return 0.0;
-    }
-    // Nearest rank, counted in whole steps (no float-to-integer cast).
-    let steps = v.len() - 1;
-    let mut i = 0;
-    while i < steps && (i as f64) < p / 100.0 * steps as f64 - 0.5 {
-        i += 1;
-    }
-    v[i]
-}
-
 /// Whether every client's process and queue count is in the daemon's list.
 fn all_registered(socket: &Path, clients: &[(u32, usize)]) -> bool {
     let l = list(socket);

@@ -224,14 +224,7 @@ fn soak(secs: u64, procs: u64, life_s: (u64, u64), out: Option<PathBuf>) {
         )
         .unwrap();
     }
-    assert!(
-        peak <= warm + warm / 4 + 2048,
-        "daemon RSS grew from {warm} KiB to {peak} KiB"
-    );
-    assert!(
-        fds_end <= fds_start + 1,
-        "descriptors {fds_start} -> {fds_end}"
-    );
+    assert_footprint_steady(warm, peak, fds_start, fds_end);
 }
 
 #[test]

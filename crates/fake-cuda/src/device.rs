@@ -133,9 +133,7 @@ unsafe fn device_attribute(
 
 unsafe fn device_uuid(out: *mut CUuuid, dev: CUdevice) -> CuResult<()> {
     let device = check_device(dev)?;
-    let uuid = CUuuid {
-        bytes: device.uuid().map(|b| b as c_char),
-    };
+    let uuid = CUuuid::from_bytes(device.uuid());
     // SAFETY: the caller guarantees `out` is NULL or writable.
     unsafe { put(out, uuid) }
 }

@@ -33,18 +33,7 @@ impl Physical {
 
     /// Its UUID as `nvidia-smi -L` prints it.
     pub fn uuid_text(self) -> String {
-        let b = self.uuid();
-        let hex = |r: std::ops::Range<usize>| -> String {
-            b[r].iter().map(|x| format!("{x:02x}")).collect()
-        };
-        format!(
-            "GPU-{}-{}-{}-{}-{}",
-            hex(0..4),
-            hex(4..6),
-            hex(6..8),
-            hex(8..10),
-            hex(10..16)
-        )
+        baton_cuda_sys::CUuuid::from_bytes(self.uuid()).to_string()
     }
 
     /// Its name.

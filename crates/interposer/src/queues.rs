@@ -501,15 +501,7 @@ impl Runtime {
                     return None;
                 }
             }
-            let b = id.bytes.map(|x| x as u8);
-            Some(format!(
-                "GPU-{}-{}-{}-{}-{}",
-                hex(&b[0..4]),
-                hex(&b[4..6]),
-                hex(&b[6..8]),
-                hex(&b[8..10]),
-                hex(&b[10..16])
-            ))
+            Some(id.to_string())
         })();
         baton_agent::DeviceRef {
             backend: baton_agent::Backend::Cuda,
@@ -517,9 +509,4 @@ impl Runtime {
             ordinal: u32::try_from(ordinal).unwrap_or(0),
         }
     }
-}
-
-/// Lowercase hexadecimal.
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -90,7 +90,7 @@ fn counts_against(q: &QueueView, queue: &QueueView) -> bool {
 /// Whether holding `queue` back can help `q`: not when `queue` is isolated
 /// ([`Hint::Isolated`](crate::Hint::Isolated): its kernels run on SMs other processes' work
 /// is kept off) and `q` is another process's.
-pub(crate) fn holds_across(q: &QueueView, queue: &QueueView) -> bool {
+fn holds_across(q: &QueueView, queue: &QueueView) -> bool {
     queue.hints.isolated.is_none() || q.pid == queue.pid
 }
 
@@ -190,7 +190,7 @@ pub(crate) fn rank_first<K: Ord>(
                                 .queues
                                 .iter()
                                 .filter(in_scope)
-                                .any(|p| p.ready && p.pid == q.pid && rank(p) > rank(q))
+                                .any(|p| p.ready && rank(p) > rank(q) && holds_across(p, q))
                     })
                     .map(|q| q.id),
             );

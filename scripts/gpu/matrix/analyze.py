@@ -236,10 +236,8 @@ def cells(raws):
                     if not reps:
                         continue
                     good = [r for r in reps if r["valid"]]
+                    # Only valid repeats carry their latencies (not kept in the summary).
                     samp = sampling([(r.pop("_co"), r.pop("_alone")) for r in good])
-                    for r in reps:
-                        r.pop("_co", None)
-                        r.pop("_alone", None)
 
                     def col(k, good=good):
                         return [r[k] for r in good if r.get(k) is not None]
@@ -294,8 +292,8 @@ def one_repeat(c, alone, be_alone, nat):
     out = {"run": c.get("_file"), "rep": c["rep"], "valid": why is None, "why": why}
     if why is None:
         a50, a99 = pct(alone["lat_ms"], .5), pct(alone["lat_ms"], .99)
-        out.update(_co=c["lat_ms"], _alone=alone["lat_ms"])
-        out.update(hp_p50_ms=pct(c["lat_ms"], .5), hp_p99_ms=pct(c["lat_ms"], .99),
+        out.update(_co=c["lat_ms"], _alone=alone["lat_ms"],
+                   hp_p50_ms=pct(c["lat_ms"], .5), hp_p99_ms=pct(c["lat_ms"], .99),
                    alone_p50_ms=a50, alone_p99_ms=a99,
                    hp_p50_ratio=pct(c["lat_ms"], .5) / a50, hp_p99_ratio=pct(c["lat_ms"], .99) / a99,
                    be_rate=c["be_rate"], be_unit=c.get("be_unit"), be_alone_rate=be_alone["rate"],

@@ -195,18 +195,7 @@ impl Gpu {
         call!(self, cuDeviceGet(&mut dev, ordinal))?;
         let mut id = baton_cuda_sys::CUuuid::default();
         call!(self, cuDeviceGetUuid(&mut id, dev))?;
-        let b = id.bytes.map(|x| x as u8);
-        let hex = |r: std::ops::Range<usize>| -> String {
-            b[r].iter().map(|x| format!("{x:02x}")).collect()
-        };
-        Ok(format!(
-            "GPU-{}-{}-{}-{}-{}",
-            hex(0..4),
-            hex(4..6),
-            hex(6..8),
-            hex(8..10),
-            hex(10..16)
-        ))
+        Ok(id.to_string())
     }
 
     /// How many devices the process sees.

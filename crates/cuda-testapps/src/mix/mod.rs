@@ -56,11 +56,13 @@ pub struct Plan {
     pub steps: Vec<Step>,
 }
 
-/// A small xorshift generator: the same seed gives the same plan.
-struct Rng(u64);
+/// A small xorshift generator: the same seed gives the same plan (and, in the fleets that
+/// run these programs, the same run).
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
+    /// The next number below `n` (0 for `n` = 0).
+    pub fn below(&mut self, n: u64) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;

@@ -180,20 +180,6 @@ impl App {
     }
 }
 
-/// A small xorshift generator: runs are reproducible from their seed.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn below(&mut self, n: u64) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x % n.max(1)
-    }
-}
-
 /// Totals over verified programs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tally {

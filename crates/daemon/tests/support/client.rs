@@ -1,6 +1,7 @@
-//! Talking to a daemon as the CLI does, and reading a process's footprint: shared by the
-//! daemon's integration tests and, included by path, the fake-driver fleets of
-//! `baton-cuda-testapps`. `super::LIMIT` is the including module's read timeout.
+//! Talking to a daemon as the CLI does, reading a process's footprint, and the figures the
+//! soak and chaos campaigns report: shared by the daemon's integration tests and, included by
+//! path, the fake-driver fleets of `baton-cuda-testapps`. `super::LIMIT` is the including
+//! module's read timeout.
 
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -58,4 +59,32 @@ pub fn footprint(pid: u32) -> (u64, u64) {
         .map(|d| d.count() as u64)
         .unwrap_or(0);
     (rss, fds)
+}
+
+/// A long run's daemon footprint did not grow: resident memory within a quarter (and 2 MiB)
+/// of its warmed-up size, and at most one more open descriptor than at the start.
+pub fn assert_footprint_steady(warm_kib: u64, peak_kib: u64, fds_start: u64, fds_end: u64) {
+    assert!(
+        peak_kib <= warm_kib + warm_kib / 4 + 2048,
+        "daemon RSS grew from {warm_kib} KiB to {peak_kib} KiB"
+    );
+    assert!(
+        fds_end <= fds_start + 1,
+        "descriptors {fds_start} -> {fds_end}"
+    );
+}
+
+/// The `p`-th percentile (0–100) of `v`, nearest rank; 0 for no values. Sorts `v`.
+pub fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return 0.0;
+    }
+    // Nearest rank, counted in whole steps (no float-to-integer cast).
+    let steps = v.len() - 1;
+    let mut i = 0;
+    while i < steps && (i as f64) < p / 100.0 * steps as f64 - 0.5 {
+        i += 1;
+    }
+    v[i]
 }
