@@ -43,7 +43,9 @@ pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + LIMIT;
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::yield_now();
+        // A pause, not a spin: on a loaded two-core machine a spinning poller (each poll a
+        // request to the daemon) takes the CPU from the daemon and the clients it waits for.
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
