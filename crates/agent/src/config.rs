@@ -8,7 +8,9 @@
 //! | `BATON_THRESHOLD` (`XSCHED_AUTO_XQUEUE_THRESHOLD`) | commands in flight per queue | 16 |
 //! | `BATON_BATCH` (`XSCHED_AUTO_XQUEUE_BATCH_SIZE`) | commands between sync points | 8 |
 //! | `BATON_KEEP_WINDOW` | `on`: keep the launch window even for queues the policy cannot suspend now (bounds what a higher-priority process that starts later, or a higher-priority stream of this program on its first use, waits for) | off |
-//! | `BATON_YIELD_SLICE_US` | at level 3, the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), 1–2000000 | 100 |
+//! | `BATON_YIELD_SLICE_US` | the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), at level 3 and when yielding (`BATON_YIELD`), 1–2000000 | 100 at level 3, else 500 |
+//! | `BATON_RUN_SLICE_US` | the time slice (µs) of a context Baton controls (level 3, or yielding) while one of its queues runs freely, 1–2000000 | the driver's (2048 on Hopper) |
+//! | `BATON_YIELD` | `on` or `off`: under the daemon and without MPS, control each context's time slice at every level (the slice above while a more urgent queue exists) and tell the daemon the process yields (`Hint::Yielding`), so other processes' work does not hold it back: the GPU's time slicing hands it over instead, and the process keeps the GPU's idle gaps (`baton run --yield`) | off |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
 //! | `BATON_MPS` | `on`, `off` or `auto`: whether this process shares the GPU with others through MPS (their kernels run on the same SMs at once). With `BATON_SMS` under MPS the process tells the daemon it is isolated (`Hint::Isolated`): other processes' work then never holds it back, since it leaves them the SMs it does not use | `auto`: MPS when its control pipe (`$CUDA_MPS_PIPE_DIRECTORY/control`, else `/tmp/nvidia-mps/control`) exists |
@@ -98,8 +100,14 @@ pub struct AgentConfig {
     pub keep_window: bool,
     /// Commands a queue buffers before its submitter waits.
     pub max_buffered: usize,
-    /// At level 3, the time slice of a context none of whose queues runs freely, in µs.
-    pub yield_slice_us: u64,
+    /// The time slice of a context none of whose queues runs freely, in µs, if set; see
+    /// [`AgentConfig::yield_slice_us`].
+    pub yield_slice: Option<u64>,
+    /// The time slice of a controlled context while one of its queues runs freely, in µs, if
+    /// set (else the driver's).
+    pub run_slice_us: Option<u64>,
+    /// Yield by time slice instead of being held back for other processes (`BATON_YIELD`).
+    pub yield_to_others: bool,
     /// SMs the kernels of normal-priority streams are confined to, if set.
     pub sms: Option<u32>,
     /// Whether the process shares the GPU through MPS: `Some` when `BATON_MPS` says, `None`
@@ -139,7 +147,9 @@ impl Default for AgentConfig {
             launch: LaunchConfig::default(),
             keep_window: false,
             max_buffered: baton_core::DEFAULT_MAX_BUFFERED,
-            yield_slice_us: 100,
+            yield_slice: None,
+            run_slice_us: None,
+            yield_to_others: false,
             sms: None,
             mps: None,
             mps_pipe: PathBuf::from("/tmp/nvidia-mps"),
@@ -231,7 +241,18 @@ impl AgentConfig {
             "use a whole number of µs from 1 to 2000000",
             "100",
         ) {
-            c.yield_slice_us = n;
+            c.yield_slice = Some(n);
+        }
+        c.run_slice_us = c
+            .whole(
+                read(&["BATON_RUN_SLICE_US"]),
+                1..=2_000_000,
+                "use a whole number of µs from 1 to 2000000",
+                "the driver's",
+            )
+            .or(c.run_slice_us);
+        if let Some((name, v)) = read(&["BATON_YIELD"]) {
+            c.yield_to_others = c.switch(name, &v, false);
         }
         c.sms = c
             .whole(
@@ -372,6 +393,24 @@ impl AgentConfig {
             .map(|n| n.min(baton_protocol::MAX_SMS))
     }
 
+    /// The time slice of a context none of whose queues runs freely, in µs: `BATON_YIELD_SLICE_US`,
+    /// else 100 at level 3 (asked for to hand the GPU over fast, at some cost to this process)
+    /// and 500 otherwise (yielding without being held back: each hand-over costs two context
+    /// switches of the GPU's time, so a slice many times their length keeps what this process
+    /// loses to them small, while the more urgent process waits at most about that long).
+    pub fn yield_slice_us(&self) -> u64 {
+        self.yield_slice
+            .unwrap_or(if self.level == Level::L3 { 100 } else { 500 })
+    }
+
+    /// Whether the process controls its contexts' time slices at every level and claims to
+    /// yield (`Hint::Yielding`): `BATON_YIELD` on, scheduled by the daemon (the slice matters
+    /// only against other processes), and not under MPS (whose server owns the one context
+    /// all clients share, so there is no slice of this process's own to shorten).
+    pub fn yields_to_others(&self) -> bool {
+        self.yield_to_others && self.scheduler == SchedulerMode::Global && !self.under_mps()
+    }
+
     /// One line per invalid value, saying what was ignored and what is used instead. The
     /// interposer prints them once on stderr.
     pub fn warnings(&self) -> &[String] {
@@ -505,6 +544,34 @@ mod tests {
     }
 
     #[test]
+    fn a_process_yields_by_time_slice_when_asked_under_the_daemon_without_mps() {
+        let no_mps = ("BATON_MPS", "off");
+        let global = ("BATON_SCHEDULER", "global");
+        let on = ("BATON_YIELD", "on");
+        assert!(cfg(&[global, no_mps, on]).yields_to_others());
+        assert!(!cfg(&[global, no_mps]).yields_to_others());
+        // Only against other processes: not for the local scheduler, nor under MPS.
+        assert!(!cfg(&[no_mps, on]).yields_to_others());
+        assert!(!cfg(&[global, ("BATON_MPS", "on"), on]).yields_to_others());
+        let bad = cfg(&[global, no_mps, ("BATON_YIELD", "sometimes")]);
+        assert_eq!(bad.warnings().len(), 1, "{:?}", bad.warnings());
+        assert!(!bad.yields_to_others());
+        // Yielding without being held: a slice long against two context switches; level 3
+        // hands over fast; either as set.
+        assert_eq!(cfg(&[global, no_mps, on]).yield_slice_us(), 500);
+        assert_eq!(cfg(&[global, ("BATON_LEVEL", "3")]).yield_slice_us(), 100);
+        assert_eq!(
+            cfg(&[("BATON_YIELD_SLICE_US", "250")]).yield_slice_us(),
+            250
+        );
+        assert_eq!(cfg(&[]).run_slice_us, None);
+        assert_eq!(
+            cfg(&[("BATON_RUN_SLICE_US", "300")]).run_slice_us,
+            Some(300)
+        );
+    }
+
+    #[test]
     fn defaults_when_nothing_is_set() {
         let c = cfg(&[]);
         assert_eq!(c, AgentConfig::default());
@@ -534,7 +601,7 @@ mod tests {
         assert!(c.profile && !AgentConfig::default().profile);
         assert_eq!((c.sms, c.stall_report_s), (Some(112), Some(5)));
         assert_eq!(c.priority.get(), 10);
-        assert_eq!((c.max_buffered, c.yield_slice_us), (64, 5));
+        assert_eq!((c.max_buffered, c.yield_slice_us()), (64, 5));
         assert!(c.keep_window && !AgentConfig::default().keep_window);
         assert_eq!(c.utilization, Some(30));
         assert_eq!(c.deadline, Some(Nanos::from_micros(2500)));

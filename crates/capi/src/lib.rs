@@ -315,6 +315,7 @@ impl Request {
                 PolicyHint::SloTarget(_) => WireHint::Clear(HintKind::Deadline),
                 PolicyHint::Gang(g) => WireHint::Gang { id: g.0 },
                 PolicyHint::Isolated(sms) => WireHint::Isolated { sms },
+                PolicyHint::Yielding(s) => WireHint::Yielding { slice_ns: s.0 },
             },
         }
     }

@@ -104,6 +104,10 @@ pub(crate) fn effective(queue: &HintSet, process: &HintSet) -> QueueHints {
             Some(Hint::Isolated { sms }) => Some(sms),
             _ => None,
         },
+        yielding: match find(HintKind::Yielding) {
+            Some(Hint::Yielding { slice_ns }) => Some(Nanos(slice_ns)),
+            _ => None,
+        },
     }
 }
 

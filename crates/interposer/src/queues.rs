@@ -169,11 +169,15 @@ impl Runtime {
             return Some(s.clone());
         }
         let device = self.context_device(ctx);
-        let slice = if self.cfg.level == baton_cuda::core::Level::L3 {
-            self.start_slice(ctx)
+        let level3 = self.cfg.level == baton_cuda::core::Level::L3;
+        let slice = if level3 || self.cfg.yields_to_others() {
+            self.start_slice(ctx, level3)
         } else {
             None
         };
+        if slice.is_some() {
+            self.claim_yielding();
+        }
         let state = Arc::new(CtxState {
             ctx,
             device,
@@ -261,9 +265,44 @@ impl Runtime {
             .clone()
     }
 
-    /// Takes control of `ctx`'s time slice for Level 3, if its compute channel group is known
-    /// and the driver lets the slice change; otherwise its queues stay at Level 1.
-    fn start_slice(&self, ctx: CUcontext) -> Option<Arc<ContextSlice>> {
+    /// Once a context's slice is controlled and the process yields to others
+    /// (`BATON_YIELD`), tells the daemon (`Hint::Yielding`, once per process): other processes'
+    /// work then does not hold it back, since its slice is short whenever it is outranked.
+    fn claim_yielding(&self) {
+        static CLAIMED: AtomicBool = AtomicBool::new(false);
+        if !self.cfg.yields_to_others() || CLAIMED.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(s) = &self.sched {
+            let slice_ns = self.cfg.yield_slice_us().saturating_mul(1_000);
+            match s.hint_process(baton_agent::WireHint::Yielding { slice_ns }) {
+                Ok(()) => tracing::info!(
+                    "yielding by time slice ({} µs while outranked): other processes do not hold it back",
+                    self.cfg.yield_slice_us()
+                ),
+                Err(e) => tracing::warn!("yielding not claimed: {e}"),
+            }
+        }
+    }
+
+    /// Takes control of `ctx`'s time slice, for Level 3 (`level3`) or to yield to other
+    /// processes, if its compute channel group is known and the driver lets the slice change;
+    /// otherwise its queues stay at Level 1 and are held back as before. Only a requested
+    /// Level 3 warns when that fails.
+    fn start_slice(&self, ctx: CUcontext, level3: bool) -> Option<Arc<ContextSlice>> {
+        let unavailable = |why: &str| {
+            if level3 {
+                tracing::warn!(
+                    "level 3 unavailable for context {:#x}: {why}; its queues use level 1",
+                    ctx as usize
+                );
+            } else {
+                tracing::debug!(
+                    "no time-slice control for context {:#x}: {why}; other processes' work holds it back",
+                    ctx as usize
+                );
+            }
+        };
         let channels = crate::channel::channels();
         let Some(group) = channels.group_of(ctx) else {
             let seen: Vec<String> = channels
@@ -272,20 +311,24 @@ impl Runtime {
                 .iter()
                 .map(|g| format!("{:#x} engine {:#x} thread {}", g.handle, g.engine, g.thread))
                 .collect();
-            tracing::warn!(
-                "level 3 unavailable for context {:#x}: its compute channel group was not \
-                 identified among {} seen ({}); its queues use level 1",
-                ctx as usize,
+            unavailable(&format!(
+                "its compute channel group was not identified among {} seen ({})",
                 seen.len(),
                 seen.join(", ")
-            );
+            ));
             return None;
         };
-        match ContextSlice::start(Arc::new(Ioctl), group, self.cfg.yield_slice_us) {
+        match ContextSlice::start(
+            Arc::new(Ioctl),
+            group,
+            self.cfg.yield_slice_us(),
+            self.cfg.run_slice_us,
+        ) {
             Ok(s) => {
                 tracing::info!(
-                    "level 3 for context {:#x}: channel group {:#x}, time slice {} µs, {} µs while yielding",
+                    "time-slice control for context {:#x} ({}): channel group {:#x}, time slice {} µs, {} µs while yielding",
                     ctx as usize,
+                    if level3 { "level 3" } else { "yielding" },
                     group.handle,
                     s.normal_us(),
                     s.yield_us()
@@ -293,10 +336,7 @@ impl Runtime {
                 Some(Arc::new(s))
             }
             Err(e) => {
-                tracing::warn!(
-                    "level 3 unavailable for context {:#x}: {e}; its queues use level 1",
-                    ctx as usize
-                );
+                unavailable(&e.to_string());
                 None
             }
         }

@@ -54,8 +54,11 @@ pub fn run(spec: LabSpec) -> LabResult {
                 .entry((spec.device, k))
                 .or_insert_with(|| sim.create_context()),
         };
-        let hw = sim.create_stream(ctx, spec.stream_priority);
+        let mut hw = sim.create_stream(ctx, spec.stream_priority);
         by_stream.insert((spec.device, hw.stream()), i);
+        if let (true, Some(slice)) = (spec.scheduled, spec.yields) {
+            hw = hw.yielding(slice);
+        }
         let route = if spec.scheduled {
             let mut b = XQueue::builder(hw);
             if let Some(l) = idle_linger {

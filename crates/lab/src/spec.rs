@@ -131,6 +131,11 @@ pub struct ClientSpec {
     pub until: Option<Nanos>,
     /// Jobs should complete within this span of their release (for miss counts).
     pub deadline: Option<Nanos>,
+    /// Scheduled in a context of its own: the context gives the device up within this slice
+    /// whenever the queue may be suspended, and the policy is told so
+    /// ([`Hint::Yielding`](baton_policies::Hint::Yielding)), as Baton does on a GPU by
+    /// default between processes.
+    pub yields: Option<Nanos>,
 }
 
 impl ClientSpec {
@@ -150,7 +155,15 @@ impl ClientSpec {
             workload,
             until: None,
             deadline: None,
+            yields: None,
         }
+    }
+
+    /// Yielding its context's time slice, `slice` long (see [`ClientSpec::yields`]).
+    pub fn yielding(mut self, slice: Nanos) -> ClientSpec {
+        self.yields = Some(slice);
+        self.hints.push(Hint::Yielding(slice));
+        self
     }
 
     /// With `hint`.

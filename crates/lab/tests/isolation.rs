@@ -42,23 +42,6 @@ fn cell(scheduled: bool, be: ClientSpec) -> Cell {
     support::cell(scheduled.then_some("hpf"), be)
 }
 
-/// Both sides of the promise: HP p99 within ×1.10 of alone, BE at least 90 % of what HP
-/// leaves.
-fn keeps_the_promise(c: &Cell) {
-    assert!(
-        c.hp_p99_ratio <= 1.10,
-        "protect: HP p99 ×{:.3} of alone",
-        c.hp_p99_ratio
-    );
-    let target = 0.9 * (1.0 - c.hp_busy);
-    assert!(
-        c.be_share >= target,
-        "work-conserving: BE {:.0} % of alone, target {:.0} %",
-        c.be_share * 100.0,
-        target * 100.0
-    );
-}
-
 #[test]
 fn holding_back_long_kernels_on_every_sm_does_not_protect_the_service_and_isolation_does() {
     let native = cell(false, flood(long(), 132, false));
@@ -75,7 +58,7 @@ fn holding_back_long_kernels_on_every_sm_does_not_protect_the_service_and_isolat
         "the failure shape: HPF cannot stop launched kernels (HP p99 ×{:.2} of alone)",
         hpf.hp_p99_ratio
     );
-    keeps_the_promise(&isolated);
+    support::keeps_the_promise(&isolated);
 }
 
 #[test]
@@ -83,11 +66,6 @@ fn holding_back_short_kernels_starves_them_and_isolation_does_not() {
     let held = cell(true, flood(short(), 108, false));
     let isolated = cell(true, flood(short(), 108, true));
     eprintln!("held {held:?}\nisolated {isolated:?}");
-    assert!(
-        held.be_share < 0.5,
-        "the failure shape: the flood is held back for a service that leaves the device \
-         mostly idle ({:.0} % of alone)",
-        held.be_share * 100.0
-    );
-    keeps_the_promise(&isolated);
+    support::starved_when_held(&held);
+    support::keeps_the_promise(&isolated);
 }

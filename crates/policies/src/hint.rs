@@ -121,6 +121,10 @@ pub enum Hint {
     /// The queue's kernels run on this many SMs, which other processes' work is kept off
     /// (`--sms` under MPS): another process's work gains nothing from holding it back.
     Isolated(u32),
+    /// The queue's context is time-sliced against other processes' and gives the GPU up
+    /// within this slice whenever a more urgent queue exists (its own context, no MPS): another
+    /// process's work gains little from holding it back.
+    Yielding(Nanos),
 }
 
 const HOUR: Nanos = Nanos::from_secs(3_600);
@@ -261,6 +265,8 @@ pub struct QueueHints {
     pub gang: Option<GangId>,
     /// The SMs its kernels are confined to, away from other processes' work, if they are.
     pub isolated: Option<u32>,
+    /// Its context's time slice while outranked, if it yields the GPU by time slice.
+    pub yielding: Option<Nanos>,
 }
 
 impl QueueHints {
@@ -288,6 +294,7 @@ impl QueueHints {
             Hint::SloTarget(t) => self.slo_target = Some(t),
             Hint::Gang(g) => self.gang = Some(g),
             Hint::Isolated(sms) => self.isolated = Some(sms),
+            Hint::Yielding(slice) => self.yielding = Some(slice),
         }
     }
 }

@@ -11,10 +11,13 @@ use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
 /// stays runnable would launch its next command before the scheduler hears it became ready).
 /// Queues sharing the top priority run together. When no queue on a device is ready, all run.
 ///
-/// Reads: [`Hint::Priority`](crate::Hint::Priority) (range −100..=100, default 0), and
-/// [`Hint::Isolated`](crate::Hint::Isolated): an isolated queue is held back only by its own
-/// process's queues (under MPS, another process's kernels find the SMs it leaves free).
-/// Work-conserving: some ready queue on each device always runs.
+/// Reads: [`Hint::Priority`](crate::Hint::Priority) (range −100..=100, default 0),
+/// [`Hint::Isolated`](crate::Hint::Isolated) and [`Hint::Yielding`](crate::Hint::Yielding):
+/// an isolated or yielding queue is held back only by its own process's queues (under MPS,
+/// another process's kernels find the SMs an isolated queue leaves free; between time-sliced
+/// contexts, a yielding queue's context gives the GPU up within its short slice). A yielding
+/// queue outranked by another process is still reported suspendable, which is what keeps its
+/// slice short. Work-conserving: some ready queue on each device always runs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hpf;
 
@@ -45,7 +48,7 @@ impl Policy for Hpf {
         snap.on_device(queue.device).any(|q| {
             q.hints.priority > queue.hints.priority
                 && counts_against(q, queue)
-                && holds_across(q, queue)
+                && preempts_across(q, queue)
         })
     }
 
@@ -87,11 +90,19 @@ fn counts_against(q: &QueueView, queue: &QueueView) -> bool {
     q.ready || q.jobs > 0 || q.pid != queue.pid
 }
 
-/// Whether holding `queue` back can help `q`: not when `queue` is isolated
-/// ([`Hint::Isolated`](crate::Hint::Isolated): its kernels run on SMs other processes' work
-/// is kept off) and `q` is another process's.
-fn holds_across(q: &QueueView, queue: &QueueView) -> bool {
+/// Whether `q`, ranked above `queue`, makes `queue` suspendable at all: not when `queue` is
+/// isolated ([`Hint::Isolated`](crate::Hint::Isolated): its kernels run on SMs other
+/// processes' work is kept off) and `q` is another process's.
+fn preempts_across(q: &QueueView, queue: &QueueView) -> bool {
     queue.hints.isolated.is_none() || q.pid == queue.pid
+}
+
+/// Whether holding `queue` back can help `q`: not when `q` is another process's and `queue`
+/// is isolated, or yields the GPU by time slice ([`Hint::Yielding`](crate::Hint::Yielding):
+/// its context gives the GPU up within its short slice, whatever it has launched, so holding
+/// its launches back would only leave the GPU idle in `q`'s gaps).
+fn holds_across(q: &QueueView, queue: &QueueView) -> bool {
+    (queue.hints.isolated.is_none() && queue.hints.yielding.is_none()) || q.pid == queue.pid
 }
 
 /// One device's priorities, for [`Hpf::attention`].
@@ -184,8 +195,9 @@ pub(crate) fn rank_first<K: Ord>(
                     .filter(in_scope)
                     .filter(|q| rank(q) < top)
                     .filter(|q| {
-                        // An isolated queue is held back only by its own process's work.
-                        q.hints.isolated.is_none()
+                        // An isolated or yielding queue is held back only by its own
+                        // process's work.
+                        (q.hints.isolated.is_none() && q.hints.yielding.is_none())
                             || snap
                                 .queues
                                 .iter()
@@ -235,6 +247,30 @@ mod tests {
         qs[2].ready = false;
         let snap = Snapshot::new(Nanos::ZERO, &qs);
         assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
+    }
+
+    #[test]
+    fn a_yielding_queue_is_held_back_by_its_own_process_only_but_stays_suspendable() {
+        // Process 1's service beside process 2's flood in a time-sliced context of its own
+        // (yielding): the service does not hold the flood back, yet the flood is reported
+        // suspendable, which keeps its context's slice short; process 2's own urgent stream
+        // still holds it back.
+        let mut qs = [q(1, 0, 10, true), q(2, 0, 0, true), q(3, 0, 5, false)];
+        qs[1].pid = 2;
+        qs[2].pid = 2;
+        qs[1].hints.yielding = Some(Nanos::from_micros(100));
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(Hpf.decide(&snap).suspend.iter().all(|&id| id != qs[1].id));
+        assert!(Hpf.may_suspend(&snap, &qs[1]));
+        assert_eq!(Hpf.attention(&snap)[1], (false, true));
+        qs[2].ready = true;
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
+        // Alone on the device, nothing outranks it: it runs with its normal slice.
+        let alone = [qs[1]];
+        let snap = Snapshot::new(Nanos::ZERO, &alone);
+        assert!(!Hpf.may_suspend(&snap, &alone[0]));
+        assert_eq!(Hpf.attention(&snap), vec![(false, false)]);
     }
 
     #[test]

@@ -91,6 +91,16 @@ pub enum Hint {
         /// SMs its kernels run on.
         sms: u32,
     },
+    /// The process's context is time-sliced against other processes' (its own context, no
+    /// MPS), and Baton shortens its channel group's time slice to `slice_ns` whenever a more
+    /// urgent queue exists: another process's kernels then get the GPU within about that long,
+    /// whatever it has launched, so holding it back for them would only leave the GPU idle in
+    /// their gaps, and priority policies do not. Its own more urgent streams still hold it
+    /// back. Process only.
+    Yielding {
+        /// Its time slice while outranked, in nanoseconds.
+        slice_ns: u64,
+    },
 }
 
 /// The kinds of [`Hint`], to name one without a value.
@@ -117,11 +127,13 @@ pub enum HintKind {
     Gang,
     /// [`Hint::Isolated`].
     Isolated,
+    /// [`Hint::Yielding`].
+    Yielding,
 }
 
 impl HintKind {
     /// Every kind.
-    pub const ALL: [HintKind; 10] = [
+    pub const ALL: [HintKind; 11] = [
         HintKind::Priority,
         HintKind::Utilization,
         HintKind::TimeSlice,
@@ -132,13 +144,16 @@ impl HintKind {
         HintKind::Upcoming,
         HintKind::Gang,
         HintKind::Isolated,
+        HintKind::Yielding,
     ];
 
     /// The scopes a hint of this kind may be given for.
     pub const fn scopes(self) -> &'static [Scope] {
         match self {
             HintKind::KEdf => &[Scope::Device, Scope::All],
-            HintKind::ActiveWindow | HintKind::Gang | HintKind::Isolated => &[Scope::Process],
+            HintKind::ActiveWindow | HintKind::Gang | HintKind::Isolated | HintKind::Yielding => {
+                &[Scope::Process]
+            }
             _ => &[Scope::Queue, Scope::Process],
         }
     }
@@ -157,6 +172,7 @@ impl fmt::Display for HintKind {
             HintKind::Upcoming => "upcoming work",
             HintKind::Gang => "gang",
             HintKind::Isolated => "isolated",
+            HintKind::Yielding => "yielding",
         })
     }
 }
@@ -200,6 +216,7 @@ impl Hint {
             Hint::Upcoming { .. } => HintKind::Upcoming,
             Hint::Gang { .. } => HintKind::Gang,
             Hint::Isolated { .. } => HintKind::Isolated,
+            Hint::Yielding { .. } => HintKind::Yielding,
             Hint::Clear(kind) => *kind,
         }
     }
@@ -242,6 +259,9 @@ impl Hint {
             }
             Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::Clear(_) => Ok(()),
             Hint::Isolated { sms } => check::range("sms", sms, 1, MAX_SMS),
+            Hint::Yielding { slice_ns } => {
+                check::range("slice_ns", slice_ns, MIN_TIME_SLICE_NS, MAX_TIME_SLICE_NS)
+            }
             Hint::Upcoming {
                 arrives_in_ns,
                 expires_in_ns,

@@ -33,6 +33,7 @@ pub fn hints() -> Vec<Hint> {
         Hint::Clear(HintKind::Deadline),
         Hint::Gang { id: 0x5eed_6a46 },
         Hint::Isolated { sms: 112 },
+        Hint::Yielding { slice_ns: 100_000 },
     ]
 }
 
@@ -139,9 +140,10 @@ pub fn agent_messages() -> Vec<AgentMessage> {
     ];
     for hint in hints() {
         let target = match hint {
-            Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::Isolated { .. } => {
-                AgentTarget::Process
-            }
+            Hint::ActiveWindow { .. }
+            | Hint::Gang { .. }
+            | Hint::Isolated { .. }
+            | Hint::Yielding { .. } => AgentTarget::Process,
             Hint::KEdf { .. } => continue,
             _ => AgentTarget::Queue(QueueId(3)),
         };
@@ -217,9 +219,10 @@ pub fn requests() -> Vec<Request> {
     ];
     for hint in hints() {
         let target = match hint {
-            Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::Isolated { .. } => {
-                Target::Process { pid: 4242 }
-            }
+            Hint::ActiveWindow { .. }
+            | Hint::Gang { .. }
+            | Hint::Isolated { .. }
+            | Hint::Yielding { .. } => Target::Process { pid: 4242 },
             Hint::KEdf { .. } => Target::Device { id: device().id },
             Hint::Clear(_) => Target::All,
             _ => Target::Queue(queue_ref()),

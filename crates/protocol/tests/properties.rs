@@ -63,6 +63,7 @@ fn hint() -> impl Strategy<Value = Hint> {
         hint_kind().prop_map(Hint::Clear),
         any::<u64>().prop_map(|id| Hint::Gang { id }),
         (1u32..=baton_protocol::MAX_SMS).prop_map(|sms| Hint::Isolated { sms }),
+        (MIN_TIME_SLICE_NS..=MAX_TIME_SLICE_NS).prop_map(|slice_ns| Hint::Yielding { slice_ns }),
     ]
 }
 
@@ -149,9 +150,14 @@ fn agent_message() -> impl Strategy<Value = AgentMessage> {
         }),
         (any::<Option<u64>>(), hint()).prop_map(|(q, hint)| {
             let target = match (q, hint.kind()) {
-                (_, HintKind::ActiveWindow | HintKind::Gang | HintKind::Isolated) | (None, _) => {
-                    AgentTarget::Process
-                }
+                (
+                    _,
+                    HintKind::ActiveWindow
+                    | HintKind::Gang
+                    | HintKind::Isolated
+                    | HintKind::Yielding,
+                )
+                | (None, _) => AgentTarget::Process,
                 (Some(q), _) => AgentTarget::Queue(QueueId(q)),
             };
             let hint = match hint {
@@ -215,7 +221,10 @@ fn request() -> impl Strategy<Value = Request> {
         (target.clone(), hint(), "[!-~]{1,64}").prop_map(|(t, hint, dev)| {
             let target = match hint.kind() {
                 HintKind::KEdf => Target::Device { id: dev },
-                HintKind::ActiveWindow | HintKind::Gang | HintKind::Isolated => Target::Process {
+                HintKind::ActiveWindow
+                | HintKind::Gang
+                | HintKind::Isolated
+                | HintKind::Yielding => Target::Process {
                     pid: match t {
                         Target::Queue(q) => q.pid,
                         Target::Process { pid } => pid,

@@ -205,6 +205,7 @@ fn max_hints(scope: Scope) -> Vec<Hint> {
         },
         Hint::Gang { id: u64::MAX },
         Hint::Isolated { sms: 112 },
+        Hint::Yielding { slice_ns: 100_000 },
     ]
     .into_iter()
     .filter(|h| h.check_scope(scope).is_ok())

@@ -120,6 +120,7 @@ impl Sim {
         SimQueue {
             sim: Arc::clone(&self.shared),
             stream,
+            slice: None,
         }
     }
 
@@ -153,6 +154,8 @@ impl Sim {
 pub struct SimQueue {
     sim: Arc<Shared>,
     stream: StreamId,
+    /// Whether the queue controls its context's slice, and whether it runs freely now.
+    slice: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// A point in a simulated stream: reached when its first `count` commands completed.
@@ -166,6 +169,20 @@ impl SimQueue {
     /// The stream underneath.
     pub fn stream(&self) -> StreamId {
         self.stream
+    }
+
+    /// Makes the queue control its context's time slice ([`SimDevice::control_slice`]): the
+    /// context yields with `slice` while none of its controlling queues runs freely. The
+    /// queue starts suspendable, as an XQueue does.
+    #[must_use]
+    pub fn yielding(mut self, slice: Nanos) -> SimQueue {
+        let s = self.stream;
+        self.sim.with(|d| {
+            let ctx = d.context_of(s);
+            d.control_slice(ctx, slice);
+        });
+        self.slice = Some(Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        self
     }
 
     fn level_op(
@@ -232,6 +249,18 @@ impl HwQueue for SimQueue {
     fn reactivate(&self, _inflight: InflightRange) -> Result<(), HwError> {
         // The simulated device keeps launched commands, so nothing needs re-launching.
         self.level_op(Level::L2, SimDevice::reactivate)
+    }
+
+    fn set_preemptible(&self, preemptible: bool) {
+        let Some(free) = &self.slice else { return };
+        let now = !preemptible;
+        if free.swap(now, std::sync::atomic::Ordering::AcqRel) != now {
+            let s = self.stream;
+            self.sim.with(|d| {
+                let ctx = d.context_of(s);
+                d.set_running_freely(ctx, now);
+            });
+        }
     }
 
     fn interrupt(&self) -> Result<(), HwError> {

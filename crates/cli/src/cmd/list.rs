@@ -52,6 +52,7 @@ pub fn hints_text(h: &[Hint]) -> String {
             Hint::Upcoming { arrives_in_ns, .. } => format!("upcoming={}us", arrives_in_ns / 1000),
             Hint::Gang { id } => format!("gang={id:016x}"),
             Hint::Isolated { sms } => format!("isolated={sms}sms"),
+            Hint::Yielding { slice_ns } => format!("yielding={}us", slice_ns / 1000),
             Hint::Clear(k) => format!("clear {k}"),
         })
         .collect::<Vec<_>>()

@@ -59,6 +59,14 @@ pub struct RunArgs {
     /// are not confined. The driver rounds up (to 8 SMs on Hopper).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     sms: Option<u32>,
+    /// Yield by time slice instead of being held back for more urgent programs: without MPS,
+    /// the program's context gives the GPU up within its slice (500 µs, BATON_YIELD_SLICE_US)
+    /// whenever a more urgent program exists, and otherwise keeps running in that program's
+    /// idle gaps. Each hand-over costs the program about 0.4–0.5 ms of GPU time on an H100
+    /// (docs/benchmarks/matrix/yield): worth it beside a launch-bound decoder, not beside a
+    /// service with short requests and think time.
+    #[arg(long = "yield")]
+    yield_by_slice: bool,
     /// Schedule inside the process only (stream priorities become queue priorities), without
     /// the daemon.
     #[arg(long)]
@@ -95,6 +103,9 @@ impl RunArgs {
         }
         if let Some(n) = self.sms {
             env.push(("BATON_SMS", n.to_string().into()));
+        }
+        if self.yield_by_slice {
+            env.push(("BATON_YIELD", "on".into()));
         }
         if let Some(l) = self.level {
             env.push(("BATON_LEVEL", l.number().to_string().into()));
@@ -295,6 +306,29 @@ pub fn run(args: RunArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn env_of(args: &[&str]) -> Vec<(&'static str, OsString)> {
+        use clap::Parser;
+        let argv = ["baton"].iter().chain(args).chain(&["--", "prog"]);
+        Cli::try_parse_from(argv).unwrap().run.env().unwrap()
+    }
+
+    #[test]
+    fn yield_asks_for_yielding_by_time_slice() {
+        let on = ("BATON_YIELD", OsString::from("on"));
+        assert!(env_of(&["--yield", "--priority", "0"]).contains(&on));
+        assert!(
+            !env_of(&["--priority", "0"])
+                .iter()
+                .any(|(k, _)| *k == "BATON_YIELD")
+        );
+    }
 
     #[test]
     fn preload_keeps_what_was_there() {

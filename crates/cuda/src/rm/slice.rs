@@ -62,15 +62,20 @@ impl fmt::Debug for ContextSlice {
 }
 
 impl ContextSlice {
-    /// Takes control of `group`'s slice: reads its current value (restored on resume) and
-    /// checks that a change takes (by setting that same value and reading it back), then
-    /// starts the thread that applies changes. Fails if the driver refuses either.
+    /// Takes control of `group`'s slice: `normal` (µs) when given, else its current value,
+    /// becomes the slice while some queue runs freely; sets it and reads it back to check that
+    /// a change takes, then starts the thread that applies changes. Fails if the driver
+    /// refuses either.
     pub fn start(
         ctl: Arc<dyn RmControl>,
         group: ChannelGroup,
         yield_us: u64,
+        normal: Option<u64>,
     ) -> Result<ContextSlice, RmError> {
-        let normal_us = get_timeslice(&*ctl, &group)?;
+        let normal_us = match normal {
+            Some(n) => n.max(1),
+            None => get_timeslice(&*ctl, &group)?,
+        };
         set_timeslice(&*ctl, &group, normal_us)?;
         let back = get_timeslice(&*ctl, &group)?;
         if back != normal_us {

@@ -220,10 +220,23 @@ fn group() -> ChannelGroup {
 }
 
 #[test]
+fn a_given_running_slice_replaces_the_drivers() {
+    let rm = std::sync::Arc::new(FakeRm::default());
+    *rm.slice.lock().unwrap() = 2048;
+    let s = ContextSlice::start(rm.clone(), group(), 500, Some(300)).unwrap();
+    assert_eq!((s.normal_us(), s.yield_us()), (300, 500));
+    assert_eq!(*rm.slice.lock().unwrap(), 300);
+    s.attach(false);
+    assert!(s.settle(Duration::from_secs(5)) && *rm.slice.lock().unwrap() == 500);
+    s.set_running(true);
+    assert!(s.settle(Duration::from_secs(5)) && *rm.slice.lock().unwrap() == 300);
+}
+
+#[test]
 fn the_slice_is_short_exactly_while_no_queue_of_the_context_runs_freely() {
     let rm = std::sync::Arc::new(FakeRm::default());
     *rm.slice.lock().unwrap() = 2048;
-    let s = ContextSlice::start(rm.clone(), group(), 1).unwrap();
+    let s = ContextSlice::start(rm.clone(), group(), 1, None).unwrap();
     assert_eq!((s.normal_us(), s.yield_us()), (2048, 1));
     let now = || *rm.slice.lock().unwrap();
     let settled = |want: u64| s.settle(Duration::from_secs(5)) && now() == want;
@@ -259,7 +272,7 @@ fn queues_tell_the_slice_when_they_run_freely() {
     use baton_core::{HwQueue, InflightRange, Level};
     let rm = std::sync::Arc::new(FakeRm::default());
     *rm.slice.lock().unwrap() = 2048;
-    let slice = std::sync::Arc::new(ContextSlice::start(rm.clone(), group(), 1).unwrap());
+    let slice = std::sync::Arc::new(ContextSlice::start(rm.clone(), group(), 1, None).unwrap());
     let driver: &'static Driver = Box::leak(Box::new(Driver::default()));
     let q = CudaHwQueue::new(
         driver,
@@ -292,7 +305,7 @@ fn queues_tell_the_slice_when_they_run_freely() {
 fn a_refused_change_is_reported_and_stops_further_calls() {
     let rm = std::sync::Arc::new(FakeRm::default());
     *rm.slice.lock().unwrap() = 2048;
-    let s = ContextSlice::start(rm.clone(), group(), 50).unwrap();
+    let s = ContextSlice::start(rm.clone(), group(), 50, None).unwrap();
     *rm.refuse_sets.lock().unwrap() = true;
     s.attach(false);
     assert!(!s.settle(Duration::from_secs(5)));
@@ -320,11 +333,11 @@ fn taking_control_checks_that_a_change_reads_back() {
         }
     }
     // GET always says 7: setting 7 reads back 7, so control is taken.
-    assert!(ContextSlice::start(std::sync::Arc::new(Stuck), group(), 1).is_ok());
+    assert!(ContextSlice::start(std::sync::Arc::new(Stuck), group(), 1, None).is_ok());
     let rm = std::sync::Arc::new(FakeRm::default());
     *rm.refuse_sets.lock().unwrap() = true;
     assert_eq!(
-        ContextSlice::start(rm, group(), 1).unwrap_err(),
+        ContextSlice::start(rm, group(), 1, None).unwrap_err(),
         RmError::Status(0x1b)
     );
 }

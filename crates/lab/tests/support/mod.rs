@@ -79,13 +79,46 @@ pub struct Cell {
 }
 
 pub fn cell(policy: Option<&str>, be: ClientSpec) -> Cell {
-    let alone = lab(policy, vec![service()]);
+    cell_with(policy, service(), be)
+}
+
+/// One cell: `hp` beside `be` under `policy` (natively with `None`).
+pub fn cell_with(policy: Option<&str>, hp: ClientSpec, be: ClientSpec) -> Cell {
+    let alone = lab(policy, vec![hp.clone()]);
     let be_alone = lab(policy, vec![be.clone()]);
-    let both = lab(policy, vec![service(), be]);
+    let both = lab(policy, vec![hp, be]);
     let hp_alone = alone.client("hp");
     Cell {
         hp_p99_ratio: both.client("hp").latency(0.99).0 as f64 / hp_alone.latency(0.99).0 as f64,
         be_share: both.client("be").work.0 as f64 / be_alone.client("be").work.0 as f64,
         hp_busy: hp_alone.context_busy.0 as f64 / RUN.0 as f64,
     }
+}
+
+/// Both sides of the promise: HP p99 within ×1.10 of alone, BE at least 90 % of what HP
+/// leaves.
+pub fn keeps_the_promise(c: &Cell) {
+    assert!(
+        c.hp_p99_ratio <= 1.10,
+        "protect: HP p99 ×{:.3} of alone",
+        c.hp_p99_ratio
+    );
+    let target = 0.9 * (1.0 - c.hp_busy);
+    assert!(
+        c.be_share >= target,
+        "work-conserving: BE {:.0} % of alone, target {:.0} %",
+        c.be_share * 100.0,
+        target * 100.0
+    );
+}
+
+/// The failure shape of holding beside a launch-bound service: the flood `held` back keeps
+/// less than half of its speed alone, for a service that leaves the device mostly idle.
+pub fn starved_when_held(held: &Cell) {
+    assert!(
+        held.be_share < 0.5,
+        "the failure shape: the flood is held back for a service that leaves the device \
+         mostly idle ({:.0} % of alone)",
+        held.be_share * 100.0
+    );
 }

@@ -21,10 +21,12 @@ impl SimDevice {
     }
 
     fn slice(&self, ctx: ContextId) -> Nanos {
-        self.contexts[ctx.0 as usize]
-            .timeslice
-            .unwrap_or(self.cfg.timeslice)
-            .max(Nanos::from_micros(1))
+        let c = &self.contexts[ctx.0 as usize];
+        match c.yielding {
+            Some((slice, 0)) => slice,
+            _ => c.timeslice.unwrap_or(self.cfg.timeslice),
+        }
+        .max(Nanos::from_micros(1))
     }
 
     /// The next context after `after` (round-robin) with work, other than `exclude`.

@@ -59,6 +59,9 @@ pub struct SimDevice {
 #[derive(Debug)]
 struct Ctx {
     timeslice: Option<Nanos>,
+    /// The slice it yields with ([`SimDevice::control_slice`]), and how many of its
+    /// controlling streams run freely (any keeps the normal slice).
+    yielding: Option<(Nanos, u32)>,
     /// Time during which at least one of its kernels held SMs.
     busy: Nanos,
     streams: Vec<StreamId>,
@@ -164,6 +167,7 @@ impl SimDevice {
         let id = ContextId(u32::try_from(self.contexts.len()).unwrap_or(u32::MAX));
         self.contexts.push(Ctx {
             timeslice: None,
+            yielding: None,
             busy: Nanos::ZERO,
             streams: Vec::new(),
         });
@@ -174,6 +178,29 @@ impl SimDevice {
     pub fn set_timeslice(&mut self, ctx: ContextId, slice: Option<Nanos>) {
         if let Some(c) = self.contexts.get_mut(ctx.0 as usize) {
             c.timeslice = slice;
+        }
+    }
+
+    /// Puts `ctx`'s slice under a scheduler's control, as Baton does on a GPU (Level 3, or
+    /// yielding to other processes): the slice is `yield_slice` while none of the streams that
+    /// joined with [`SimDevice::set_running_freely`] runs freely, its normal slice otherwise.
+    /// Takes effect from the context's next slice.
+    pub fn control_slice(&mut self, ctx: ContextId, yield_slice: Nanos) {
+        if let Some(c) = self.contexts.get_mut(ctx.0 as usize) {
+            let free = c.yielding.map_or(0, |(_, n)| n);
+            c.yielding = Some((yield_slice, free));
+        }
+    }
+
+    /// One of `ctx`'s controlling streams started (`true`) or stopped (`false`) running freely
+    /// (neither suspended nor suspendable).
+    pub fn set_running_freely(&mut self, ctx: ContextId, free: bool) {
+        if let Some((_, n)) = self
+            .contexts
+            .get_mut(ctx.0 as usize)
+            .and_then(|c| c.yielding.as_mut())
+        {
+            *n = if free { *n + 1 } else { n.saturating_sub(1) };
         }
     }
 
