@@ -9,8 +9,10 @@ D a GPT-2-medium-shaped decoder (32 tokens through `generate`). BE floods: G bf1
 T ResNet-50 training. Setups: S separate processes (time-slicing), M separate processes
 under MPS (started and stopped here), P one process with HP on a high-priority stream.
 Modes: native; baton (`baton run --priority 10` / `--priority 0`, `--local` in P);
-baton-l3 (BE at `--level 3`, S only). Only when --modes names them: baton-sms (BE on part of the
-SMs, nothing held; M and P) and baton-reserve (BE at `--priority 0 --sms`, isolated under MPS; M).
+baton-l3 (BE at `--level 3`, S only). Only when --modes names them: baton-yield (BE at
+`--priority 0 --yield`: never held back for HP, its context's time slice short instead; S),
+baton-sms (BE on part of the SMs, nothing held; M and P) and baton-reserve (BE at `--priority 0
+--sms`, isolated under MPS; M).
 
 Method (see docs/benchmarks/matrix/README.md): the workers (workers.py) are started once per
 setup and stay warm, so model loading is never timed; every repeat measures HP alone (native,
@@ -41,7 +43,9 @@ MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["
 # `--sms`, never held: the spatial reservation alone, where HP and BE overlap); baton-reserve
 # (MPS only: BE at `--priority 0 --sms`, under the daemon, which sees it isolated and does not
 # hold it for HP).
-EXTRA_MODES = {"S": [], "M": ["baton-sms", "baton-reserve"], "P": ["baton-sms"]}
+EXTRA_MODES = {"S": ["baton-yield"], "M": ["baton-sms", "baton-reserve"], "P": ["baton-sms"]}
+# Modes whose BE runs beside baton's HP process (they share it).
+SHARED_HP = ("baton-l3", "baton-yield", "baton-sms", "baton-reserve")
 # SMs left to BE in baton-sms (of 132 on an H100).
 BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
@@ -226,6 +230,7 @@ class Matrix:
             return [self.baton, "run", "--local", *pol, "--"]
         prio = ["--priority", "10" if role == "hp" else "0"]
         lvl = ["--level", "3"] if (mode == "baton-l3" and role == "be") else []
+        lvl += ["--yield"] if (mode == "baton-yield" and role == "be") else []
         return [self.baton, "run", *prio, *lvl, "--"]
 
     def start(self, setup, env):
@@ -238,12 +243,12 @@ class Matrix:
                            with_cpus(env, BOTH_CPUS), self.log)
                 ws[("hp", mode)] = ws[("be", mode)] = w
                 continue
-            if mode not in ("baton-l3", "baton-sms", "baton-reserve"):   # these share baton's HP process
+            if mode not in SHARED_HP:
                 ws[("hp", mode)] = Worker(f"{setup}/{mode}/hp", self.wrapper(setup, mode, "hp") + me + ["hp"],
                                           with_cpus(env, HP_CPUS), self.log)
             ws[("be", mode)] = Worker(f"{setup}/{mode}/be", self.wrapper(setup, mode, "be") + me + ["be"],
                                       with_cpus(env, BE_CPUS), self.log)
-        for extra in ("baton-l3", "baton-sms", "baton-reserve"):
+        for extra in SHARED_HP:
             if ("be", extra) in ws and setup != "P":
                 ws[("hp", extra)] = ws[("hp", "baton")]
         if not self.raw["busy"]:
@@ -532,7 +537,7 @@ def main():
     a.modes = a.modes.split(",") if a.modes else None
     if a.modes is not None and "native" not in a.modes:
         p.error("--modes must include native: every ratio is against it")
-    for extra in ("baton-l3", "baton-sms", "baton-reserve"):
+    for extra in SHARED_HP:
         if a.modes is not None and extra in a.modes and "baton" not in a.modes:
             p.error(f"--modes: {extra} needs baton (they share the service's process)")
     bad = [s for s in a.setups if s not in MODES] + [h for h in a.hps if h not in "RBD"] + \
