@@ -269,8 +269,7 @@ impl Runtime {
     /// (`BATON_YIELD`), tells the daemon (`Hint::Yielding`, once per process): other processes'
     /// work then does not hold it back, since its slice is short whenever it is outranked.
     fn claim_yielding(&self) {
-        static CLAIMED: AtomicBool = AtomicBool::new(false);
-        if !self.cfg.yields_to_others() || CLAIMED.swap(true, Ordering::AcqRel) {
+        if !self.cfg.yields_to_others() || self.yield_claimed.swap(true, Ordering::AcqRel) {
             return;
         }
         if let Some(s) = &self.sched {

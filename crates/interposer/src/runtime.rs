@@ -66,6 +66,8 @@ pub(crate) struct Runtime {
     pub(crate) priority_lock: Mutex<()>,
     /// Hints code gave the whole process, for queues made later (local scheduling only).
     pub(crate) process_requests: Mutex<Vec<baton_capi::Request>>,
+    /// Whether the process has told the daemon it yields (`Hint::Yielding`, once).
+    pub(crate) yield_claimed: AtomicBool,
 }
 
 static STATE: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
@@ -181,6 +183,7 @@ fn build() -> Result<Runtime, InitError> {
         process_priority,
         priority_lock: Mutex::new(()),
         process_requests: Mutex::new(Vec::new()),
+        yield_claimed: AtomicBool::new(false),
     })
 }
 
