@@ -102,7 +102,12 @@ fn preempts_across(q: &QueueView, queue: &QueueView) -> bool {
 /// its context gives the GPU up within its short slice, whatever it has launched, so holding
 /// its launches back would only leave the GPU idle in `q`'s gaps).
 fn holds_across(q: &QueueView, queue: &QueueView) -> bool {
-    (queue.hints.isolated.is_none() && queue.hints.yielding.is_none()) || q.pid == queue.pid
+    !spared_across(queue) || q.pid == queue.pid
+}
+
+/// Whether other processes' work never holds `queue` back: it is isolated or yielding.
+fn spared_across(queue: &QueueView) -> bool {
+    queue.hints.isolated.is_some() || queue.hints.yielding.is_some()
 }
 
 /// One device's priorities, for [`Hpf::attention`].
@@ -197,7 +202,7 @@ pub(crate) fn rank_first<K: Ord>(
                     .filter(|q| {
                         // An isolated or yielding queue is held back only by its own
                         // process's work.
-                        (q.hints.isolated.is_none() && q.hints.yielding.is_none())
+                        !spared_across(q)
                             || snap
                                 .queues
                                 .iter()

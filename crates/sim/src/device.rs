@@ -1,5 +1,6 @@
 //! The simulated device as hardware queues see it, in virtual or real time.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use baton_core::locks;
@@ -155,7 +156,7 @@ pub struct SimQueue {
     sim: Arc<Shared>,
     stream: StreamId,
     /// Whether the queue controls its context's slice, and whether it runs freely now.
-    slice: Option<Arc<std::sync::atomic::AtomicBool>>,
+    slice: Option<Arc<AtomicBool>>,
 }
 
 /// A point in a simulated stream: reached when its first `count` commands completed.
@@ -181,7 +182,7 @@ impl SimQueue {
             let ctx = d.context_of(s);
             d.control_slice(ctx, slice);
         });
-        self.slice = Some(Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        self.slice = Some(Arc::new(AtomicBool::new(false)));
         self
     }
 
@@ -254,7 +255,7 @@ impl HwQueue for SimQueue {
     fn set_preemptible(&self, preemptible: bool) {
         let Some(free) = &self.slice else { return };
         let now = !preemptible;
-        if free.swap(now, std::sync::atomic::Ordering::AcqRel) != now {
+        if free.swap(now, Ordering::AcqRel) != now {
             let s = self.stream;
             self.sim.with(|d| {
                 let ctx = d.context_of(s);

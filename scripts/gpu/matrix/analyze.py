@@ -368,39 +368,45 @@ def table(summary):
     return "\n".join(lines)
 
 
+def cell_table(summary, needs, columns, row):
+    """A table of the cells that have `needs`, one row each (`row(cell)`: what follows the
+    cell's setup, HP, BE and mode), in the matrix's order; empty when no cell has it."""
+    cs = [c for c in summary["cells"] if c.get(needs) is not None]
+    if not cs:
+        return ""
+    head = ["setup", "HP", "BE", "mode", *columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lines += [f"| {c['setup']} | {c['hp']} | {c['be']} | {c['mode']} | {row(c)} |" for c in in_order(cs)]
+    return "\n".join(lines)
+
+
 def noise_table(summary):
     """Per cell: the repeat-to-repeat spread of the HP p99 ratio, the spread sampling alone would
     give repeats of the same sizes, and the p99 ratio of all repeats' requests pooled with its
     90 % bootstrap interval."""
-    cs = [c for c in summary["cells"] if c.get("hp_p99_ratio_sampling_spread") is not None]
-    if not cs:
-        return ""
-    lines = ["| setup | HP | BE | mode | p99 × alone, median of repeats (min–max) | spread | spread from sampling "
-             "alone | pooled p99 × alone (90 % interval) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for c in in_order(cs):
-        lines.append(f"| {c['setup']} | {c['hp']} | {c['be']} | {c['mode']} "
-                     f"| {fx(c['hp_p99_ratio_median'])}{rng(c, 'hp_p99_ratio')} | {fpct(c['hp_p99_ratio_spread'])} "
-                     f"| {fpct(c['hp_p99_ratio_sampling_spread'])} | {fx(c['hp_p99_ratio_pooled'])} "
-                     f"({c['hp_p99_ratio_pooled_lo']:.2f}–{c['hp_p99_ratio_pooled_hi']:.2f}) |")
-    return "\n".join(lines)
+    return cell_table(
+        summary, "hp_p99_ratio_sampling_spread",
+        ["p99 × alone, median of repeats (min–max)", "spread", "spread from sampling alone",
+         "pooled p99 × alone (90 % interval)"],
+        lambda c: f"{fx(c['hp_p99_ratio_median'])}{rng(c, 'hp_p99_ratio')} | {fpct(c['hp_p99_ratio_spread'])} "
+                  f"| {fpct(c['hp_p99_ratio_sampling_spread'])} | {fx(c['hp_p99_ratio_pooled'])} "
+                  f"({c['hp_p99_ratio_pooled_lo']:.2f}–{c['hp_p99_ratio_pooled_hi']:.2f})")
 
 
 def stall_table(summary):
     """Per cell with stallwatch data: the p99 ratio and its spread with every request, and
     without the requests a stall of the service's virtual CPUs overlapped."""
-    cs = [c for c in summary["cells"] if c.get("hp_p99_ratio_clean_median") is not None]
-    if not cs:
-        return ""
-    lines = ["| setup | HP | BE | mode | p99 × alone (min–max), all requests | spread | p99 × alone (min–max), "
-             "stall-free | spread | requests a stall hit |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for c in in_order(cs):
+    def row(c):
         hit = c.get("stalled_requests")
         share = f"{hit} of {c['timed_requests']}" if hit is not None else "—"
-        lines.append(f"| {c['setup']} | {c['hp']} | {c['be']} | {c['mode']} "
-                     f"| {fx(c['hp_p99_ratio_median'])}{rng(c, 'hp_p99_ratio')} | {fpct(c['hp_p99_ratio_spread'])} "
-                     f"| {fx(c['hp_p99_ratio_clean_median'])}{rng(c, 'hp_p99_ratio_clean')} "
-                     f"| {fpct(c['hp_p99_ratio_clean_spread'])} | {share} |")
-    return "\n".join(lines)
+        return (f"{fx(c['hp_p99_ratio_median'])}{rng(c, 'hp_p99_ratio')} | {fpct(c['hp_p99_ratio_spread'])} "
+                f"| {fx(c['hp_p99_ratio_clean_median'])}{rng(c, 'hp_p99_ratio_clean')} "
+                f"| {fpct(c['hp_p99_ratio_clean_spread'])} | {share}")
+    return cell_table(
+        summary, "hp_p99_ratio_clean_median",
+        ["p99 × alone (min–max), all requests", "spread", "p99 × alone (min–max), stall-free", "spread",
+         "requests a stall hit"],
+        row)
 
 
 def headline(summary):
