@@ -162,6 +162,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 observed: false,
                 counted_held_back: false,
                 quiet: (0, crate::Nanos::ZERO),
+                pace_mark: None,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),
@@ -171,6 +172,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             progress: Arc::new(LaunchProgress::new()),
             held: Default::default(),
             held_back: self.held_back,
+            pace_ns: std::sync::atomic::AtomicU64::new(0),
         });
         let waker: Weak<dyn DemandWaker> = Arc::downgrade(&shared) as Weak<dyn DemandWaker>;
         shared.progress.set_owner(waker);

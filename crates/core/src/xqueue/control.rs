@@ -23,6 +23,11 @@ impl<H: HwQueue> XQueue<H> {
                 return Ok(());
             }
             st.suspended = true;
+            if st.level != Level::L1 {
+                // The device stops working on what is in flight: the time until it resumes is
+                // no measure of its commands' length.
+                st.pace_mark = None;
+            }
             st.level
         };
         match level {

@@ -41,6 +41,32 @@ impl<H: HwQueue> XQueue<H> {
         (h[0].load(Relaxed), crate::Nanos(h[1].load(Relaxed)))
     }
 
+    /// How long one of its commands takes on the device while the queue keeps the device busy
+    /// (a moving average, other contexts' share of the device included), once measured: only
+    /// a queue with commands buffered behind a full window is measured, so a queue bound by
+    /// its own launching, or one launching without a window, stays unmeasured.
+    pub fn command_time(&self) -> Option<crate::Nanos> {
+        match self
+            .shared
+            .pace_ns
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            0 => None,
+            ns => Some(crate::Nanos(ns)),
+        }
+    }
+
+    /// Its [`XQueue::command_time`], if it differs enough from `reported` (what its scheduler
+    /// was last told, if anything) to be worth telling again: by a fifth or more. The average
+    /// drifts a little with every sample; a scheduler needs to hear only a real change.
+    pub fn command_time_news(&self, reported: Option<crate::Nanos>) -> Option<crate::Nanos> {
+        let now = self.command_time()?;
+        match reported {
+            Some(r) if now.0.abs_diff(r.0) < r.0 / 5 => None,
+            _ => Some(now),
+        }
+    }
+
     /// [`XQueue::status`] if no other thread holds the queue's lock (`None` otherwise; a
     /// thread holds it while it launches, so a launch blocked in the driver shows here).
     pub fn try_status(&self) -> Option<XQueueStatus> {

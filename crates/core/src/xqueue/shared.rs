@@ -50,6 +50,9 @@ pub(super) struct Shared<H: HwQueue> {
     pub(super) held: [std::sync::atomic::AtomicU64; 2],
     /// The group count this queue is in while it holds commands back, if any.
     pub(super) held_back: Option<Arc<crate::HeldBackCount>>,
+    /// The device time one of its commands takes while the queue keeps the device busy
+    /// (nanoseconds, a moving average; 0 until measured): see [`Shared::note_pace`].
+    pub(super) pace_ns: std::sync::atomic::AtomicU64,
 }
 
 /// A buffered command and what must be launched elsewhere before it.
@@ -118,6 +121,10 @@ pub(super) struct State<H: HwQueue> {
     /// Suspended at Level 2 but reactivated because another queue waits for one of its
     /// commands to complete (see [`Shared::sync_gate`]).
     pub(super) gate_open: bool,
+    /// When completions were last seen promptly with commands still in flight, and
+    /// `completed` and `launched` then: the start of the next pace sample (see
+    /// [`Shared::note_pace`]).
+    pub(super) pace_mark: Option<(crate::Nanos, u64, u64)>,
 }
 
 impl<H: HwQueue> State<H> {
@@ -142,6 +149,9 @@ impl<H: HwQueue> State<H> {
         }
     }
 }
+
+/// How many samples the pace's moving average weighs (see [`Shared::note_pace`]).
+const PACE_WEIGHT: u64 = 8;
 
 /// Events gathered under the lock, emitted after it is released. A call produces at most two
 /// transitions (Idle then Ready in `submit`), so they stay inline; the overflow vector is there
@@ -264,6 +274,43 @@ impl<H: HwQueue> Shared<H> {
         }
         if st.completed == st.submitted {
             self.transition(st, QueueState::Idle, ev);
+        }
+    }
+
+    /// Measures the queue's pace after completions up to `st.completed` were seen the moment
+    /// they happened (a worker blocked on the sync point, or a driver that polls whenever the
+    /// device progresses), where `before` was `completed` before them.
+    ///
+    /// If the previous such observation left commands in flight, every command completed
+    /// since had already been launched then, and nothing completed between the two, the
+    /// device worked on this queue's commands throughout: the time between the observations
+    /// divided by the commands completed is one sample of how long a command takes, other
+    /// contexts' share of the device included. A queue bound by its own launching has nothing
+    /// in flight when its commands complete and is never measured: its commands' length says
+    /// nothing about what it leaves for others, and unmeasured is what a scheduler assumes
+    /// anyway.
+    pub(super) fn note_pace(&self, st: &mut State<H>, before: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let now = self.clock.now();
+        if let Some((t0, c0, l0)) = st.pace_mark.take()
+            && c0 == before
+            && st.completed > c0
+            && st.completed <= l0
+            && now > t0
+        {
+            let sample = (now.0 - t0.0) / (st.completed - c0);
+            let old = self.pace_ns.load(Relaxed);
+            // A moving average over about eight samples; the first sample stands alone.
+            let avg = if old == 0 {
+                sample
+            } else {
+                old - old / PACE_WEIGHT + sample / PACE_WEIGHT
+            };
+            self.pace_ns.store(avg.max(1), Relaxed);
+        }
+        // Suspended at Level 2 or 3, the device stops working on what is in flight.
+        if st.inflight() > 0 && !(st.suspended && st.level != Level::L1) {
+            st.pace_mark = Some((now, st.completed, st.launched));
         }
     }
 
@@ -412,7 +459,12 @@ impl<H: HwQueue> Shared<H> {
     }
 
     pub(super) fn poll_locked(&self, st: &mut State<H>, ev: &mut Pending) {
+        let before = st.completed;
         self.reap(st, ev);
+        if self.drive == Drive::External && st.completed > before {
+            // The owner polls whenever the device progresses: these completions are prompt.
+            self.note_pace(st, before);
+        }
         self.cover_tail(st);
         self.launch_buffered(st);
         let stalled = st.buffer.is_empty() || st.suspended || !st.window_open();

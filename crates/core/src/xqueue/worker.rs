@@ -92,10 +92,16 @@ impl<H: HwQueue> Shared<H> {
                         let r = self.hw.wait(&sp);
                         drop(sp);
                         st = sync::lock(&self.state);
+                        let before = st.completed;
+                        let reached = r.is_ok();
                         if let Err(e) = r {
                             st.record_error(e);
                         }
                         self.complete_to(&mut st, end, &mut ev);
+                        if reached && st.completed > before {
+                            // Blocked on it: seen the moment it was reached.
+                            self.note_pace(&mut st, before);
+                        }
                         continue;
                     }
                 }
