@@ -11,6 +11,7 @@
 //! | `BATON_YIELD_SLICE_US` | the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), at level 3 and when yielding (`BATON_YIELD`), 1–2000000 | 100 at level 3, else 500 |
 //! | `BATON_RUN_SLICE_US` | the time slice (µs) of a context Baton controls (level 3, or yielding) while one of its queues runs freely, 1–2000000 | the driver's (2048 on Hopper) |
 //! | `BATON_YIELD` | `on` or `off`: under the daemon and without MPS, control each context's time slice at every level (the slice above while a more urgent queue exists) and tell the daemon the process yields (`Hint::Yielding`), so other processes' work does not hold it back: the GPU's time slicing hands it over instead, and the process keeps the GPU's idle gaps (`baton run --yield`) | off |
+//! | `BATON_COMMAND_TIME` | `on` or `off`: measure how long each stream's commands take on the GPU while it keeps the GPU busy, and tell the scheduler (`Hint::CommandTime`): priority policies do not hold a stream of short commands (under `SHORT_COMMAND`, 250 µs) back for other processes. `off`: never measured, held back like any other | on |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
 //! | `BATON_MPS` | `on`, `off` or `auto`: whether this process shares the GPU with others through MPS (their kernels run on the same SMs at once). With `BATON_SMS` under MPS the process tells the daemon it is isolated (`Hint::Isolated`): other processes' work then never holds it back, since it leaves them the SMs it does not use | `auto`: MPS when its control pipe (`$CUDA_MPS_PIPE_DIRECTORY/control`, else `/tmp/nvidia-mps/control`) exists |
@@ -108,6 +109,8 @@ pub struct AgentConfig {
     pub run_slice_us: Option<u64>,
     /// Yield by time slice instead of being held back for other processes (`BATON_YIELD`).
     pub yield_to_others: bool,
+    /// Tell the scheduler how long each queue's commands take (`BATON_COMMAND_TIME`).
+    pub command_time: bool,
     /// SMs the kernels of normal-priority streams are confined to, if set.
     pub sms: Option<u32>,
     /// Whether the process shares the GPU through MPS: `Some` when `BATON_MPS` says, `None`
@@ -150,6 +153,7 @@ impl Default for AgentConfig {
             yield_slice: None,
             run_slice_us: None,
             yield_to_others: false,
+            command_time: true,
             sms: None,
             mps: None,
             mps_pipe: PathBuf::from("/tmp/nvidia-mps"),
@@ -253,6 +257,9 @@ impl AgentConfig {
             .or(c.run_slice_us);
         if let Some((name, v)) = read(&["BATON_YIELD"]) {
             c.yield_to_others = c.switch(name, &v, false);
+        }
+        if let Some((name, v)) = read(&["BATON_COMMAND_TIME"]) {
+            c.command_time = c.switch(name, &v, true);
         }
         c.sms = c
             .whole(
@@ -597,8 +604,10 @@ mod tests {
             ("BATON_SMS", "112"),
             ("BATON_STALL_REPORT_S", "5"),
             ("BATON_PROFILE", "on"),
+            ("BATON_COMMAND_TIME", "off"),
         ]);
         assert!(c.profile && !AgentConfig::default().profile);
+        assert!(!c.command_time && AgentConfig::default().command_time);
         assert_eq!((c.sms, c.stall_report_s), (Some(112), Some(5)));
         assert_eq!(c.priority.get(), 10);
         assert_eq!((c.max_buffered, c.yield_slice_us()), (64, 5));

@@ -123,54 +123,126 @@ fn a_best_effort_process_confined_under_mps_is_not_held_for_another_process() {
     );
 }
 
+#[test]
+fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_process() {
+    // A training-like flood: 100 µs kernels, 64 launched between synchronizations, so its
+    // queue runs with commands waiting behind its window. Its process measures how long they
+    // take and tells the daemon; HPF then does not hold it back for the burst. The fake
+    // driver adds its own time to every command, a few hundred µs on a loaded machine, so the
+    // daemon (started by the burst's `baton run`) counts commands under 5 ms as short.
+    let dir = temp_dir("global-short");
+    let socket = dir.join("baton.sock");
+    let go = dir.join("go");
+    let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
+    let hp = under_baton(
+        "10",
+        "burst",
+        &hp_log,
+        &socket,
+        &go,
+        &[("BATON_SHORT_COMMAND_US", "5000")],
+    );
+    wait_registered(&socket, hp.id());
+    let be = under_baton(
+        "0",
+        "be-flood",
+        &be_log,
+        &socket,
+        &go,
+        &[
+            ("FAKE_CUDA_KERNEL_US", "0"),
+            ("BATON_TEST_FLOOD_US", "100"),
+            ("BATON_TEST_FLOOD_DEPTH", "64"),
+            ("BATON_TEST_FLOOD_S", "2"),
+        ],
+    );
+    let mut told = Value::Null;
+    wait_until(
+        "the flood's command time at the daemon",
+        Duration::from_secs(20),
+        || {
+            told = listed(&socket);
+            told.to_string().contains("command_time")
+        },
+    );
+    let ns = told["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["queues"].as_array().into_iter().flatten())
+        .flat_map(|q| q["hints"].as_array().into_iter().flatten())
+        .find_map(|h| h["command_time"]["command_ns"].as_u64())
+        .unwrap_or_else(|| panic!("no command time in {told}"));
+    // 100 µs kernels, and whatever the fake driver and a loaded machine add to each.
+    assert!(
+        (80_000..5_000_000).contains(&ns),
+        "the flood's commands measured at {ns} ns"
+    );
+    std::fs::write(&go, b"go").unwrap();
+    assert_eq!(finish(hp, "burst"), "burst ok n=8");
+    assert!(finish(be, "be-flood").starts_with("be-flood ok"));
+    let _ = Command::new(baton_binary())
+        .args(["daemon", "--stop", "--socket"])
+        .arg(&socket)
+        .output();
+    let (start, end) = burst_window(&hp_log, GRACE_NS);
+    let during = launch_calls(&log_lines(&be_log))
+        .into_iter()
+        .filter(|t| *t > start + GRACE_NS && *t < end)
+        .count();
+    assert!(
+        during > 0,
+        "no flood launch reached the driver while the burst ran: it was held back"
+    );
+}
+
+/// The daemon's list, as `baton list --json` prints it (null if it cannot be read).
+fn listed(socket: &Path) -> Value {
+    Command::new(baton_binary())
+        .args(["list", "--json", "--socket"])
+        .arg(socket)
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Waits until process `pid`'s streams are registered with the daemon at `socket`.
+fn wait_registered(socket: &Path, pid: u32) {
+    wait_until(
+        "the burst's queues at the daemon",
+        Duration::from_secs(20),
+        || {
+            listed(socket)["processes"].as_array().is_some_and(|ps| {
+                ps.iter().any(|p| {
+                    p["pid"] == pid && p["queues"].as_array().is_some_and(|q| !q.is_empty())
+                })
+            })
+        },
+    );
+}
+
 fn beside_burst(name: &str, scenario: &str, be_env: &[(&str, &str)]) -> Beside {
     let dir = temp_dir(name);
     let socket = dir.join("baton.sock");
     let go = dir.join("go");
     let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
     let hp = under_baton("10", "burst", &hp_log, &socket, &go, &[]);
-    let hp_pid = hp.id();
     // The burst's streams are registered with the daemon before the flood starts.
-    wait_until(
-        "the burst's queues at the daemon",
-        Duration::from_secs(20),
-        || {
-            let out = Command::new(baton_binary())
-                .args(["list", "--json", "--socket"])
-                .arg(&socket)
-                .output();
-            out.ok()
-                .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
-                .and_then(|v| v["processes"].as_array().cloned())
-                .is_some_and(|ps| {
-                    ps.iter().any(|p| {
-                        p["pid"] == hp_pid && p["queues"].as_array().is_some_and(|q| !q.is_empty())
-                    })
-                })
-        },
-    );
+    wait_registered(&socket, hp.id());
     let be = under_baton("0", scenario, &be_log, &socket, &go, be_env);
     wait_until("the flood's first launch", Duration::from_secs(20), || {
         !launch_calls(&log_lines(&be_log)).is_empty()
     });
-    let listed = || {
-        Command::new(baton_binary())
-            .args(["list", "--json", "--socket"])
-            .arg(&socket)
-            .output()
-            .ok()
-            .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
-            .unwrap_or(Value::Null)
-    };
     if be_env.iter().any(|(k, _)| *k == "BATON_SMS") {
         // Isolation is claimed once the flood's kernels are confined, after its hello.
         wait_until(
             "the flood's isolation at the daemon",
             Duration::from_secs(20),
-            || listed().to_string().contains("isolated"),
+            || listed(&socket).to_string().contains("isolated"),
         );
     }
-    let list = listed();
+    let list = listed(&socket);
     std::fs::write(&go, b"go").unwrap();
     assert_eq!(finish(hp, "burst"), "burst ok n=8");
     assert_eq!(finish(be, scenario), format!("{scenario} ok n=48"));

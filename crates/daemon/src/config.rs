@@ -56,6 +56,10 @@ pub struct DaemonConfig {
     pub slurm: Option<crate::SlurmConfig>,
     /// Whether the processes of one gang (a multi-GPU job's ranks) are held back together.
     pub gang: GangMode,
+    /// Commands measured shorter than this are short: HPF does not hold their queues back
+    /// for other processes. `None`: HPF's own bound
+    /// ([`SHORT_COMMAND`](baton_policies::SHORT_COMMAND)); zero: no command is short.
+    pub short_command: Option<Duration>,
 }
 
 /// How the daemon treats gangs: the processes of one multi-process job (same `BATON_GANG`,
@@ -123,6 +127,7 @@ impl DaemonConfig {
             kubernetes: None,
             slurm: None,
             gang: GangMode::Independent,
+            short_command: None,
         }
     }
 }

@@ -38,6 +38,10 @@ impl Daemon {
     /// error is reported before anything runs.
     pub fn bind(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
         let policy = cfg.gang.policy(&cfg.policy)?;
+        if let Some(t) = cfg.short_command {
+            baton_policies::GlobalHint::short_command(baton_core::Nanos::from(t))
+                .map_err(|e| DaemonError::BadSetting(format!("--short-command-us: {e}")))?;
+        }
         if let Some(p) = cfg.max_priority {
             if baton_core::Priority::try_from(baton_protocol::WirePriority(p)).is_err() {
                 return Err(DaemonError::BadSetting(format!(
@@ -151,6 +155,12 @@ impl Daemon {
         };
         let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
         let mut core = Core::new(ident, policy, Arc::clone(&clock));
+        if let Some(t) = cfg.short_command {
+            // Checked by `bind`.
+            if let Ok(hint) = baton_policies::GlobalHint::short_command(Nanos::from(t)) {
+                core.set_global_hint(hint);
+            }
+        }
         let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
         if let Some(s) = &cfg.slurm {
             core.set_cluster(Cluster::slurm(SlurmSteps::new(

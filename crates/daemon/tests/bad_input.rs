@@ -369,6 +369,12 @@ fn bad_settings_stop_a_daemon_before_it_starts() {
     assert!(matches!(e, DaemonError::BadSetting(_)), "{e}");
     row_startup("`baton daemon --max-priority 1000`", &e);
 
+    let mut cfg = DaemonConfig::new(dir.join("e.sock"));
+    cfg.short_command = Some(std::time::Duration::from_secs(5));
+    let e = Daemon::bind(cfg).err().expect("refused");
+    assert!(matches!(e, DaemonError::BadSetting(_)), "{e}");
+    row_startup("`baton daemon --short-command-us 5000000`", &e);
+
     // A second daemon on the same socket: refused; the first goes on serving.
     let first = InProcess::start(DaemonConfig::new(dir.join("d.sock")));
     let e = Daemon::bind(DaemonConfig::new(dir.join("d.sock")))

@@ -265,6 +265,29 @@ impl Runtime {
             .clone()
     }
 
+    /// Tells the scheduler how long `e`'s commands take on the GPU, when its queue has measured
+    /// it and it changed since it was last told (`BATON_COMMAND_TIME`; see
+    /// [`Hint::CommandTime`](baton_agent::WireHint::CommandTime)). Called from the guard
+    /// thread, never on a launch.
+    pub(crate) fn report_command_time(&self, e: &StreamEntry) {
+        let Some(s) = self.sched.as_ref().filter(|_| self.cfg.command_time) else {
+            return;
+        };
+        let told = match e.told_command_ns.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(baton_cuda::core::Nanos(ns)),
+        };
+        let Some(t) = e.xq.command_time_news(told) else {
+            return;
+        };
+        e.told_command_ns.store(t.0, Ordering::Relaxed);
+        let wire = baton_agent::WireHint::CommandTime { command_ns: t.0 };
+        match s.hint_queue(e.xq.id(), move |h, _| h.command_time = Some(t), wire) {
+            Ok(()) => tracing::debug!("{:#x}: commands take {t} on the GPU", e.handle as usize),
+            Err(err) => tracing::warn!(error = %err, "command time not sent"),
+        }
+    }
+
     /// Once a context's slice is controlled and the process yields to others
     /// (`BATON_YIELD`), tells the daemon (`Hint::Yielding`, once per process): other processes'
     /// work then does not hold it back, since its slice is short whenever it is outranked.
@@ -517,6 +540,7 @@ impl Runtime {
             capturing: AtomicBool::new(false),
             priority: StreamPriority::new(cuda_priority, priority.get()),
             counts: Default::default(),
+            told_command_ns: AtomicU64::new(0),
         }))
     }
 

@@ -47,6 +47,8 @@ pub(crate) struct StreamEntry {
     /// stream's commands, and how often the submitting thread was held back while it held
     /// Python's interpreter lock, for the report.
     pub(crate) counts: [AtomicU64; 4],
+    /// The command time its scheduler was last told (ns; 0: none yet).
+    pub(crate) told_command_ns: AtomicU64,
 }
 
 /// A stream's scheduling priority: the one it has by default (the process's less its CUDA

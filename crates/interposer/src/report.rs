@@ -97,6 +97,9 @@ struct Queue {
     held_with_python_lock: u64,
     confined_sms: Option<u32>,
     confined_kernels: usize,
+    /// How long one of its commands took on the GPU while it kept the GPU busy (µs, a moving
+    /// average), if measured.
+    command_us: Option<f64>,
 }
 
 /// How many queues the report lists, busiest first.
@@ -139,6 +142,7 @@ impl Report {
                     held_with_python_lock: *held_with_gil,
                     confined_sms: e.xq.hw().confined_sms(),
                     confined_kernels: e.xq.hw().confined_kernels(),
+                    command_us: e.xq.command_time().map(|t| t.0 as f64 / 1e3),
                 }
             })
             .collect();

@@ -354,6 +354,9 @@ impl Runtime {
                 loop {
                     std::thread::sleep(std::time::Duration::from_millis(25));
                     let snap = Snapshot::take(self);
+                    for e in &snap.entries {
+                        self.report_command_time(e);
+                    }
                     // A queue whose lock stays held has a thread inside the driver for it,
                     // launching: one blocked there waits on the device too.
                     let locked = snap.locked() > 0;

@@ -34,6 +34,9 @@ pub(crate) struct Client {
     pub(crate) barrier: Barrier,
     /// A rank: busy-wait kernel time completed.
     pub(crate) spin: Nanos,
+    /// The command time its scheduler was last told, as a process under the interposer tells
+    /// it ([`XQueue::command_time_news`](baton_core::XQueue::command_time_news)).
+    pub(crate) told_command_time: Option<Nanos>,
 }
 
 /// A rank's place at its group's barrier.
@@ -91,6 +94,7 @@ impl Client {
             work: Nanos::ZERO,
             barrier: Barrier::Working,
             spin: Nanos::ZERO,
+            told_command_time: None,
         }
     }
 

@@ -128,6 +128,16 @@ pub fn run(spec: LabSpec) -> LabResult {
             }
         }
         settle(&clients, &inbox, &mut sched, t);
+        for c in &mut clients {
+            // As the interposer's guard thread does: tell the scheduler what the queue measured.
+            if let Route::Scheduled(q) = &c.route
+                && c.spec.measures
+                && let Some(m) = q.command_time_news(c.told_command_time)
+            {
+                c.told_command_time = Some(m);
+                let _ = sched.set_hint(q.id(), Hint::CommandTime(m), t);
+            }
+        }
         if t >= end {
             break;
         }

@@ -133,9 +133,13 @@ pub struct ClientSpec {
     pub deadline: Option<Nanos>,
     /// Scheduled in a context of its own: the context gives the device up within this slice
     /// whenever the queue may be suspended, and the policy is told so
-    /// ([`Hint::Yielding`](baton_policies::Hint::Yielding)), as Baton does on a GPU by
-    /// default between processes.
+    /// ([`Hint::Yielding`](baton_policies::Hint::Yielding)), as `baton run --yield` does on a
+    /// GPU between processes.
     pub yields: Option<Nanos>,
+    /// Whether its scheduler is told how long its commands take once its queue has measured
+    /// it ([`Hint::CommandTime`](baton_policies::Hint::CommandTime)), as a process under the
+    /// interposer does unless `BATON_COMMAND_TIME=off` (default: told).
+    pub measures: bool,
 }
 
 impl ClientSpec {
@@ -156,6 +160,7 @@ impl ClientSpec {
             until: None,
             deadline: None,
             yields: None,
+            measures: true,
         }
     }
 

@@ -18,6 +18,8 @@
 //! | time slice | global | 100 µs..=1 s | up, pup, cfs, mlfq |
 //! | k | global | 1..=1024 (default 1) | kedf |
 //! | active window | global | a pid, or none | awf |
+//! | short command | global | 0..=1 s (0: none is short) | hpf |
+//! | command time | queue (measured by its process) | 1 ns..=1 h | hpf and the policies built on its rank order |
 
 use baton_core::{Nanos, Priority};
 
@@ -125,6 +127,12 @@ pub enum Hint {
     /// within this slice whenever a more urgent queue exists (its own context, no MPS): another
     /// process's work gains little from holding it back.
     Yielding(Nanos),
+    /// How long one of the queue's commands takes on the device while it keeps the device
+    /// busy, as its process measured it ([`XQueue::command_time`]): a measurement, not a
+    /// wish, sent again when it changes.
+    ///
+    /// [`XQueue::command_time`]: baton_core::XQueue::command_time
+    CommandTime(Nanos),
 }
 
 const HOUR: Nanos = Nanos::from_secs(3_600);
@@ -172,6 +180,11 @@ impl Hint {
         Ok(Hint::Upcoming { in_, grace })
     }
 
+    /// A measured command time: 1 ns..=1 h.
+    pub fn command_time(t: Nanos) -> Result<Hint, HintError> {
+        span("command time", t, Nanos(1), HOUR).map(Hint::CommandTime)
+    }
+
     /// A p99 latency target: 10 µs..=10 s.
     pub fn slo_target(p99: Nanos) -> Result<Hint, HintError> {
         span("SLO target", p99, Nanos::from_micros(10), TEN_S).map(Hint::SloTarget)
@@ -201,6 +214,9 @@ pub enum GlobalHint {
     K(u32),
     /// The process owning the focused window, or none.
     ActiveWindow(Option<u32>),
+    /// Commands measured shorter than this are short (HPF's
+    /// [`SHORT_COMMAND`](crate::SHORT_COMMAND) unless given; zero: none is).
+    ShortCommand(Nanos),
 }
 
 impl GlobalHint {
@@ -213,6 +229,12 @@ impl GlobalHint {
             Nanos::from_secs(1),
         )
         .map(GlobalHint::Timeslice)
+    }
+
+    /// The short-command bound: 0..=1 s (zero: no command is short).
+    pub fn short_command(t: Nanos) -> Result<GlobalHint, HintError> {
+        span("short-command bound", t, Nanos::ZERO, Nanos::from_secs(1))
+            .map(GlobalHint::ShortCommand)
     }
 
     /// k of k-EDF: 1..=1024.
@@ -267,6 +289,9 @@ pub struct QueueHints {
     pub isolated: Option<u32>,
     /// Its context's time slice while outranked, if it yields the GPU by time slice.
     pub yielding: Option<Nanos>,
+    /// How long one of its commands takes on the device while it keeps the device busy, once
+    /// its process has measured it.
+    pub command_time: Option<Nanos>,
 }
 
 impl QueueHints {
@@ -295,6 +320,7 @@ impl QueueHints {
             Hint::Gang(g) => self.gang = Some(g),
             Hint::Isolated(sms) => self.isolated = Some(sms),
             Hint::Yielding(slice) => self.yielding = Some(slice),
+            Hint::CommandTime(t) => self.command_time = Some(t),
         }
     }
 }
@@ -324,6 +350,8 @@ pub struct GlobalHints {
     pub k: Option<u32>,
     /// The focused window's process.
     pub active_window: Option<u32>,
+    /// The short-command bound, if given.
+    pub short_command: Option<Nanos>,
 }
 
 impl GlobalHints {
@@ -333,6 +361,7 @@ impl GlobalHints {
             GlobalHint::Timeslice(t) => self.timeslice = Some(t),
             GlobalHint::K(k) => self.k = Some(k),
             GlobalHint::ActiveWindow(p) => self.active_window = p,
+            GlobalHint::ShortCommand(t) => self.short_command = Some(t),
         }
     }
 }

@@ -1,8 +1,17 @@
 //! Highest priority first, per device.
 
-use baton_core::Priority;
+use baton_core::{Nanos, Priority};
 
 use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
+
+/// Another process's queue whose commands take less than this on the device (as measured by
+/// its process, [`Hint::CommandTime`](crate::Hint::CommandTime)) is not held back for a more
+/// urgent process (unless [`GlobalHint::ShortCommand`](crate::GlobalHint::ShortCommand) sets
+/// another bound; `baton daemon --short-command-us`): a service's command waits behind one such command for at most this long,
+/// under 5 % of a 5 ms request, while holding the stream back whenever the service has work
+/// queued costs it most of the device beside a launch-bound service. A training step's
+/// kernels average well under it; a large GEMM takes milliseconds.
+pub const SHORT_COMMAND: Nanos = Nanos::from_micros(250);
 
 /// **HPF** — highest priority first, per device.
 ///
@@ -12,12 +21,17 @@ use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
 /// Queues sharing the top priority run together. When no queue on a device is ready, all run.
 ///
 /// Reads: [`Hint::Priority`](crate::Hint::Priority) (range −100..=100, default 0),
-/// [`Hint::Isolated`](crate::Hint::Isolated) and [`Hint::Yielding`](crate::Hint::Yielding):
-/// an isolated or yielding queue is held back only by its own process's queues (under MPS,
-/// another process's kernels find the SMs an isolated queue leaves free; between time-sliced
-/// contexts, a yielding queue's context gives the GPU up within its short slice). A yielding
-/// queue outranked by another process is still reported suspendable, which is what keeps its
-/// slice short. Work-conserving: some ready queue on each device always runs.
+/// [`Hint::Isolated`](crate::Hint::Isolated), [`Hint::Yielding`](crate::Hint::Yielding) and
+/// [`Hint::CommandTime`](crate::Hint::CommandTime): an isolated or yielding queue, or one
+/// whose commands were measured shorter than [`SHORT_COMMAND`], is held back only by its own
+/// process's queues (under MPS, another process's kernels find the SMs an isolated queue
+/// leaves free; between time-sliced contexts, a yielding queue's context gives the GPU up
+/// within its short slice; a short command holds the device only briefly, whichever way it is
+/// shared, while holding a stream of them back whenever a launch-bound service has work
+/// starves it). Such a queue outranked by another process is still reported suspendable:
+/// that keeps a yielding queue's slice short and a measured queue's window, through which its
+/// commands go on being measured. Work-conserving: some ready queue on each device always
+/// runs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hpf;
 
@@ -27,7 +41,12 @@ impl Policy for Hpf {
     }
 
     fn decide(&mut self, snap: &Snapshot<'_>) -> Decision {
-        rank_first(snap, Scope::PerDevice, |q| q.hints.priority)
+        rank_first_sparing(
+            snap,
+            Scope::PerDevice,
+            |q| q.hints.priority,
+            |q| spared_across(q) || short_commands(q, snap),
+        )
     }
 
     /// Only a queue that outranks another queue on its device can make HPF suspend anything.
@@ -97,17 +116,22 @@ fn preempts_across(q: &QueueView, queue: &QueueView) -> bool {
     queue.hints.isolated.is_none() || q.pid == queue.pid
 }
 
-/// Whether holding `queue` back can help `q`: not when `q` is another process's and `queue`
-/// is isolated, or yields the GPU by time slice ([`Hint::Yielding`](crate::Hint::Yielding):
-/// its context gives the GPU up within its short slice, whatever it has launched, so holding
-/// its launches back would only leave the GPU idle in `q`'s gaps).
-fn holds_across(q: &QueueView, queue: &QueueView) -> bool {
-    !spared_across(queue) || q.pid == queue.pid
-}
-
-/// Whether other processes' work never holds `queue` back: it is isolated or yielding.
+/// Whether other processes' work never holds `queue` back under any priority policy: it is
+/// isolated, or yields the GPU by time slice ([`Hint::Yielding`](crate::Hint::Yielding): its
+/// context gives the GPU up within its short slice, whatever it has launched, so holding its
+/// launches back would only leave the GPU idle in the gaps of more urgent work). Both are
+/// claims a process makes when asked to.
 fn spared_across(queue: &QueueView) -> bool {
     queue.hints.isolated.is_some() || queue.hints.yielding.is_some()
+}
+
+/// Whether `queue`'s commands were measured shorter than [`SHORT_COMMAND`] (or the bound
+/// [`GlobalHint::ShortCommand`](crate::GlobalHint::ShortCommand) sets): HPF, the default
+/// policy, does not hold it back for other processes. Policies whose purpose is to stop lower
+/// work outright (the focused window's, laxity's critical phases) keep holding it.
+fn short_commands(queue: &QueueView, snap: &Snapshot<'_>) -> bool {
+    let bound = snap.global.short_command.unwrap_or(SHORT_COMMAND);
+    queue.hints.command_time.is_some_and(|t| t < bound)
 }
 
 /// One device's priorities, for [`Hpf::attention`].
@@ -173,11 +197,23 @@ pub(crate) enum Scope {
 
 /// The shared core of the priority policies: within each scope, find the highest rank among
 /// ready queues and suspend every queue (ready or idle) ranked lower. Equal top ranks run
-/// together; a scope with no ready queue runs everything.
+/// together; a scope with no ready queue runs everything. An isolated or yielding queue is
+/// held back only by its own process's work.
 pub(crate) fn rank_first<K: Ord>(
     snap: &Snapshot<'_>,
     scope: Scope,
     rank: impl Fn(&QueueView) -> K,
+) -> Decision {
+    rank_first_sparing(snap, scope, rank, spared_across)
+}
+
+/// [`rank_first`], holding a queue for which `spared` says yes back only by its own process's
+/// work.
+fn rank_first_sparing<K: Ord>(
+    snap: &Snapshot<'_>,
+    scope: Scope,
+    rank: impl Fn(&QueueView) -> K,
+    spared: impl Fn(&QueueView) -> bool,
 ) -> Decision {
     let mut d = Decision::default();
     let groups: Vec<Option<DeviceId>> = match scope {
@@ -200,14 +236,12 @@ pub(crate) fn rank_first<K: Ord>(
                     .filter(in_scope)
                     .filter(|q| rank(q) < top)
                     .filter(|q| {
-                        // An isolated or yielding queue is held back only by its own
-                        // process's work.
-                        !spared_across(q)
+                        !spared(q)
                             || snap
                                 .queues
                                 .iter()
                                 .filter(in_scope)
-                                .any(|p| p.ready && rank(p) > rank(q) && holds_across(p, q))
+                                .any(|p| p.ready && rank(p) > rank(q) && p.pid == q.pid)
                     })
                     .map(|q| q.id),
             );
@@ -254,16 +288,15 @@ mod tests {
         assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
     }
 
-    #[test]
-    fn a_yielding_queue_is_held_back_by_its_own_process_only_but_stays_suspendable() {
-        // Process 1's service beside process 2's flood in a time-sliced context of its own
-        // (yielding): the service does not hold the flood back, yet the flood is reported
-        // suspendable, which keeps its context's slice short; process 2's own urgent stream
-        // still holds it back.
+    /// Process 1's service (queue 1) beside process 2's flood (queue 2, set up by `flood`)
+    /// and process 2's idle urgent stream (queue 3): the service does not hold the flood
+    /// back, yet the flood is reported suspendable; once process 2's own urgent stream is
+    /// ready, it holds the flood back. The queues, that stream left ready.
+    fn spared_but_suspendable(flood: impl Fn(&mut QueueView)) -> [QueueView; 3] {
         let mut qs = [q(1, 0, 10, true), q(2, 0, 0, true), q(3, 0, 5, false)];
         qs[1].pid = 2;
         qs[2].pid = 2;
-        qs[1].hints.yielding = Some(Nanos::from_micros(100));
+        flood(&mut qs[1]);
         let snap = Snapshot::new(Nanos::ZERO, &qs);
         assert!(Hpf.decide(&snap).suspend.iter().all(|&id| id != qs[1].id));
         assert!(Hpf.may_suspend(&snap, &qs[1]));
@@ -271,11 +304,44 @@ mod tests {
         qs[2].ready = true;
         let snap = Snapshot::new(Nanos::ZERO, &qs);
         assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
+        qs
+    }
+
+    #[test]
+    fn a_yielding_queue_is_held_back_by_its_own_process_only_but_stays_suspendable() {
+        // Process 1's service beside process 2's flood in a time-sliced context of its own
+        // (yielding): the service does not hold the flood back, yet the flood is reported
+        // suspendable, which keeps its context's slice short; process 2's own urgent stream
+        // still holds it back.
+        let qs = spared_but_suspendable(|f| f.hints.yielding = Some(Nanos::from_micros(100)));
         // Alone on the device, nothing outranks it: it runs with its normal slice.
         let alone = [qs[1]];
         let snap = Snapshot::new(Nanos::ZERO, &alone);
         assert!(!Hpf.may_suspend(&snap, &alone[0]));
         assert_eq!(Hpf.attention(&snap), vec![(false, false)]);
+    }
+
+    #[test]
+    fn a_queue_of_short_commands_is_held_back_by_its_own_process_only() {
+        // Process 2's training job beside process 1's service: measured short, it is not held
+        // back for the service but stays suspendable (its window keeps measuring it); once its
+        // commands are measured long, the service holds it back again.
+        let mut qs =
+            spared_but_suspendable(|f| f.hints.command_time = Some(Nanos::from_micros(60)));
+        qs[2].ready = false;
+        for long in [SHORT_COMMAND, Nanos::from_micros(1600)] {
+            qs[1].hints.command_time = Some(long);
+            let snap = Snapshot::new(Nanos::ZERO, &qs);
+            assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id), "{long}");
+        }
+        // The operator's bound instead of the default; none is short under a zero bound.
+        let mut snap = Snapshot::new(Nanos::ZERO, &qs);
+        snap.global.short_command = Some(Nanos::from_millis(2));
+        assert!(!Hpf.decide(&snap).suspend.contains(&qs[1].id));
+        qs[1].hints.command_time = Some(Nanos::from_micros(60));
+        let mut snap = Snapshot::new(Nanos::ZERO, &qs);
+        snap.global.short_command = Some(Nanos::ZERO);
+        assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
     }
 
     #[test]

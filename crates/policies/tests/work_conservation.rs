@@ -65,8 +65,12 @@ fn view(i: usize, q: &Q) -> QueueView {
     v.suspended = q.suspended;
     v.since = Nanos::from_micros(q.since_us);
     v.served = Nanos::from_micros(q.served_us);
-    // Some queues have had work before, some never (HPF tells them apart).
+    // Some queues have had work before, some never (HPF tells them apart); some have a
+    // measured command time, short or long (HPF spares short ones from other processes).
     v.jobs = q.served_us % 3;
+    if q.since_us % 3 == 1 {
+        v.hints.command_time = Some(Nanos::from_micros(q.served_us % 1_000 + 1));
+    }
     v.hints.priority = Priority::new(q.priority).unwrap();
     v.hints.utilization = q
         .share
@@ -94,6 +98,7 @@ proptest! {
         nice in proptest::collection::vec(-20i32..=19, 3),
         k in 1u32..4,
         active in 0u32..4,
+        short_us in proptest::option::of(0u64..1_000),
     ) {
         let processes: Vec<ProcessView> = (1u32..4)
             .map(|pid| ProcessView {
@@ -120,6 +125,7 @@ proptest! {
                         timeslice: None,
                         k: Some(k),
                         active_window: (active > 0).then_some(active),
+                        short_command: short_us.map(Nanos::from_micros),
                     },
                     ..Snapshot::new(now, &views)
                 };

@@ -101,6 +101,14 @@ pub enum Hint {
         /// Its time slice while outranked, in nanoseconds.
         slice_ns: u64,
     },
+    /// How long one of the queue's commands takes on the device while the queue keeps the
+    /// device busy, as its process measured it (`1..=` one hour): priority policies do not
+    /// hold a queue of short commands back for other processes. Sent again when it changes.
+    /// Queue only.
+    CommandTime {
+        /// The measured time per command, in nanoseconds.
+        command_ns: u64,
+    },
 }
 
 /// The kinds of [`Hint`], to name one without a value.
@@ -129,11 +137,13 @@ pub enum HintKind {
     Isolated,
     /// [`Hint::Yielding`].
     Yielding,
+    /// [`Hint::CommandTime`].
+    CommandTime,
 }
 
 impl HintKind {
     /// Every kind.
-    pub const ALL: [HintKind; 11] = [
+    pub const ALL: [HintKind; 12] = [
         HintKind::Priority,
         HintKind::Utilization,
         HintKind::TimeSlice,
@@ -145,6 +155,7 @@ impl HintKind {
         HintKind::Gang,
         HintKind::Isolated,
         HintKind::Yielding,
+        HintKind::CommandTime,
     ];
 
     /// The scopes a hint of this kind may be given for.
@@ -154,6 +165,7 @@ impl HintKind {
             HintKind::ActiveWindow | HintKind::Gang | HintKind::Isolated | HintKind::Yielding => {
                 &[Scope::Process]
             }
+            HintKind::CommandTime => &[Scope::Queue],
             _ => &[Scope::Queue, Scope::Process],
         }
     }
@@ -173,6 +185,7 @@ impl fmt::Display for HintKind {
             HintKind::Gang => "gang",
             HintKind::Isolated => "isolated",
             HintKind::Yielding => "yielding",
+            HintKind::CommandTime => "command time",
         })
     }
 }
@@ -217,6 +230,7 @@ impl Hint {
             Hint::Gang { .. } => HintKind::Gang,
             Hint::Isolated { .. } => HintKind::Isolated,
             Hint::Yielding { .. } => HintKind::Yielding,
+            Hint::CommandTime { .. } => HintKind::CommandTime,
             Hint::Clear(kind) => *kind,
         }
     }
@@ -261,6 +275,9 @@ impl Hint {
             Hint::Isolated { sms } => check::range("sms", sms, 1, MAX_SMS),
             Hint::Yielding { slice_ns } => {
                 check::range("slice_ns", slice_ns, MIN_TIME_SLICE_NS, MAX_TIME_SLICE_NS)
+            }
+            Hint::CommandTime { command_ns } => {
+                check::range("command_ns", command_ns, 1, MAX_DURATION_NS)
             }
             Hint::Upcoming {
                 arrives_in_ns,

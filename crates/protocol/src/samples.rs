@@ -34,6 +34,7 @@ pub fn hints() -> Vec<Hint> {
         Hint::Gang { id: 0x5eed_6a46 },
         Hint::Isolated { sms: 112 },
         Hint::Yielding { slice_ns: 100_000 },
+        Hint::CommandTime { command_ns: 60_000 },
     ]
 }
 

@@ -64,6 +64,8 @@ fn hint() -> impl Strategy<Value = Hint> {
         any::<u64>().prop_map(|id| Hint::Gang { id }),
         (1u32..=baton_protocol::MAX_SMS).prop_map(|sms| Hint::Isolated { sms }),
         (MIN_TIME_SLICE_NS..=MAX_TIME_SLICE_NS).prop_map(|slice_ns| Hint::Yielding { slice_ns }),
+        (1..=baton_protocol::MAX_DURATION_NS)
+            .prop_map(|command_ns| Hint::CommandTime { command_ns }),
     ]
 }
 
@@ -156,8 +158,9 @@ fn agent_message() -> impl Strategy<Value = AgentMessage> {
                     | HintKind::Gang
                     | HintKind::Isolated
                     | HintKind::Yielding,
-                )
-                | (None, _) => AgentTarget::Process,
+                ) => AgentTarget::Process,
+                (None, HintKind::CommandTime) => AgentTarget::Queue(QueueId(0)),
+                (None, _) => AgentTarget::Process,
                 (Some(q), _) => AgentTarget::Queue(QueueId(q)),
             };
             let hint = match hint {
@@ -230,6 +233,17 @@ fn request() -> impl Strategy<Value = Request> {
                         Target::Process { pid } => pid,
                         _ => 1,
                     },
+                },
+                HintKind::CommandTime => match t {
+                    Target::Queue(q) => Target::Queue(q),
+                    Target::Process { pid } => Target::Queue(QueueRef {
+                        pid,
+                        queue: QueueId(1),
+                    }),
+                    _ => Target::Queue(QueueRef {
+                        pid: 1,
+                        queue: QueueId(1),
+                    }),
                 },
                 _ => t,
             };

@@ -206,6 +206,9 @@ fn max_hints(scope: Scope) -> Vec<Hint> {
         Hint::Gang { id: u64::MAX },
         Hint::Isolated { sms: 112 },
         Hint::Yielding { slice_ns: 100_000 },
+        Hint::CommandTime {
+            command_ns: baton_protocol::MAX_DURATION_NS,
+        },
     ]
     .into_iter()
     .filter(|h| h.check_scope(scope).is_ok())

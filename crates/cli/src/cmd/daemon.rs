@@ -71,6 +71,11 @@ pub struct DaemonArgs {
     /// decides each device alone (see docs/MULTI_GPU.md).
     #[arg(long, value_name = "MODE", default_value = "independent", value_parser = ["independent", "together"])]
     gang: String,
+    /// Commands measured shorter than this many µs are short: HPF does not hold a program's
+    /// stream of short commands back for other programs (0: none is short, every stream is
+    /// held back as any other) [default: $BATON_SHORT_COMMAND_US, else 250].
+    #[arg(long, value_name = "US")]
+    short_command_us: Option<u64>,
     /// Exit once no program has been scheduled for this many seconds (how `baton run`
     /// starts the daemon it needs).
     #[arg(long, value_name = "S", hide = true)]
@@ -113,6 +118,16 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
     cfg.lease = (args.lease_ms > 0).then(|| Duration::from_millis(args.lease_ms));
     cfg.stall = (args.stall_ms > 0).then(|| Duration::from_millis(args.stall_ms));
     cfg.max_priority = args.max_priority;
+    let short = match args.short_command_us {
+        Some(us) => Some(us),
+        None => match std::env::var("BATON_SHORT_COMMAND_US") {
+            Ok(v) => Some(v.trim().parse::<u64>().with_context(|| {
+                format!("BATON_SHORT_COMMAND_US={v}: give a whole number of µs")
+            })?),
+            Err(_) => None,
+        },
+    };
+    cfg.short_command = short.map(Duration::from_micros);
     if args.kubernetes {
         let node = args
             .kubernetes_node

@@ -87,22 +87,31 @@ pub fn burst(s: &Session) -> Result<String, AppError> {
     Ok(format!("burst ok n={BURST}"))
 }
 
-/// A best-effort flood for as long as another program needs one: 1 ms kernels, at most four
-/// waiting on the stream, until `$BATON_TEST_FLOOD_S` seconds (default 60) have passed or the
-/// process is killed. The contention tests run every scenario beside it.
-pub fn be_flood(s: &Session) -> Result<String, AppError> {
-    let (g, k) = (&s.gpu, &s.k);
-    let seconds = std::env::var("BATON_TEST_FLOOD_S")
+/// `$name` as a whole number, or `default` when unset or not one.
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(60);
+        .unwrap_or(default)
+}
+
+/// A best-effort flood for as long as another program needs one: kernels of
+/// `$BATON_TEST_FLOOD_US` µs (default 1000), the stream synchronized after every
+/// `$BATON_TEST_FLOOD_DEPTH` (default 4), until `$BATON_TEST_FLOOD_S` seconds (default 60) have
+/// passed or the process is killed. The contention tests run every scenario beside it; a deep
+/// flood of short kernels is a training loop running ahead of the GPU.
+pub fn be_flood(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let seconds = env_u64("BATON_TEST_FLOOD_S", 60);
+    let us = env_u64("BATON_TEST_FLOOD_US", 1_000);
+    let depth = env_u64("BATON_TEST_FLOOD_DEPTH", 4).max(1);
     let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut n = 0u64;
     while Instant::now() < until {
-        g.launch(k.spin, stream, &[crate::gpu::KArg::U64(1_000)])?;
+        g.launch(k.spin, stream, &[crate::gpu::KArg::U64(us)])?;
         n += 1;
-        if n % 4 == 0 {
+        if n % depth == 0 {
             g.sync(stream)?;
         }
     }

@@ -5,7 +5,7 @@
 
 use baton_core::{Level, Nanos, Priority};
 use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, SpanRange, Workload, run};
-use baton_policies::{Hint, by_name};
+use baton_policies::{GlobalHint, Hint, by_name};
 
 /// How long every run lasts.
 pub const RUN: Nanos = Nanos::from_secs(10);
@@ -55,7 +55,17 @@ pub fn flood(kernel: SpanRange, sms: u32) -> ClientSpec {
 
 /// Runs `clients` under `policy`, or natively (no XQueues) with `None`.
 pub fn lab(policy: Option<&str>, clients: Vec<ClientSpec>) -> LabResult {
+    lab_with(policy, Vec::new(), clients)
+}
+
+/// [`lab`] with scheduler-wide hints `global` in force from the start.
+pub fn lab_with(
+    policy: Option<&str>,
+    global: Vec<GlobalHint>,
+    clients: Vec<ClientSpec>,
+) -> LabResult {
     let mut spec = LabSpec::new(by_name(policy.unwrap_or("hpf")).unwrap(), RUN);
+    spec.global = global;
     spec.idle_linger = Some(Nanos::from_micros(300));
     spec.clients = clients
         .into_iter()
@@ -84,9 +94,19 @@ pub fn cell(policy: Option<&str>, be: ClientSpec) -> Cell {
 
 /// One cell: `hp` beside `be` under `policy` (natively with `None`).
 pub fn cell_with(policy: Option<&str>, hp: ClientSpec, be: ClientSpec) -> Cell {
-    let alone = lab(policy, vec![hp.clone()]);
-    let be_alone = lab(policy, vec![be.clone()]);
-    let both = lab(policy, vec![hp, be]);
+    cell_global(policy, Vec::new(), hp, be)
+}
+
+/// [`cell_with`] with scheduler-wide hints `global`.
+pub fn cell_global(
+    policy: Option<&str>,
+    global: Vec<GlobalHint>,
+    hp: ClientSpec,
+    be: ClientSpec,
+) -> Cell {
+    let alone = lab_with(policy, global.clone(), vec![hp.clone()]);
+    let be_alone = lab_with(policy, global.clone(), vec![be.clone()]);
+    let both = lab_with(policy, global, vec![hp, be]);
     let hp_alone = alone.client("hp");
     Cell {
         hp_p99_ratio: both.client("hp").latency(0.99).0 as f64 / hp_alone.latency(0.99).0 as f64,
