@@ -12,7 +12,9 @@ Modes: native; baton (`baton run --priority 10` / `--priority 0`, `--local` in P
 baton-l3 (BE at `--level 3`, S only). Only when --modes names them: baton-yield (BE at
 `--priority 0 --yield`: never held back for HP, its context's time slice short instead; S),
 baton-w2 (BE at `--priority 0 --threshold 2 --batch 1`: held as by default, with two commands
-in flight instead of sixteen; S),
+in flight instead of sixteen; S), baton-unmeasured (BE with `BATON_COMMAND_TIME=off`: its
+command time never told, so held back whenever HP has work even when its commands are short,
+as before command times were measured; S and M),
 baton-sms (BE on part of the SMs, nothing held; M and P) and baton-reserve (BE at `--priority 0
 --sms`, isolated under MPS; M).
 
@@ -45,9 +47,10 @@ MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["
 # `--sms`, never held: the spatial reservation alone, where HP and BE overlap); baton-reserve
 # (MPS only: BE at `--priority 0 --sms`, under the daemon, which sees it isolated and does not
 # hold it for HP).
-EXTRA_MODES = {"S": ["baton-yield", "baton-w2"], "M": ["baton-sms", "baton-reserve"], "P": ["baton-sms"]}
+EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured"],
+               "M": ["baton-sms", "baton-reserve", "baton-unmeasured"], "P": ["baton-sms"]}
 # Modes whose BE runs beside baton's HP process (they share it).
-SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve")
+SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve", "baton-unmeasured")
 # SMs left to BE in baton-sms (of 132 on an H100).
 BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
@@ -231,6 +234,8 @@ class Matrix:
         if setup == "P":
             return [self.baton, "run", "--local", *pol, "--"]
         prio = ["--priority", "10" if role == "hp" else "0"]
+        if mode == "baton-unmeasured" and role == "be":
+            return ["env", "BATON_COMMAND_TIME=off", self.baton, "run", *prio, "--"]
         lvl = ["--level", "3"] if (mode == "baton-l3" and role == "be") else []
         lvl += ["--yield"] if (mode == "baton-yield" and role == "be") else []
         lvl += ["--threshold", "2", "--batch", "1"] if (mode == "baton-w2" and role == "be") else []
