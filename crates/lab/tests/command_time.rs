@@ -9,7 +9,8 @@
 //! queue is busy with commands waiting behind the window, which is when a queue is measured.
 //! - **Short kernels** (20–100 µs, a training step's): held back whenever the service has
 //!   work, the flood starves. Measured short (`Hint::CommandTime` under
-//!   [`SHORT_COMMAND`](baton_policies::SHORT_COMMAND), 250 µs), it is not held back: each of
+//!   [`SHORT_COMMAND`](baton_policies::SHORT_COMMAND), 250 µs), it is neither held back nor
+//!   kept in a launch window: each of
 //!   the service's kernels waits for at most one of them, within the host's 80 µs before its
 //!   next launch, and the flood gets what the service leaves.
 //! - **Long kernels** (1.5–3 ms, a large GEMM's): measured long, the flood is held back exactly
@@ -18,8 +19,9 @@
 //!   held back, they make every kernel of the service wait past its host's next launch, and
 //!   the waits add up (×2 in this model). A bound under the gap
 //!   (`GlobalHint::ShortCommand`, `baton daemon --short-command-us 80`) holds them back again.
-//!   The bound is fixed because a service's gaps are not measured; on the H100 a training
-//!   step's commands (about 110 µs) did not slow the decoder beside them (docs/benchmarks/matrix/command-time/).
+//!   The bound is fixed because a service's gaps are not measured; on the H100, beside a
+//!   training step's commands (about 110 µs), the decoder's pooled p99 was native
+//!   co-location's (docs/benchmarks/matrix/command-time/).
 
 mod support;
 
