@@ -14,7 +14,9 @@ baton-l3 (BE at `--level 3`, S only). Only when --modes names them: baton-yield 
 baton-w2 (BE at `--priority 0 --threshold 2 --batch 1`: held as by default, with two commands
 in flight instead of sixteen; S), baton-unmeasured (BE with `BATON_COMMAND_TIME=off`: its
 command time never told, so held back whenever HP has work even when its commands are short,
-as before command times were measured; S and M),
+as before command times were measured; S and M), baton-w256 (BE at `--priority 0 --threshold
+256 --batch 32`: as by default, with a window of 256 commands and a sync point every 32; S
+and M),
 baton-sms (BE on part of the SMs, nothing held; M and P) and baton-reserve (BE at `--priority 0
 --sms`, isolated under MPS; M).
 
@@ -47,10 +49,11 @@ MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["
 # `--sms`, never held: the spatial reservation alone, where HP and BE overlap); baton-reserve
 # (MPS only: BE at `--priority 0 --sms`, under the daemon, which sees it isolated and does not
 # hold it for HP).
-EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured"],
-               "M": ["baton-sms", "baton-reserve", "baton-unmeasured"], "P": ["baton-sms"]}
+EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256"],
+               "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256"], "P": ["baton-sms"]}
 # Modes whose BE runs beside baton's HP process (they share it).
-SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve", "baton-unmeasured")
+SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve", "baton-unmeasured",
+             "baton-w256")
 # SMs left to BE in baton-sms (of 132 on an H100).
 BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
@@ -239,6 +242,7 @@ class Matrix:
         lvl = ["--level", "3"] if (mode == "baton-l3" and role == "be") else []
         lvl += ["--yield"] if (mode == "baton-yield" and role == "be") else []
         lvl += ["--threshold", "2", "--batch", "1"] if (mode == "baton-w2" and role == "be") else []
+        lvl += ["--threshold", "256", "--batch", "32"] if (mode == "baton-w256" and role == "be") else []
         return [self.baton, "run", *prio, *lvl, "--"]
 
     def start(self, setup, env):
