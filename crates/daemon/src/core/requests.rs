@@ -225,8 +225,9 @@ impl Core {
         self.refresh(&gids);
     }
 
-    /// Keeps a device-wide or machine-wide hint (read by policies that use one, such as
-    /// k-EDF's `k`).
+    /// Keeps a device-wide or machine-wide hint. A machine-wide k-EDF `k` is the policy's
+    /// (`GlobalHint::K`; cleared, the default 1); a device's is kept and listed, but k-EDF
+    /// reads one k for every device.
     fn set_wide_hint(&mut self, target: &Target, hint: Hint) {
         let now = self.now().0;
         if let Trace::Recording(t) = &mut self.trace {
@@ -234,7 +235,18 @@ impl Core {
         }
         match target {
             Target::Device { id } => self.device_hints.entry(id.clone()).or_default().apply(hint),
-            _ => self.all_hints.apply(hint),
+            _ => {
+                self.all_hints.apply(hint);
+                if hint.kind() == baton_protocol::HintKind::KEdf {
+                    let k = match self.all_hints.get(baton_protocol::HintKind::KEdf) {
+                        Some(Hint::KEdf { k }) => k,
+                        _ => 1,
+                    };
+                    if let Ok(g) = baton_policies::GlobalHint::k(i64::from(k)) {
+                        self.set_global_hint(g);
+                    }
+                }
+            }
         }
     }
 

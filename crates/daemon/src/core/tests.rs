@@ -572,3 +572,20 @@ mod lease;
 mod service;
 mod slurm;
 mod stall;
+
+#[test]
+fn a_machine_wide_k_reaches_the_policy_and_its_clear_restores_the_default() {
+    let mut c = core();
+    let hint = |h| Request::Hint {
+        target: Target::All,
+        hint: h,
+    };
+    assert_eq!(
+        request(&mut c, 0, hint(baton_protocol::Hint::KEdf { k: 3 })),
+        Reply::Done
+    );
+    assert_eq!(c.sched.global_hints().k, Some(3));
+    let clear = baton_protocol::Hint::Clear(baton_protocol::HintKind::KEdf);
+    assert_eq!(request(&mut c, 0, hint(clear)), Reply::Done);
+    assert_eq!(c.sched.global_hints().k, Some(1));
+}
