@@ -129,7 +129,9 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
     // queue runs with commands waiting behind its window. Its process measures how long they
     // take and tells the daemon; HPF then does not hold it back for the burst. The fake
     // driver adds its own time to every command, a few hundred µs on a loaded machine, so the
-    // daemon (started by the burst's `baton run`) counts commands under 5 ms as short.
+    // daemon (started by the burst's `baton run`) counts commands under 5 ms as short. The
+    // burst's kernels take 10 ms each (80 ms in all), and the flood runs for 8 s, long enough
+    // to be measured and still be running when the burst comes on a loaded machine.
     let dir = temp_dir("global-short");
     let socket = dir.join("baton.sock");
     let go = dir.join("go");
@@ -140,7 +142,10 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
         &hp_log,
         &socket,
         &go,
-        &[("BATON_SHORT_COMMAND_US", "5000")],
+        &[
+            ("BATON_SHORT_COMMAND_US", "5000"),
+            ("FAKE_CUDA_KERNEL_US", "10000"),
+        ],
     );
     wait_registered(&socket, hp.id());
     let be = under_baton(
@@ -153,7 +158,7 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
             ("FAKE_CUDA_KERNEL_US", "0"),
             ("BATON_TEST_FLOOD_US", "100"),
             ("BATON_TEST_FLOOD_DEPTH", "64"),
-            ("BATON_TEST_FLOOD_S", "2"),
+            ("BATON_TEST_FLOOD_S", "8"),
         ],
     );
     let mut told = Value::Null;
@@ -186,13 +191,19 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
         .arg(&socket)
         .output();
     let (start, end) = burst_window(&hp_log, GRACE_NS);
-    let during = launch_calls(&log_lines(&be_log))
-        .into_iter()
-        .filter(|t| *t > start + GRACE_NS && *t < end)
+    let calls = launch_calls(&log_lines(&be_log));
+    assert!(
+        calls.last().is_some_and(|t| *t > end),
+        "the flood ended before the burst did: nothing to judge"
+    );
+    let during = calls
+        .iter()
+        .filter(|t| **t > start + GRACE_NS && **t < end)
         .count();
     assert!(
         during > 0,
-        "no flood launch reached the driver while the burst ran: it was held back"
+        "no flood launch reached the driver while the burst ran ({} ms): it was held back",
+        (end - start) / 1_000_000
     );
 }
 
