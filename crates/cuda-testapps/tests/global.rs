@@ -186,10 +186,7 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
     std::fs::write(&go, b"go").unwrap();
     assert_eq!(finish(hp, "burst"), "burst ok n=8");
     assert!(finish(be, "be-flood").starts_with("be-flood ok"));
-    let _ = Command::new(baton_binary())
-        .args(["daemon", "--stop", "--socket"])
-        .arg(&socket)
-        .output();
+    stop_daemon(&socket);
     let (start, end) = burst_window(&hp_log, GRACE_NS);
     let calls = launch_calls(&log_lines(&be_log));
     assert!(
@@ -205,6 +202,14 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
         "no flood launch reached the driver while the burst ran ({} ms): it was held back",
         (end - start) / 1_000_000
     );
+}
+
+/// Stops the daemon serving `socket` (the programs' `baton run` started it).
+fn stop_daemon(socket: &Path) {
+    let _ = Command::new(baton_binary())
+        .args(["daemon", "--stop", "--socket"])
+        .arg(socket)
+        .output();
 }
 
 /// The daemon's list, as `baton list --json` prints it (null if it cannot be read).
@@ -257,10 +262,7 @@ fn beside_burst(name: &str, scenario: &str, be_env: &[(&str, &str)]) -> Beside {
     std::fs::write(&go, b"go").unwrap();
     assert_eq!(finish(hp, "burst"), "burst ok n=8");
     assert_eq!(finish(be, scenario), format!("{scenario} ok n=48"));
-    let _ = Command::new(baton_binary())
-        .args(["daemon", "--stop", "--socket"])
-        .arg(&socket)
-        .output();
+    stop_daemon(&socket);
 
     let (start, end) = burst_window(&hp_log, GRACE_NS);
     let be_calls = launch_calls(&log_lines(&be_log));

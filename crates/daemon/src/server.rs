@@ -29,6 +29,8 @@ pub struct Daemon {
     bound: Bound,
     metrics: Option<std::net::TcpListener>,
     policy: Box<dyn baton_policies::Policy>,
+    /// The settings the policy reads as scheduler-wide hints (`--short-command-us`), checked.
+    global: Vec<baton_policies::GlobalHint>,
     /// The API server to take pods' priorities from (`--kubernetes`).
     pods: Option<ApiServer>,
 }
@@ -38,10 +40,13 @@ impl Daemon {
     /// error is reported before anything runs.
     pub fn bind(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
         let policy = cfg.gang.policy(&cfg.policy)?;
-        if let Some(t) = cfg.short_command {
-            baton_policies::GlobalHint::short_command(baton_core::Nanos::from(t))
-                .map_err(|e| DaemonError::BadSetting(format!("--short-command-us: {e}")))?;
-        }
+        let global = cfg
+            .short_command
+            .map(|t| baton_policies::GlobalHint::short_command(Nanos::from(t)))
+            .transpose()
+            .map_err(|e| DaemonError::BadSetting(format!("--short-command-us: {e}")))?
+            .into_iter()
+            .collect();
         if let Some(p) = cfg.max_priority {
             if baton_core::Priority::try_from(baton_protocol::WirePriority(p)).is_err() {
                 return Err(DaemonError::BadSetting(format!(
@@ -83,6 +88,7 @@ impl Daemon {
             bound,
             metrics,
             policy,
+            global,
             pods,
         })
     }
@@ -126,6 +132,7 @@ impl Daemon {
             bound,
             metrics,
             policy,
+            global,
             pods,
         } = self;
         bound
@@ -155,11 +162,8 @@ impl Daemon {
         };
         let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
         let mut core = Core::new(ident, policy, Arc::clone(&clock));
-        if let Some(t) = cfg.short_command {
-            // Checked by `bind`.
-            if let Ok(hint) = baton_policies::GlobalHint::short_command(Nanos::from(t)) {
-                core.set_global_hint(hint);
-            }
+        for hint in global {
+            core.set_global_hint(hint);
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
         if let Some(s) = &cfg.slurm {

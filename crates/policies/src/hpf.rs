@@ -7,10 +7,11 @@ use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
 /// Another process's queue whose commands take less than this on the device (as measured by
 /// its process, [`Hint::CommandTime`](crate::Hint::CommandTime)) is not held back for a more
 /// urgent process (unless [`GlobalHint::ShortCommand`](crate::GlobalHint::ShortCommand) sets
-/// another bound; `baton daemon --short-command-us`): a service's command waits behind one such command for at most this long,
-/// under 5 % of a 5 ms request, while holding the stream back whenever the service has work
-/// queued costs it most of the device beside a launch-bound service. A training step's
-/// kernels average well under it; a large GEMM takes milliseconds.
+/// another bound; `baton daemon --short-command-us`): a service's command waits behind one
+/// such command for at most this long, under 5 % of a 5 ms request, while holding the stream
+/// back whenever the service has work queued costs it most of the device beside a
+/// launch-bound service. A training step's kernels average well under it; a large GEMM takes
+/// milliseconds.
 pub const SHORT_COMMAND: Nanos = Nanos::from_micros(250);
 
 /// **HPF** — highest priority first, per device.
@@ -68,9 +69,9 @@ impl Policy for Hpf {
     /// A queue of short commands is spared by other processes and runs without its window
     /// too, as an isolated one does: the window would cost it its speed (with 16 commands of
     /// 110 µs in flight, ResNet-50 training kept 81–94 % of what it got with 256 beside the
-    /// matrix's services on an H100) and only bounds a hold that never comes. Its measure then stands as last told
-    /// until it is bounded again (its own process's more urgent stream, or a bound lowered
-    /// under it).
+    /// matrix's services on an H100) and only bounds a hold that never comes. Its measure then
+    /// stands as last told until it is bounded again (its own process's more urgent stream, or
+    /// a bound lowered under it).
     fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         may_suspend_sparing(snap, queue, true)
     }
@@ -83,11 +84,11 @@ impl Policy for Hpf {
 /// [`Hpf::may_suspend`], sparing queues of short commands (`short`) or not (as the policies
 /// built on HPF's plain rank order must answer).
 pub(crate) fn may_suspend_sparing(snap: &Snapshot<'_>, queue: &QueueView, short: bool) -> bool {
-    let spared = short && short_commands(queue, snap);
+    let unbounded_across = unbounded_across(queue, snap, short);
     snap.on_device(queue.device).any(|q| {
         q.hints.priority > queue.hints.priority
             && counts_against(q, queue)
-            && (preempts_across(q, queue) && !spared || q.pid == queue.pid)
+            && (q.pid == queue.pid || !unbounded_across)
     })
 }
 
@@ -113,8 +114,8 @@ pub(crate) fn attention_sparing(snap: &Snapshot<'_>, short: bool) -> Vec<(bool, 
                 .iter()
                 .find(|r| r.device == q.device)
                 .map_or((false, false), |r| r.answer(q));
-            // Isolated queues and queues of short commands are few: their own scan.
-            if q.hints.isolated.is_some() || short && short_commands(q, snap) {
+            // Queues other processes do not bound are few: their own scan.
+            if unbounded_across(q, snap, short) {
                 (a.0, may_suspend_sparing(snap, q, short))
             } else {
                 a
@@ -128,11 +129,12 @@ fn counts_against(q: &QueueView, queue: &QueueView) -> bool {
     q.ready || q.jobs > 0 || q.pid != queue.pid
 }
 
-/// Whether `q`, ranked above `queue`, makes `queue` suspendable at all: not when `queue` is
-/// isolated ([`Hint::Isolated`](crate::Hint::Isolated): its kernels run on SMs other
-/// processes' work is kept off) and `q` is another process's.
-fn preempts_across(q: &QueueView, queue: &QueueView) -> bool {
-    queue.hints.isolated.is_none() || q.pid == queue.pid
+/// Whether other processes' queues never make `queue` suspendable, so it runs without its
+/// window for them: it is isolated ([`Hint::Isolated`](crate::Hint::Isolated): its kernels
+/// run on SMs other processes' work is kept off), or (when `short` commands are spared) its
+/// commands are short.
+fn unbounded_across(queue: &QueueView, snap: &Snapshot<'_>, short: bool) -> bool {
+    queue.hints.isolated.is_some() || short && short_commands(queue, snap)
 }
 
 /// Whether other processes' work never holds `queue` back under any priority policy: it is

@@ -43,8 +43,9 @@ impl<H: HwQueue> XQueue<H> {
 
     /// How long one of its commands takes on the device while the queue keeps the device busy
     /// (a moving average, other contexts' share of the device included), once measured: only
-    /// a queue with commands buffered behind a full window is measured, so a queue bound by
-    /// its own launching, or one launching without a window, stays unmeasured.
+    /// completions seen as they happen with more commands already in flight count (for a
+    /// worker-driven queue, while commands wait behind its window), so a queue bound by its
+    /// own launching, or one launching without a window, stays unmeasured.
     pub fn command_time(&self) -> Option<crate::Nanos> {
         match self
             .shared

@@ -29,12 +29,6 @@ use crate::peer::Peer;
 pub(crate) struct Refusal(String);
 
 impl Core {
-    /// Puts a scheduler-wide hint in force (the daemon's own settings).
-    pub(crate) fn set_global_hint(&mut self, hint: baton_policies::GlobalHint) {
-        let now = self.now();
-        self.sched.set_global_hint(hint, now);
-    }
-
     /// Takes the cluster's priorities from now on.
     pub(crate) fn set_cluster(&mut self, cluster: Cluster) {
         self.cluster = Some(cluster);

@@ -226,6 +226,12 @@ impl Core {
         self.clock.now()
     }
 
+    /// Puts a scheduler-wide hint in force: the daemon's own settings, a machine-wide k.
+    pub(crate) fn set_global_hint(&mut self, hint: baton_policies::GlobalHint) {
+        let now = self.now();
+        self.sched.set_global_hint(hint, now);
+    }
+
     /// When the core wants to decide again, on its clock: the policy's wake-up or the next
     /// lease check, whichever comes first.
     pub(crate) fn next_wake(&self) -> Option<Nanos> {
