@@ -10,7 +10,8 @@
 //! | `BATON_KEEP_WINDOW` | `on`: keep the launch window even for queues the policy cannot suspend now (bounds what a higher-priority process that starts later, or a higher-priority stream of this program on its first use, waits for) | off |
 //! | `BATON_YIELD_SLICE_US` | the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), at level 3 and when yielding (`BATON_YIELD`), 1–2000000 | 100 at level 3, else 500 |
 //! | `BATON_RUN_SLICE_US` | the time slice (µs) of a context Baton controls (level 3, or yielding) while one of its queues runs freely, 1–2000000 | the driver's (2048 on Hopper) |
-//! | `BATON_YIELD` | `on` or `off`: under the daemon and without MPS, control each context's time slice at every level (the slice above while a more urgent queue exists) and tell the daemon the process yields (`Hint::Yielding`), so other processes' work does not hold it back: the GPU's time slicing hands it over instead, and the process keeps the GPU's idle gaps (`baton run --yield`) | off |
+//! | `BATON_YIELD` | `on` or `off`: under the daemon, give way to more urgent processes through the GPU instead of being held back (`baton run --yield`). Without MPS, control each context's time slice at every level (the slice above while a more urgent queue exists) and tell the daemon the process yields (`Hint::Yielding`): the GPU's time slicing hands it over. Under MPS, keep the kernels of normal-priority streams to `BATON_YIELD_SMS` while a more urgent queue exists and tell the daemon so (`Hint::Confining`): the other processes' kernels find the rest of the SMs free. Either way other processes' work does not hold it back, and the process keeps the GPU's idle gaps | off |
+//! | `BATON_YIELD_SMS` | under MPS, yielding: the SMs the kernels of normal-priority streams keep to while a more urgent queue exists, a number (`112`) or a share of the device's SMs (`85%`), rounded up to the device's granularity (8 on Hopper) | `85%` |
 //! | `BATON_COMMAND_TIME` | `on` or `off`: measure how long each stream's commands take on the GPU while it keeps the GPU busy, and tell the scheduler (`Hint::CommandTime`): priority policies do not hold a stream of short commands (under `SHORT_COMMAND`, 250 µs) back for other processes. `off`: never measured, held back like any other | on |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
@@ -35,6 +36,58 @@ use std::path::PathBuf;
 
 use baton_core::{LaunchConfig, Level, Nanos, Priority};
 use baton_protocol::{Hint, MAX_DURATION_NS, WirePriority};
+
+/// How many of a device's SMs: a number, or a share of the device's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmShare {
+    /// This many SMs.
+    Count(u32),
+    /// This percentage of the device's SMs, 1–99.
+    Percent(u32),
+}
+
+impl SmShare {
+    /// 85 % of the device's SMs.
+    pub const DEFAULT: SmShare = SmShare::Percent(85);
+
+    /// `112` or `85%`; `None` for anything else, a count of 0 or a share outside 1–99 %.
+    pub fn parse(v: &str) -> Option<SmShare> {
+        let v = v.trim();
+        match v.strip_suffix('%') {
+            Some(p) => p
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|p| (1..=99).contains(p))
+                .map(SmShare::Percent),
+            None => v
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=100_000).contains(n))
+                .map(SmShare::Count),
+        }
+    }
+
+    /// The SMs this means on a device of `device_sms`: at least 1.
+    pub fn of(self, device_sms: u32) -> u32 {
+        match self {
+            SmShare::Count(n) => n,
+            SmShare::Percent(p) => {
+                u32::try_from(u64::from(device_sms) * u64::from(p) / 100).unwrap_or(u32::MAX)
+            }
+        }
+        .max(1)
+    }
+}
+
+impl fmt::Display for SmShare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SmShare::Count(n) => write!(f, "{n}"),
+            SmShare::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
 
 /// The gang this process belongs to: `BATON_GANG`, else what its launcher says of the job
 /// (see the table in the module documentation). Read once, at start-up.
@@ -107,8 +160,12 @@ pub struct AgentConfig {
     /// The time slice of a controlled context while one of its queues runs freely, in µs, if
     /// set (else the driver's).
     pub run_slice_us: Option<u64>,
-    /// Yield by time slice instead of being held back for other processes (`BATON_YIELD`).
+    /// Yield by time slice (or, under MPS, by SMs) instead of being held back for other
+    /// processes (`BATON_YIELD`).
     pub yield_to_others: bool,
+    /// The SMs kept to while yielding under MPS, if set (`BATON_YIELD_SMS`); see
+    /// [`AgentConfig::confines_while_outranked`].
+    pub yield_sms: Option<SmShare>,
     /// Tell the scheduler how long each queue's commands take (`BATON_COMMAND_TIME`).
     pub command_time: bool,
     /// SMs the kernels of normal-priority streams are confined to, if set.
@@ -153,6 +210,7 @@ impl Default for AgentConfig {
             yield_slice: None,
             run_slice_us: None,
             yield_to_others: false,
+            yield_sms: None,
             command_time: true,
             sms: None,
             mps: None,
@@ -257,6 +315,17 @@ impl AgentConfig {
             .or(c.run_slice_us);
         if let Some((name, v)) = read(&["BATON_YIELD"]) {
             c.yield_to_others = c.switch(name, &v, false);
+        }
+        if let Some((name, v)) = read(&["BATON_YIELD_SMS"]) {
+            match SmShare::parse(&v) {
+                Some(s) => c.yield_sms = Some(s),
+                None => c.warn(
+                    name,
+                    &v,
+                    "use a number of SMs (at least 1) or a share of them from 1% to 99%",
+                    "85%",
+                ),
+            }
         }
         if let Some((name, v)) = read(&["BATON_COMMAND_TIME"]) {
             c.command_time = c.switch(name, &v, true);
@@ -418,6 +487,22 @@ impl AgentConfig {
         self.yield_to_others && self.scheduler == SchedulerMode::Global && !self.under_mps()
     }
 
+    /// The SMs the kernels of normal-priority streams keep to while a more urgent queue
+    /// exists, when the process yields that way: `BATON_YIELD` on, scheduled by the daemon,
+    /// under MPS (whose clients' kernels run on the same SMs at once, so the SMs it leaves are
+    /// the others' at once), and not confined for good with `BATON_SMS` (isolated instead).
+    /// `BATON_YIELD_SMS`, else 85 % of the device's SMs: on an H100, a GEMM flood on 112 of
+    /// 132 SMs kept 87 % of its speed beside a launch-bound decoder, against 34–37 % held
+    /// back (`docs/benchmarks/matrix/spatial/`). The interposer claims it
+    /// (`Hint::Confining`) once the partition exists.
+    pub fn confines_while_outranked(&self) -> Option<SmShare> {
+        (self.yield_to_others
+            && self.scheduler == SchedulerMode::Global
+            && self.under_mps()
+            && self.sms.is_none())
+        .then(|| self.yield_sms.unwrap_or(SmShare::DEFAULT))
+    }
+
     /// One line per invalid value, saying what was ignored and what is used instead. The
     /// interposer prints them once on stderr.
     pub fn warnings(&self) -> &[String] {
@@ -548,6 +633,43 @@ mod tests {
         assert_eq!(bad.warnings().len(), 1, "{:?}", bad.warnings());
         assert!(bad.under_mps());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn under_mps_a_yielding_process_confines_its_kernels_while_outranked() {
+        let global = ("BATON_SCHEDULER", "global");
+        let (mps, on) = (("BATON_MPS", "on"), ("BATON_YIELD", "on"));
+        let confines = |pairs: &[(&str, &str)]| cfg(pairs).confines_while_outranked();
+        assert_eq!(confines(&[global, mps, on]), Some(SmShare::Percent(85)));
+        assert!(
+            !cfg(&[global, mps, on]).yields_to_others(),
+            "no slice of its own"
+        );
+        // Only when asked, against other processes, under MPS, and not isolated for good.
+        assert_eq!(confines(&[global, mps]), None);
+        assert_eq!(confines(&[mps, on]), None);
+        assert_eq!(confines(&[global, ("BATON_MPS", "off"), on]), None);
+        assert_eq!(confines(&[global, mps, on, ("BATON_SMS", "64")]), None);
+        // How many: a count or a share; anything else warns and keeps 85 %.
+        for (v, want) in [
+            ("112", SmShare::Count(112)),
+            ("50%", SmShare::Percent(50)),
+            (" 90 % ", SmShare::Percent(90)),
+        ] {
+            assert_eq!(
+                confines(&[global, mps, on, ("BATON_YIELD_SMS", v)]),
+                Some(want),
+                "{v}"
+            );
+        }
+        for v in ["0", "100%", "0%", "lots", "-8"] {
+            let c = cfg(&[global, mps, on, ("BATON_YIELD_SMS", v)]);
+            assert_eq!(c.confines_while_outranked(), Some(SmShare::DEFAULT), "{v}");
+            assert_eq!(c.warnings().len(), 1, "{v}: {:?}", c.warnings());
+        }
+        assert_eq!(SmShare::Percent(85).of(132), 112);
+        assert_eq!(SmShare::Percent(1).of(8), 1);
+        assert_eq!(SmShare::Count(64).of(132), 64);
     }
 
     #[test]

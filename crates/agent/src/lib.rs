@@ -22,7 +22,7 @@ mod socket;
 pub use baton_policies::{DeviceId, QueueHints};
 pub use baton_protocol::{Backend, DeviceRef, Hint as WireHint, MAX_SMS};
 pub use baton_scheduler::{QueueMeta, SchedulerThread};
-pub use config::{AgentConfig, SchedulerMode};
+pub use config::{AgentConfig, SchedulerMode, SmShare};
 pub use daemon_client::{ClientConfig, DaemonClient, QueueInfo};
 pub use scheduler::{AgentScheduler, Registration, StartError};
 pub use socket::{

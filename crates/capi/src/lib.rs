@@ -316,6 +316,7 @@ impl Request {
                 PolicyHint::Gang(g) => WireHint::Gang { id: g.0 },
                 PolicyHint::Isolated(sms) => WireHint::Isolated { sms },
                 PolicyHint::Yielding(s) => WireHint::Yielding { slice_ns: s.0 },
+                PolicyHint::Confining(sms) => WireHint::Confining { sms },
                 PolicyHint::CommandTime(t) => WireHint::CommandTime { command_ns: t.0 },
             },
         }

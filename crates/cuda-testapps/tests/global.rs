@@ -124,6 +124,70 @@ fn a_best_effort_process_confined_under_mps_is_not_held_for_another_process() {
 }
 
 #[test]
+fn a_yielding_process_under_mps_confines_its_kernels_only_while_outranked() {
+    // `--yield` under MPS: while the burst's process exists, the flood's kernels keep to 8
+    // SMs, and the daemon does not hold it back for the burst; once the burst's process is
+    // gone, nothing outranks the flood and its kernels use the whole GPU again. The flood's
+    // kernels take 10 ms (480 ms in all; it launches 8 at a time as its window frees) against
+    // the burst's 20 ms (160 ms), so the flood launches while the burst runs and outlives it;
+    // its results (tags appended in order) show confined and unconfined kernels kept their
+    // stream's order.
+    let hp_env = [("FAKE_CUDA_KERNEL_US", "20000")];
+    let be_env = [
+        ("BATON_YIELD", "on"),
+        ("BATON_MPS", "on"),
+        ("BATON_YIELD_SMS", "8"),
+        ("FAKE_CUDA_KERNEL_US", "10000"),
+    ];
+    let dir = temp_dir("global-confining");
+    let Beside {
+        start,
+        end,
+        be_calls,
+        list,
+    } = beside_burst_in(&dir, "flood", &hp_env, &be_env);
+    let flood = list["processes"]
+        .as_array()
+        .and_then(|ps| {
+            ps.iter()
+                .find(|p| p["hints"].to_string().contains("confining"))
+        })
+        .unwrap_or_else(|| panic!("no confining process in {list}"));
+    assert_eq!(flood["hints"].to_string(), r#"[{"confining":{"sms":8}}]"#);
+    let during = be_calls.iter().filter(|t| **t > start && **t < end).count();
+    assert!(
+        during > 0,
+        "no flood launch reached the driver while the burst ran ({} ms): it was held back",
+        (end - start) / 1_000_000
+    );
+    // Where each flood kernel ran: (start, SMs if confined).
+    let kernels: Vec<(u64, Option<u64>)> = log_lines(&dir.join("be.log"))
+        .iter()
+        .filter(|l| l["ev"] == "exec" && l["op"] == "kernel")
+        .map(|l| (l["start_ns"].as_u64().unwrap_or(0), l["sms"].as_u64()))
+        .collect();
+    assert_eq!(kernels.len(), 48, "every flood kernel ran once");
+    let unconfined_while_outranked: Vec<_> = kernels
+        .iter()
+        .filter(|(t, sms)| *t < end && sms.is_none())
+        .collect();
+    assert!(
+        unconfined_while_outranked.is_empty(),
+        "flood kernels on the whole GPU while the burst ran: {unconfined_while_outranked:?}"
+    );
+    assert!(
+        kernels.iter().any(|(t, sms)| *t < end && *sms == Some(8)),
+        "no flood kernel ran confined beside the burst: {kernels:?}"
+    );
+    assert_eq!(
+        kernels.last().map(|k| k.1),
+        Some(None),
+        "the flood's last kernel, long after the burst's process left, kept to part of the \
+         SMs: {kernels:?}"
+    );
+}
+
+#[test]
 fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_process() {
     // A training-like flood: 100 µs kernels, 64 launched between synchronizations, so its
     // queue runs with commands waiting behind its window. Its process measures how long they
@@ -239,23 +303,38 @@ fn wait_registered(socket: &Path, pid: u32) {
 }
 
 fn beside_burst(name: &str, scenario: &str, be_env: &[(&str, &str)]) -> Beside {
-    let dir = temp_dir(name);
+    beside_burst_in(&temp_dir(name), scenario, &[], be_env)
+}
+
+/// [`beside_burst`], with the programs' driver logs (`hp.log`, `be.log`) and the daemon's
+/// socket in `dir`, and `hp_env` for the burst.
+fn beside_burst_in(
+    dir: &Path,
+    scenario: &str,
+    hp_env: &[(&str, &str)],
+    be_env: &[(&str, &str)],
+) -> Beside {
     let socket = dir.join("baton.sock");
     let go = dir.join("go");
     let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
-    let hp = under_baton("10", "burst", &hp_log, &socket, &go, &[]);
+    let hp = under_baton("10", "burst", &hp_log, &socket, &go, hp_env);
     // The burst's streams are registered with the daemon before the flood starts.
     wait_registered(&socket, hp.id());
     let be = under_baton("0", scenario, &be_log, &socket, &go, be_env);
     wait_until("the flood's first launch", Duration::from_secs(20), || {
         !launch_calls(&log_lines(&be_log)).is_empty()
     });
-    if be_env.iter().any(|(k, _)| *k == "BATON_SMS") {
-        // Isolation is claimed once the flood's kernels are confined, after its hello.
+    let claim = match () {
+        _ if be_env.iter().any(|(k, _)| *k == "BATON_SMS") => Some("isolated"),
+        _ if be_env.iter().any(|(k, _)| *k == "BATON_YIELD") => Some("confining"),
+        _ => None,
+    };
+    if let Some(claim) = claim {
+        // Claimed once the flood's SM partition exists, after its hello.
         wait_until(
-            "the flood's isolation at the daemon",
+            "the flood's claim at the daemon",
             Duration::from_secs(20),
-            || listed(&socket).to_string().contains("isolated"),
+            || listed(&socket).to_string().contains(claim),
         );
     }
     let list = listed(&socket);

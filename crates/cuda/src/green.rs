@@ -36,6 +36,23 @@ unsafe impl Send for SmPartition {}
 unsafe impl Sync for SmPartition {}
 
 impl SmPartition {
+    /// How many SMs `device` has, as green contexts count them.
+    ///
+    /// # Safety
+    /// `device` is a device of `driver`.
+    pub unsafe fn device_sm_count(
+        driver: &'static Driver,
+        device: CUdevice,
+    ) -> Result<u32, DriverError> {
+        let get = Driver::require(driver.cuDeviceGetDevResource, "cuDeviceGetDevResource")?;
+        let mut all = CUdevResource::default();
+        // SAFETY: `all` is a valid out-pointer, larger than the driver's struct.
+        check("cuDeviceGetDevResource", unsafe {
+            get(device, &mut all, CU_DEV_RESOURCE_TYPE_SM)
+        })?;
+        Ok(all.sm_count)
+    }
+
     /// A green context over at least `sms` of `device`'s SMs (the driver rounds up to its
     /// granularity, 8 on Hopper; [`SmPartition::sms`] says how many it gave). Fails if the
     /// device cannot keep any SM outside it, or the driver has no green contexts.

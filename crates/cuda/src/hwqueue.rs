@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use baton_core::locks;
 use baton_core::{HwError, HwQueue, Level};
@@ -73,6 +73,9 @@ pub struct CudaHwQueue {
     l3: Mutex<(bool, bool)>,
     /// Where its kernels run when confined to part of the SMs.
     confined: Option<Confined>,
+    /// Whether `confined` applies only while the queue is preemptible (a more urgent queue
+    /// exists), and whether it is now; `None`: always.
+    confine_while_preemptible: Option<AtomicBool>,
     /// Kernels launched confined.
     confined_kernels: AtomicUsize,
 }
@@ -103,6 +106,7 @@ impl CudaHwQueue {
             gate_l2: None,
             l3: Mutex::new((false, true)),
             confined: None,
+            confine_while_preemptible: None,
             confined_kernels: AtomicUsize::new(0),
         }
     }
@@ -140,6 +144,23 @@ impl CudaHwQueue {
         self.confined = Some(c);
         self.plain = false;
         self
+    }
+
+    /// Confines the queue's kernels (except cooperative ones) to part of the SMs while the
+    /// queue is preemptible, that is while a scheduler may suspend it because more urgent work
+    /// exists ([`HwQueue::set_preemptible`]); otherwise they use the whole GPU. It starts
+    /// preemptible, as an XQueue does. Switching is safe at any kernel: a confined kernel is
+    /// ordered on the application's stream by its two events, an unconfined one is on it.
+    pub fn with_confinement_while_preemptible(mut self, c: Confined) -> CudaHwQueue {
+        self.confine_while_preemptible = Some(AtomicBool::new(true));
+        self.with_confinement(c)
+    }
+
+    /// Whether the queue's kernels are confined now (if it has a partition at all).
+    fn confining(&self) -> bool {
+        self.confine_while_preemptible
+            .as_ref()
+            .is_none_or(|now| now.load(Ordering::Relaxed))
     }
 
     /// SMs the queue's kernels are confined to, if they are.
@@ -196,7 +217,7 @@ impl CudaHwQueue {
         }
         self.gate_before(stream)?;
         match &self.confined {
-            Some(c) if confinable => {
+            Some(c) if confinable && self.confining() => {
                 self.confined_kernels.fetch_add(1, Ordering::Relaxed);
                 // SAFETY: the caller's promise; the partition's stream belongs to a green
                 // context of the same device, whose kernels and memory it shares.
@@ -303,6 +324,10 @@ impl HwQueue for CudaHwQueue {
     }
 
     fn set_preemptible(&self, preemptible: bool) {
+        if let Some(now) = &self.confine_while_preemptible {
+            // Launches read it under the XQueue's state lock, which the caller holds.
+            now.store(preemptible, Ordering::Relaxed);
+        }
         self.set_l3(|s| s.1 = preemptible);
     }
 

@@ -108,6 +108,10 @@ pub(crate) fn effective(queue: &HintSet, process: &HintSet) -> QueueHints {
             Some(Hint::Yielding { slice_ns }) => Some(Nanos(slice_ns)),
             _ => None,
         },
+        confining: match find(HintKind::Confining) {
+            Some(Hint::Confining { sms }) => Some(sms),
+            _ => None,
+        },
         command_time: match find(HintKind::CommandTime) {
             Some(Hint::CommandTime { command_ns }) => Some(Nanos(command_ns)),
             _ => None,

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
-use baton_agent::{DeviceId, QueueHints};
+use baton_agent::{DeviceId, QueueHints, SmShare};
 use baton_agent::{QueueMeta, Registration};
 use baton_cuda::core::locks;
 use baton_cuda::core::{HeldBackCount, XQueue};
@@ -193,28 +193,49 @@ impl Runtime {
         Some(w.entry(ctx as usize).or_insert(state).clone())
     }
 
-    /// Under MPS, once kernels really are confined, tells the daemon the process is isolated
-    /// (`Hint::Isolated`): other processes' work then does not hold it back. Sent only now,
-    /// so that a process whose partition could not be made is never claimed isolated.
-    fn claim_isolation(&self, sms: u32) {
-        if self.cfg.isolated_sms().is_none() {
+    /// Under MPS, once kernels really can be confined, tells the daemon the process is
+    /// isolated (`Hint::Isolated`, `BATON_SMS`) or confines its kernels while outranked
+    /// (`Hint::Confining`, `BATON_YIELD`): other processes' work then does not hold it back.
+    /// Sent only now, so that a process whose partition could not be made never claims it.
+    fn claim_partition(&self, sms: u32) {
+        let sms = sms.min(baton_agent::MAX_SMS);
+        let (hint, what) = if self.cfg.isolated_sms().is_some() {
+            (
+                baton_agent::WireHint::Isolated { sms },
+                "BATON_SMS under MPS: isolated",
+            )
+        } else if self.cfg.confines_while_outranked().is_some() {
+            (
+                baton_agent::WireHint::Confining { sms },
+                "BATON_YIELD under MPS: confined while outranked",
+            )
+        } else {
             return;
-        }
+        };
         if let Some(s) = &self.sched {
-            let sms = sms.min(baton_agent::MAX_SMS);
-            match s.hint_process(baton_agent::WireHint::Isolated { sms }) {
-                Ok(()) => tracing::info!(
-                    "BATON_SMS under MPS: isolated on {sms} SMs (other processes do not hold it back)"
-                ),
-                Err(e) => tracing::warn!("BATON_SMS under MPS: isolation not claimed: {e}"),
+            match s.hint_process(hint) {
+                Ok(()) => {
+                    tracing::info!("{what} on {sms} SMs (other processes do not hold it back)")
+                }
+                Err(e) => tracing::warn!("{what}: not claimed: {e}"),
             }
         }
     }
 
-    /// The SM partition of `state`'s context for `BATON_SMS=sms`, made on first use. Only a
-    /// device's primary context can have one: a green context shares the primary context's
-    /// memory and modules, not those of other contexts.
-    fn partition(&self, state: &CtxState, sms: u32) -> Option<Arc<SmPartition>> {
+    /// Where the kernels of normal-priority streams are confined, if they are: `BATON_SMS`
+    /// always; under MPS, yielding (`BATON_YIELD`), `BATON_YIELD_SMS` while outranked
+    /// (`true`).
+    fn confinement(&self) -> Option<(SmShare, bool)> {
+        match self.cfg.sms {
+            Some(n) => Some((SmShare::Count(n), false)),
+            None => self.cfg.confines_while_outranked().map(|s| (s, true)),
+        }
+    }
+
+    /// The SM partition of `state`'s context for `want` SMs (`BATON_SMS`, or yielding under
+    /// MPS), made on first use. Only a device's primary context can have one: a green context
+    /// shares the primary context's memory and modules, not those of other contexts.
+    fn partition(&self, state: &CtxState, want: SmShare) -> Option<Arc<SmPartition>> {
         state
             .partition
             .get_or_init(|| {
@@ -234,28 +255,39 @@ impl Runtime {
                     }
                     Some(p)
                 })();
+                let var = if self.cfg.sms.is_some() {
+                    "BATON_SMS"
+                } else {
+                    "BATON_YIELD_SMS"
+                };
                 if primary != Some(state.ctx) {
                     tracing::warn!(
-                        "BATON_SMS: context {:#x} is not its device's primary context; its kernels use the whole GPU",
+                        "{var}: context {:#x} is not its device's primary context; its kernels use the whole GPU",
                         state.ctx as usize
                     );
                     return None;
                 }
-                // SAFETY: the device of a live primary context.
-                match unsafe { SmPartition::new(self.driver, state.device, sms) } {
+                // SAFETY: the device of a live primary context, for both calls.
+                let made = unsafe {
+                    SmPartition::device_sm_count(self.driver, state.device).and_then(|all| {
+                        SmPartition::new(self.driver, state.device, want.of(all))
+                    })
+                };
+                match made {
                     Ok(p) => {
                         tracing::info!(
-                            "BATON_SMS: normal-priority kernels of device {} run on {} of its {} SMs",
+                            "{var}: normal-priority kernels of device {} run on {} of its {} SMs{}",
                             state.device,
                             p.sms(),
-                            p.device_sms()
+                            p.device_sms(),
+                            if var == "BATON_SMS" { "" } else { " while outranked" }
                         );
-                        self.claim_isolation(p.sms());
+                        self.claim_partition(p.sms());
                         Some(Arc::new(p))
                     }
                     Err(e) => {
                         tracing::warn!(
-                            "BATON_SMS={sms}: no SM partition on device {} ({e}); kernels use the whole GPU",
+                            "{var}={want}: no SM partition on device {} ({e}); kernels use the whole GPU",
                             state.device
                         );
                         None
@@ -473,14 +505,15 @@ impl Runtime {
                 ),
             }
         }
-        if let Some(sms) = self.cfg.sms.filter(|_| cuda_priority >= 0)
-            && let Some(part) = self.partition(state, sms)
+        if let Some((want, while_outranked)) = self.confinement().filter(|_| cuda_priority >= 0)
+            && let Some(part) = self.partition(state, want)
         {
             // SAFETY: the partition was made for this primary context's device.
             match unsafe { part.confine(state.ctx, cuda_priority) } {
+                Ok(c) if while_outranked => hw = hw.with_confinement_while_preemptible(c),
                 Ok(c) => hw = hw.with_confinement(c),
                 Err(e) => tracing::warn!(
-                    "BATON_SMS: stream {:#x} keeps the whole GPU: {e}",
+                    "{want} SMs: stream {:#x} keeps the whole GPU: {e}",
                     handle as usize
                 ),
             }

@@ -59,6 +59,9 @@ pub fn run(spec: LabSpec) -> LabResult {
         if let (true, Some(slice)) = (spec.scheduled, spec.yields) {
             hw = hw.yielding(slice);
         }
+        if let (true, Some(sms)) = (spec.scheduled, spec.confines) {
+            hw = hw.confining(sms);
+        }
         let route = if spec.scheduled {
             let mut b = XQueue::builder(hw);
             if let Some(l) = idle_linger {

@@ -136,6 +136,10 @@ pub struct ClientSpec {
     /// ([`Hint::Yielding`](baton_policies::Hint::Yielding)), as `baton run --yield` does on a
     /// GPU between processes.
     pub yields: Option<Nanos>,
+    /// Scheduled, its kernels keep to this many SMs whenever the queue may be suspended, and
+    /// the policy is told so ([`Hint::Confining`](baton_policies::Hint::Confining)), as
+    /// `baton run --yield` does on a GPU under MPS.
+    pub confines: Option<u32>,
     /// Whether its scheduler is told how long its commands take once its queue has measured
     /// it ([`Hint::CommandTime`](baton_policies::Hint::CommandTime)), as a process under the
     /// interposer does unless `BATON_COMMAND_TIME=off` (default: told).
@@ -160,6 +164,7 @@ impl ClientSpec {
             until: None,
             deadline: None,
             yields: None,
+            confines: None,
             measures: true,
         }
     }
@@ -168,6 +173,13 @@ impl ClientSpec {
     pub fn yielding(mut self, slice: Nanos) -> ClientSpec {
         self.yields = Some(slice);
         self.hints.push(Hint::Yielding(slice));
+        self
+    }
+
+    /// Confining its kernels to `sms` SMs while outranked (see [`ClientSpec::confines`]).
+    pub fn confining(mut self, sms: u32) -> ClientSpec {
+        self.confines = Some(sms);
+        self.hints.push(Hint::Confining(sms));
         self
     }
 

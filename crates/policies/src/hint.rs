@@ -127,6 +127,10 @@ pub enum Hint {
     /// within this slice whenever a more urgent queue exists (its own context, no MPS): another
     /// process's work gains little from holding it back.
     Yielding(Nanos),
+    /// The queue's kernels keep to this many SMs whenever a more urgent queue exists (under
+    /// MPS, `--yield`), leaving the rest to the other processes' kernels, and use the whole
+    /// device otherwise: another process's work gains little from holding it back.
+    Confining(u32),
     /// How long one of the queue's commands takes on the device while it keeps the device
     /// busy, as its process measured it ([`XQueue::command_time`]): a measurement, not a
     /// wish, sent again when it changes.
@@ -289,6 +293,8 @@ pub struct QueueHints {
     pub isolated: Option<u32>,
     /// Its context's time slice while outranked, if it yields the GPU by time slice.
     pub yielding: Option<Nanos>,
+    /// The SMs its kernels keep to while outranked, if it yields SMs that way.
+    pub confining: Option<u32>,
     /// How long one of its commands takes on the device while it keeps the device busy, once
     /// its process has measured it.
     pub command_time: Option<Nanos>,
@@ -320,6 +326,7 @@ impl QueueHints {
             Hint::Gang(g) => self.gang = Some(g),
             Hint::Isolated(sms) => self.isolated = Some(sms),
             Hint::Yielding(slice) => self.yielding = Some(slice),
+            Hint::Confining(sms) => self.confining = Some(sms),
             Hint::CommandTime(t) => self.command_time = Some(t),
         }
     }

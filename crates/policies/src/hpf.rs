@@ -22,15 +22,17 @@ pub const SHORT_COMMAND: Nanos = Nanos::from_micros(250);
 /// Queues sharing the top priority run together. When no queue on a device is ready, all run.
 ///
 /// Reads: [`Hint::Priority`](crate::Hint::Priority) (range −100..=100, default 0),
-/// [`Hint::Isolated`](crate::Hint::Isolated), [`Hint::Yielding`](crate::Hint::Yielding) and
-/// [`Hint::CommandTime`](crate::Hint::CommandTime): an isolated or yielding queue, or one
-/// whose commands were measured shorter than [`SHORT_COMMAND`], is held back only by its own
-/// process's queues (under MPS, another process's kernels find the SMs an isolated queue
-/// leaves free; between time-sliced contexts, a yielding queue's context gives the GPU up
-/// within its short slice; a short command holds the device only briefly, whichever way it is
-/// shared, while holding a stream of them back whenever a launch-bound service has work
-/// starves it). A yielding queue outranked by another process is still reported
-/// suspendable, which keeps its slice short; an isolated queue or one of short commands is
+/// [`Hint::Isolated`](crate::Hint::Isolated), [`Hint::Yielding`](crate::Hint::Yielding),
+/// [`Hint::Confining`](crate::Hint::Confining) and
+/// [`Hint::CommandTime`](crate::Hint::CommandTime): an isolated, yielding or confining
+/// queue, or one whose commands were measured shorter than [`SHORT_COMMAND`], is held back
+/// only by its own process's queues (under MPS, another process's kernels find the SMs an
+/// isolated or confining queue leaves free; between time-sliced contexts, a yielding queue's
+/// context gives the GPU up within its short slice; a short command holds the device only
+/// briefly, whichever way it is shared, while holding a stream of them back whenever a
+/// launch-bound service has work starves it). A yielding or confining queue outranked by
+/// another process is still reported suspendable, which keeps its slice short or its kernels
+/// on their part of the SMs; an isolated queue or one of short commands is
 /// not, so it runs without its launch window (a measured queue's measure then stands as last
 /// told until its own process bounds it again). Work-conserving: some ready queue on each
 /// device always runs.
@@ -138,12 +140,15 @@ fn unbounded_across(queue: &QueueView, snap: &Snapshot<'_>, short: bool) -> bool
 }
 
 /// Whether other processes' work never holds `queue` back under any priority policy: it is
-/// isolated, or yields the GPU by time slice ([`Hint::Yielding`](crate::Hint::Yielding): its
+/// isolated, yields the GPU by time slice ([`Hint::Yielding`](crate::Hint::Yielding): its
 /// context gives the GPU up within its short slice, whatever it has launched, so holding its
-/// launches back would only leave the GPU idle in the gaps of more urgent work). Both are
-/// claims a process makes when asked to.
+/// launches back would only leave the GPU idle in the gaps of more urgent work), or keeps
+/// its kernels to part of the SMs while outranked ([`Hint::Confining`](crate::Hint::Confining):
+/// under MPS more urgent kernels then find the rest free). Each is a claim a process makes
+/// when asked to.
 fn spared_across(queue: &QueueView) -> bool {
-    queue.hints.isolated.is_some() || queue.hints.yielding.is_some()
+    let h = &queue.hints;
+    h.isolated.is_some() || h.yielding.is_some() || h.confining.is_some()
 }
 
 /// Whether `queue`'s commands were measured shorter than [`SHORT_COMMAND`] (or the bound
@@ -218,8 +223,8 @@ pub(crate) enum Scope {
 
 /// The shared core of the priority policies: within each scope, find the highest rank among
 /// ready queues and suspend every queue (ready or idle) ranked lower. Equal top ranks run
-/// together; a scope with no ready queue runs everything. An isolated or yielding queue is
-/// held back only by its own process's work.
+/// together; a scope with no ready queue runs everything. An isolated, yielding or confining
+/// queue is held back only by its own process's work.
 pub(crate) fn rank_first<K: Ord>(
     snap: &Snapshot<'_>,
     scope: Scope,
@@ -340,6 +345,34 @@ mod tests {
         let snap = Snapshot::new(Nanos::ZERO, &alone);
         assert!(!Hpf.may_suspend(&snap, &alone[0]));
         assert_eq!(Hpf.attention(&snap), vec![(false, false)]);
+    }
+
+    #[test]
+    fn a_confining_queue_is_held_back_by_its_own_process_only_but_stays_suspendable() {
+        // Process 2's GEMM flood under MPS keeps its kernels to 112 SMs while outranked
+        // (confining): the service does not hold it back, yet the flood is reported
+        // suspendable, which keeps it on its part of the SMs; process 2's own urgent stream
+        // still holds it back. Alone, nothing outranks it, and it gets the whole GPU back.
+        let qs = spared(
+            |f| {
+                f.hints.confining = Some(112);
+                f.hints.command_time = Some(Nanos::from_micros(770));
+            },
+            true,
+        );
+        let alone = [qs[1]];
+        let snap = Snapshot::new(Nanos::ZERO, &alone);
+        assert!(!Hpf.may_suspend(&snap, &alone[0]));
+        // Measured short, it is left alone as any stream of short commands is: unbounded, so
+        // it is not confined either.
+        let qs = spared(
+            |f| {
+                f.hints.confining = Some(112);
+                f.hints.command_time = Some(Nanos::from_micros(110));
+            },
+            false,
+        );
+        assert_eq!(qs[1].hints.confining, Some(112));
     }
 
     #[test]

@@ -109,6 +109,15 @@ pub enum Hint {
         /// The measured time per command, in nanoseconds.
         command_ns: u64,
     },
+    /// The process shares the GPU through MPS, and Baton keeps the kernels of its
+    /// normal-priority streams to `sms` SMs whenever a more urgent queue exists (and lets them
+    /// use the whole GPU otherwise): another process's kernels then find the other SMs free,
+    /// so holding it back for them would only leave the GPU idle in their gaps, and priority
+    /// policies do not. Its own more urgent streams still hold it back. Process only.
+    Confining {
+        /// SMs its kernels keep to while outranked.
+        sms: u32,
+    },
 }
 
 /// The kinds of [`Hint`], to name one without a value.
@@ -139,11 +148,13 @@ pub enum HintKind {
     Yielding,
     /// [`Hint::CommandTime`].
     CommandTime,
+    /// [`Hint::Confining`].
+    Confining,
 }
 
 impl HintKind {
     /// Every kind.
-    pub const ALL: [HintKind; 12] = [
+    pub const ALL: [HintKind; 13] = [
         HintKind::Priority,
         HintKind::Utilization,
         HintKind::TimeSlice,
@@ -156,15 +167,18 @@ impl HintKind {
         HintKind::Isolated,
         HintKind::Yielding,
         HintKind::CommandTime,
+        HintKind::Confining,
     ];
 
     /// The scopes a hint of this kind may be given for.
     pub const fn scopes(self) -> &'static [Scope] {
         match self {
             HintKind::KEdf => &[Scope::Device, Scope::All],
-            HintKind::ActiveWindow | HintKind::Gang | HintKind::Isolated | HintKind::Yielding => {
-                &[Scope::Process]
-            }
+            HintKind::ActiveWindow
+            | HintKind::Gang
+            | HintKind::Isolated
+            | HintKind::Yielding
+            | HintKind::Confining => &[Scope::Process],
             HintKind::CommandTime => &[Scope::Queue],
             _ => &[Scope::Queue, Scope::Process],
         }
@@ -186,6 +200,7 @@ impl fmt::Display for HintKind {
             HintKind::Isolated => "isolated",
             HintKind::Yielding => "yielding",
             HintKind::CommandTime => "command time",
+            HintKind::Confining => "confining",
         })
     }
 }
@@ -231,6 +246,7 @@ impl Hint {
             Hint::Isolated { .. } => HintKind::Isolated,
             Hint::Yielding { .. } => HintKind::Yielding,
             Hint::CommandTime { .. } => HintKind::CommandTime,
+            Hint::Confining { .. } => HintKind::Confining,
             Hint::Clear(kind) => *kind,
         }
     }
@@ -272,7 +288,9 @@ impl Hint {
                 Ok(())
             }
             Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::Clear(_) => Ok(()),
-            Hint::Isolated { sms } => check::range("sms", sms, 1, MAX_SMS),
+            Hint::Isolated { sms } | Hint::Confining { sms } => {
+                check::range("sms", sms, 1, MAX_SMS)
+            }
             Hint::Yielding { slice_ns } => {
                 check::range("slice_ns", slice_ns, MIN_TIME_SLICE_NS, MAX_TIME_SLICE_NS)
             }

@@ -34,6 +34,7 @@ pub fn hints() -> Vec<Hint> {
         Hint::Gang { id: 0x5eed_6a46 },
         Hint::Isolated { sms: 112 },
         Hint::Yielding { slice_ns: 100_000 },
+        Hint::Confining { sms: 112 },
         Hint::CommandTime { command_ns: 60_000 },
     ]
 }
@@ -144,7 +145,8 @@ pub fn agent_messages() -> Vec<AgentMessage> {
             Hint::ActiveWindow { .. }
             | Hint::Gang { .. }
             | Hint::Isolated { .. }
-            | Hint::Yielding { .. } => AgentTarget::Process,
+            | Hint::Yielding { .. }
+            | Hint::Confining { .. } => AgentTarget::Process,
             Hint::KEdf { .. } => continue,
             _ => AgentTarget::Queue(QueueId(3)),
         };
@@ -223,7 +225,8 @@ pub fn requests() -> Vec<Request> {
             Hint::ActiveWindow { .. }
             | Hint::Gang { .. }
             | Hint::Isolated { .. }
-            | Hint::Yielding { .. } => Target::Process { pid: 4242 },
+            | Hint::Yielding { .. }
+            | Hint::Confining { .. } => Target::Process { pid: 4242 },
             Hint::KEdf { .. } => Target::Device { id: device().id },
             Hint::Clear(_) => Target::All,
             _ => Target::Queue(queue_ref()),

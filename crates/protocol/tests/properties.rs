@@ -64,6 +64,7 @@ fn hint() -> impl Strategy<Value = Hint> {
         any::<u64>().prop_map(|id| Hint::Gang { id }),
         (1u32..=baton_protocol::MAX_SMS).prop_map(|sms| Hint::Isolated { sms }),
         (MIN_TIME_SLICE_NS..=MAX_TIME_SLICE_NS).prop_map(|slice_ns| Hint::Yielding { slice_ns }),
+        (1u32..=baton_protocol::MAX_SMS).prop_map(|sms| Hint::Confining { sms }),
         (1..=baton_protocol::MAX_DURATION_NS)
             .prop_map(|command_ns| Hint::CommandTime { command_ns }),
     ]
@@ -157,7 +158,8 @@ fn agent_message() -> impl Strategy<Value = AgentMessage> {
                     HintKind::ActiveWindow
                     | HintKind::Gang
                     | HintKind::Isolated
-                    | HintKind::Yielding,
+                    | HintKind::Yielding
+                    | HintKind::Confining,
                 ) => AgentTarget::Process,
                 (None, HintKind::CommandTime) => AgentTarget::Queue(QueueId(0)),
                 (None, _) => AgentTarget::Process,
@@ -227,7 +229,8 @@ fn request() -> impl Strategy<Value = Request> {
                 HintKind::ActiveWindow
                 | HintKind::Gang
                 | HintKind::Isolated
-                | HintKind::Yielding => Target::Process {
+                | HintKind::Yielding
+                | HintKind::Confining => Target::Process {
                     pid: match t {
                         Target::Queue(q) => q.pid,
                         Target::Process { pid } => pid,

@@ -206,6 +206,7 @@ fn max_hints(scope: Scope) -> Vec<Hint> {
         Hint::Gang { id: u64::MAX },
         Hint::Isolated { sms: 112 },
         Hint::Yielding { slice_ns: 100_000 },
+        Hint::Confining { sms: 112 },
         Hint::CommandTime {
             command_ns: baton_protocol::MAX_DURATION_NS,
         },

@@ -9,6 +9,7 @@ use baton_core::{
 };
 
 use crate::{ContextId, EventId, SimCommand, SimConfig, SimDevice, StreamId};
+use baton_core::CommandKind;
 
 /// How the simulated device's time moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +123,7 @@ impl Sim {
             sim: Arc::clone(&self.shared),
             stream,
             slice: None,
+            confine: None,
         }
     }
 
@@ -157,6 +159,8 @@ pub struct SimQueue {
     stream: StreamId,
     /// Whether the queue controls its context's slice, and whether it runs freely now.
     slice: Option<Arc<AtomicBool>>,
+    /// The SMs its kernels keep to while it is preemptible, and whether it is now.
+    confine: Option<(u32, Arc<AtomicBool>)>,
 }
 
 /// A point in a simulated stream: reached when its first `count` commands completed.
@@ -186,6 +190,16 @@ impl SimQueue {
         self
     }
 
+    /// Keeps the queue's kernels to `sms` SMs while it is preemptible (a more urgent queue
+    /// exists), as `baton run --yield` does under MPS on a GPU: a kernel that asks for more
+    /// does the same work on `sms` SMs, for proportionally longer (graphs keep the whole
+    /// device, as on a GPU). It starts preemptible, as an XQueue does.
+    #[must_use]
+    pub fn confining(mut self, sms: u32) -> SimQueue {
+        self.confine = Some((sms.max(1), Arc::new(AtomicBool::new(true))));
+        self
+    }
+
     fn level_op(
         &self,
         needs: Level,
@@ -210,7 +224,17 @@ impl HwQueue for SimQueue {
         self.sim.with(|d| d.config().max_level)
     }
 
-    fn launch(&self, cmd: SimCommand) -> Result<(), HwError> {
+    fn launch(&self, mut cmd: SimCommand) -> Result<(), HwError> {
+        if let Some((cap, now)) = &self.confine
+            && now.load(Ordering::Acquire)
+            && matches!(cmd.kind, CommandKind::Kernel)
+            && cmd.sms > *cap
+        {
+            let work = u128::from(cmd.duration.0) * u128::from(cmd.sms);
+            cmd.duration =
+                Nanos(u64::try_from(work.div_ceil(u128::from(*cap))).unwrap_or(u64::MAX));
+            cmd.sms = *cap;
+        }
         let s = self.stream;
         self.sim.with(|d| d.launch(s, cmd));
         Ok(())
@@ -253,6 +277,9 @@ impl HwQueue for SimQueue {
     }
 
     fn set_preemptible(&self, preemptible: bool) {
+        if let Some((_, now)) = &self.confine {
+            now.store(preemptible, Ordering::Release);
+        }
         let Some(free) = &self.slice else { return };
         let now = !preemptible;
         if free.swap(now, Ordering::AcqRel) != now {

@@ -10,7 +10,8 @@ T ResNet-50 training. Setups: S separate processes (time-slicing), M separate pr
 under MPS (started and stopped here), P one process with HP on a high-priority stream.
 Modes: native; baton (`baton run --priority 10` / `--priority 0`, `--local` in P);
 baton-l3 (BE at `--level 3`, S only). Only when --modes names them: baton-yield (BE at
-`--priority 0 --yield`: never held back for HP, its context's time slice short instead; S),
+`--priority 0 --yield`: never held back for HP; in S its context's time slice short instead,
+in M its kernels on 85 % of the SMs while HP's process exists; S and M),
 baton-w2 (BE at `--priority 0 --threshold 2 --batch 1`: held as by default, with two commands
 in flight instead of sixteen; S), baton-unmeasured (BE with `BATON_COMMAND_TIME=off`: its
 command time never told, so held back whenever HP has work even when its commands are short,
@@ -50,7 +51,8 @@ MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["
 # (MPS only: BE at `--priority 0 --sms`, under the daemon, which sees it isolated and does not
 # hold it for HP).
 EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256"],
-               "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256"], "P": ["baton-sms"]}
+               "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256", "baton-yield"],
+               "P": ["baton-sms"]}
 # Modes whose BE runs beside baton's HP process (they share it).
 SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve", "baton-unmeasured",
              "baton-w256")

@@ -59,12 +59,14 @@ pub struct RunArgs {
     /// are not confined. The driver rounds up (to 8 SMs on Hopper).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     sms: Option<u32>,
-    /// Yield by time slice instead of being held back for more urgent programs: without MPS,
-    /// the program's context gives the GPU up within its slice (500 µs, BATON_YIELD_SLICE_US)
-    /// whenever a more urgent program exists, and otherwise keeps running in that program's
-    /// idle gaps. Each hand-over costs the program about 0.4–0.5 ms of GPU time on an H100
-    /// (docs/benchmarks/matrix/yield): worth it beside a launch-bound decoder, not beside a
-    /// service with short requests and think time.
+    /// Give way to more urgent programs through the GPU instead of being held back. Without
+    /// MPS, the program's context gives the GPU up within its slice (500 µs,
+    /// BATON_YIELD_SLICE_US) whenever a more urgent program exists, and otherwise keeps running
+    /// in that program's idle gaps; each hand-over costs the program about 0.4–0.5 ms of GPU
+    /// time on an H100 (docs/benchmarks/matrix/yield): worth it beside a launch-bound decoder,
+    /// not beside a service with short requests and think time. Under MPS, the kernels of its
+    /// normal-priority streams keep to 85 % of the SMs (BATON_YIELD_SMS) while a more urgent
+    /// program exists, and use the whole GPU otherwise.
     #[arg(long = "yield")]
     yield_by_slice: bool,
     /// Schedule inside the process only (stream priorities become queue priorities), without

@@ -1,0 +1,86 @@
+//! Confining best-effort kernels while outranked, in virtual time: what `baton run --yield`
+//! does under MPS, against holding back (HPF) and against confining for good (`--sms`).
+//!
+//! The service is the launch-bound one of the isolation tests (60 kernels of 10–30 µs on 24
+//! SMs launched 80 µs apart, then 1 ms of think time); the flood keeps four kernels on every
+//! SM in flight; both share one context, as under MPS, at Level 1.
+//! - **Held back** (HPF): long kernels already launched keep the service waiting, short ones
+//!   are starved (the two failure shapes, `isolation.rs`).
+//! - **Confined while outranked** to 108 of 132 SMs: the service's kernels always find free
+//!   SMs, nothing is held back, so the service keeps its standalone latency and the flood
+//!   gets what the service leaves; and alone the flood has the whole device (confined for
+//!   good, `--sms 108`, its kernels would keep to 108 SMs alone too).
+//! - Its own process's more urgent stream still holds it back: the claim spares it from
+//!   other processes' holds only.
+
+mod support;
+
+use baton_lab::{ClientSpec, SpanRange};
+use support::{Cell, us};
+
+const SMS: u32 = 108;
+
+/// The flood: `kernel`-long kernels on every SM.
+fn flood(kernel: SpanRange) -> ClientSpec {
+    support::flood(kernel, 132)
+}
+
+fn long() -> SpanRange {
+    us(1500, 3000)
+}
+
+fn short() -> SpanRange {
+    us(300, 500)
+}
+
+fn cell(be: ClientSpec) -> Cell {
+    support::cell(Some("hpf"), be)
+}
+
+#[test]
+fn a_flood_of_long_kernels_confined_while_outranked_keeps_the_promise_where_holding_fails() {
+    let held = cell(flood(long()));
+    let confining = cell(flood(long()).confining(SMS));
+    eprintln!("held {held:?}\nconfining {confining:?}");
+    assert!(
+        held.hp_p99_ratio > 1.10,
+        "the failure shape: holding back cannot stop launched kernels (HP p99 ×{:.2})",
+        held.hp_p99_ratio
+    );
+    support::keeps_the_promise(&confining);
+}
+
+#[test]
+fn a_flood_of_shorter_kernels_confined_while_outranked_is_not_starved() {
+    let held = cell(flood(short()));
+    let confining = cell(flood(short()).confining(SMS));
+    eprintln!("held {held:?}\nconfining {confining:?}");
+    support::starved_when_held(&held);
+    support::keeps_the_promise(&confining);
+}
+
+#[test]
+fn alone_a_confining_flood_has_the_whole_device() {
+    let alone = |be: ClientSpec| support::lab(Some("hpf"), vec![be]).client("be").work.0 as f64;
+    let whole = alone(flood(long()));
+    let confining = alone(flood(long()).confining(SMS));
+    eprintln!("alone: whole {whole}, confining {confining}");
+    assert!(
+        confining >= 0.99 * whole,
+        "alone, nothing outranks it: {:.1} % of the whole device's work",
+        100.0 * confining / whole
+    );
+}
+
+#[test]
+fn a_confining_flood_is_still_held_back_by_its_own_more_urgent_stream() {
+    // The claim spares it from other processes' holds only: the service's stream in the
+    // flood's own process (one program, two streams) still holds it back.
+    let mut hp = support::service();
+    hp.pid = 2;
+    let held = support::cell_with(Some("hpf"), hp.clone(), flood(short()));
+    let confining = support::cell_with(Some("hpf"), hp, flood(short()).confining(SMS));
+    eprintln!("held {held:?}\nconfining {confining:?}");
+    support::starved_when_held(&held);
+    support::starved_when_held(&confining);
+}
