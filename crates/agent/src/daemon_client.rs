@@ -15,9 +15,11 @@
 //! # Fail-open
 //!
 //! If the daemon is absent, dies, stops reading, or releases the process, every queue the
-//! daemon suspended is resumed at once and the application runs unscheduled; the thread tries
-//! again with a growing back-off and, when a daemon answers, registers everything again with
-//! its current state. An event that happens while disconnected is simply folded into that
+//! daemon suspended is resumed at once and the application runs unscheduled: every queue
+//! launches without its window, since nothing can suspend it (and a queue that gives way
+//! while outranked, by time slice or SMs, runs at full speed). The thread tries again with a
+//! growing back-off and, when a daemon answers, bounds every queue again (as the daemon
+//! assumes of a new queue) and registers everything with its current state. An event that happens while disconnected is simply folded into that
 //! state.
 //!
 //! # Never blocking the application

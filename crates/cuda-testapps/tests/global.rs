@@ -188,6 +188,48 @@ fn a_yielding_process_under_mps_confines_its_kernels_only_while_outranked() {
 }
 
 #[test]
+fn a_confining_process_gets_the_whole_gpu_back_when_the_daemon_goes() {
+    // Fail-open for `--yield` under MPS: the flood's kernels keep to 8 SMs while the burst's
+    // process is registered; the daemon is stopped (the burst still there, waiting), and the
+    // flood, unscheduled now, runs its remaining kernels on the whole GPU.
+    let dir = temp_dir("global-confining-fail-open");
+    let socket = dir.join("baton.sock");
+    let go = dir.join("go");
+    let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
+    let hp = under_baton("10", "burst", &hp_log, &socket, &go, &[]);
+    wait_registered(&socket, hp.id());
+    let be_env = [
+        ("BATON_YIELD", "on"),
+        ("BATON_MPS", "on"),
+        ("BATON_YIELD_SMS", "8"),
+        ("FAKE_CUDA_KERNEL_US", "10000"),
+    ];
+    let be = under_baton("0", "flood", &be_log, &socket, &go, &be_env);
+    let kernels = || -> Vec<Option<u64>> {
+        log_lines(&be_log)
+            .iter()
+            .filter(|l| l["ev"] == "exec" && l["op"] == "kernel")
+            .map(|l| l["sms"].as_u64())
+            .collect()
+    };
+    wait_until("a confined flood kernel", Duration::from_secs(20), || {
+        kernels().first() == Some(&Some(8))
+    });
+    stop_daemon(&socket);
+    wait_until(
+        "the flood's kernels on the whole GPU once the daemon is gone",
+        Duration::from_secs(20),
+        || kernels().last() == Some(&None),
+    );
+    std::fs::write(&go, b"go").unwrap();
+    assert_eq!(finish(hp, "burst"), "burst ok n=8");
+    assert_eq!(finish(be, "flood"), "flood ok n=48");
+    let k = kernels();
+    assert_eq!(k.len(), 48, "every flood kernel ran once");
+    assert_eq!(k.last(), Some(&None), "{k:?}");
+}
+
+#[test]
 fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_process() {
     // A training-like flood: 100 µs kernels, 64 launched between synchronizations, so its
     // queue runs with commands waiting behind its window. Its process measures how long they

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use baton_core::{LaunchConfig, Level, ResumeFlags, SuspendFlags, XQueueId};
+use baton_core::{LaunchConfig, Level, QueueControl, ResumeFlags, SuspendFlags, XQueueId};
 use baton_protocol::{
     AgentMessage, DaemonMessage, Hello, LaunchWindow, Operations, ProcessStarted, QueueId, Role,
     Welcome, WireLevel, client_handshake, decode_frame, sanitize_text,
@@ -43,6 +43,8 @@ pub(super) fn run(sh: &Shared) {
                     tracing::debug!(error = %e, "no Baton daemon answers; running unscheduled and retrying");
                     logged_absent = true;
                 }
+                // Queues registered since the last attempt run unscheduled too.
+                set_unbounded(sh, true);
             }
         }
         if sh.stop.load(Ordering::Acquire) {
@@ -163,9 +165,34 @@ fn statuses(sh: &Shared) -> Vec<(XQueueId, baton_core::XQueueStatus)> {
     ctls.iter().map(|(id, c)| (*id, c.status())).collect()
 }
 
+/// Every registered queue's control, read under the client's lock and returned without it (a
+/// queue control call takes the queue's lock, and a queue reports to the sink, which takes the
+/// client's).
+fn controls(sh: &Shared) -> Vec<Arc<dyn QueueControl>> {
+    sh.lock()
+        .queues
+        .values()
+        .map(|q| Arc::clone(&q.ctl))
+        .collect()
+}
+
+/// Tells every registered queue whether it may launch without its window and sync points:
+/// yes while no daemon schedules the process (nothing can suspend it, and a queue that gives
+/// way while outranked, by a short time slice or on part of the SMs, does so only while it
+/// may be suspended); no again when a daemon is connected, which is what it assumes of a
+/// queue it is told of. The caller holds `apply`, or is the background thread between
+/// connections.
+fn set_unbounded(sh: &Shared, on: bool) {
+    for ctl in controls(sh) {
+        ctl.set_unbounded(on);
+    }
+}
+
 /// Makes `sock` the live link, with the process and every queue announced first.
 fn install(sh: &Shared, sock: &Arc<UnixStream>) {
     let _apply = sh.lock_apply();
+    // Bounded, as a new queue is: what the daemon assumes until it says otherwise.
+    set_unbounded(sh, false);
     let statuses = statuses(sh);
     let now = sh.now();
     let mut st = sh.lock();
@@ -459,19 +486,15 @@ fn send_stats(sh: &Shared) {
 }
 
 /// Drops the link and resumes every queue the daemon held suspended. Every queue goes back
-/// to what a new queue reports and how it launches, which is what a daemon assumes when the
-/// queue is registered again.
+/// to what a new queue reports, which is what a daemon assumes when the queue is registered
+/// again, and launches without its window until then (it is bounded again, as a new queue
+/// is, when a daemon answers: [`install`]), so nothing the daemon set outlives it: a queue
+/// that gives way while outranked (a short time slice, part of the SMs) runs at full speed.
 pub(super) fn fail_open(sh: &Shared) {
     let _apply = sh.lock_apply();
-    let all: Vec<_> = sh
-        .lock()
-        .queues
-        .values()
-        .map(|q| Arc::clone(&q.ctl))
-        .collect();
-    for ctl in &all {
+    for ctl in &controls(sh) {
         ctl.set_reporting(true);
-        ctl.set_unbounded(false);
+        ctl.set_unbounded(true);
         ctl.set_idle_watch(true);
     }
     let resume: Vec<_> = {

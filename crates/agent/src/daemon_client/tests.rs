@@ -156,6 +156,93 @@ fn announces_relays_and_applies_operations() {
     assert_eq!(c.suspended(), 0);
 }
 
+/// A queue's control that records what it is told of its window, over an XQueue.
+struct Recording {
+    q: Arc<XQueue<ScriptedHwQueue>>,
+    unbounded: std::sync::Mutex<Vec<bool>>,
+}
+
+impl Recording {
+    fn last(&self) -> Option<bool> {
+        self.unbounded.lock().unwrap().last().copied()
+    }
+}
+
+impl QueueControl for Recording {
+    fn id(&self) -> XQueueId {
+        self.q.id()
+    }
+    fn status(&self) -> baton_core::XQueueStatus {
+        self.q.status()
+    }
+    fn suspend(&self, flags: baton_core::SuspendFlags) -> Result<(), baton_core::XQueueError> {
+        self.q.suspend(flags)
+    }
+    fn resume(&self, flags: baton_core::ResumeFlags) -> Result<(), baton_core::XQueueError> {
+        self.q.resume(flags)
+    }
+    fn set_level(&self, level: Level) -> Result<(), baton_core::XQueueError> {
+        self.q.set_level(level)
+    }
+    fn set_launch_config(&self, config: baton_core::LaunchConfig) {
+        self.q.set_launch_config(config);
+    }
+    fn set_idle_watch(&self, on: bool) {
+        self.q.set_idle_watch(on);
+    }
+    fn set_reporting(&self, on: bool) {
+        self.q.set_reporting(on);
+    }
+    fn set_unbounded(&self, on: bool) {
+        self.unbounded.lock().unwrap().push(on);
+        self.q.set_unbounded(on);
+    }
+}
+
+#[test]
+fn queues_launch_without_their_window_only_while_no_daemon_schedules_them() {
+    // No daemon at first: nothing can suspend the queue, so it runs unbounded (a queue that
+    // gives way while outranked, by time slice or SMs, then runs at full speed). A daemon
+    // answers: the queue is bounded again before it is announced, as the daemon assumes of
+    // a new queue. The daemon unbounds it; the daemon goes: unbounded still; it returns:
+    // bounded again.
+    let path = temp_socket("window");
+    let c = client(&path);
+    let (_hw, q) = queue(&c);
+    let rec = Arc::new(Recording {
+        q,
+        unbounded: std::sync::Mutex::new(Vec::new()),
+    });
+    c.register(rec.clone(), info());
+    wait_until("unbounded while no daemon answers", || {
+        rec.last() == Some(true)
+    });
+    let d = FakeDaemon::bind(&path);
+    let mut s = d.accept();
+    assert!(matches!(
+        next_event(&mut s),
+        AgentMessage::ProcessStarted(_)
+    ));
+    assert!(matches!(next_event(&mut s), AgentMessage::QueueCreated(_)));
+    assert_eq!(rec.last(), Some(false), "bounded before it was announced");
+    let unbound = DaemonMessage::Attention {
+        queue: QueueId::from(rec.id()),
+        report: false,
+        unbounded: true,
+        watch: false,
+    };
+    write_frame(&mut s, &unbound).unwrap();
+    wait_until("the daemon's word", || rec.last() == Some(true));
+    let told = rec.unbounded.lock().unwrap().len();
+    drop(s);
+    wait_until("disconnected", || !c.is_connected());
+    wait_until("fail-open", || rec.unbounded.lock().unwrap().len() > told);
+    assert_eq!(rec.last(), Some(true), "unscheduled: unbounded");
+    let _s = d.accept();
+    wait_until("reconnected", || c.is_connected());
+    assert_eq!(rec.last(), Some(false), "bounded again for the new daemon");
+}
+
 #[test]
 fn reconnects_with_current_state_after_the_daemon_returns() {
     let path = temp_socket("reconnect");
