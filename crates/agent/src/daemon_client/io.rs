@@ -193,9 +193,19 @@ fn install(sh: &Shared, sock: &Arc<UnixStream>) {
     let _apply = sh.lock_apply();
     // Bounded, as a new queue is: what the daemon assumes until it says otherwise.
     set_unbounded(sh, false);
-    let statuses = statuses(sh);
+    // Statuses are read without the client's lock, so a queue may be registered between the
+    // reading and the locking; with no link yet, its registration announced nothing, so it
+    // must be announced here: read again until every queue has its status.
+    let (statuses, mut st) = loop {
+        let statuses = statuses(sh);
+        let st = sh.lock();
+        let read: std::collections::HashSet<XQueueId> =
+            statuses.iter().map(|(id, _)| *id).collect();
+        if st.queues.keys().all(|id| read.contains(id)) {
+            break (statuses, st);
+        }
+    };
     let now = sh.now();
-    let mut st = sh.lock();
     let mut l = Link::new(Arc::clone(sock));
     l.queue(&AgentMessage::ProcessStarted(ProcessStarted::new(
         sh.pid,

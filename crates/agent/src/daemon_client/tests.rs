@@ -244,6 +244,45 @@ fn queues_launch_without_their_window_only_while_no_daemon_schedules_them() {
 }
 
 #[test]
+fn every_queue_registered_while_a_connection_is_made_is_announced() {
+    // Registrations race with the connection: each queue must reach the daemon once, whether
+    // registered before the link is installed (announced by the installation) or after it
+    // (announced by the registration). One registered between the installation's reading of
+    // the queues' statuses and its taking the client's lock used to be announced by neither.
+    let path = temp_socket("race");
+    let c = Arc::new(client(&path));
+    // Registering from before the daemon answers until well after the connection.
+    let registering = {
+        let c = Arc::clone(&c);
+        std::thread::spawn(move || {
+            let mut queues = Vec::new();
+            let mut after = 0;
+            while after < 200 {
+                let (_hw, q) = queue(&c);
+                c.register(q.clone(), info());
+                queues.push(q);
+                after += usize::from(c.is_connected());
+            }
+            queues
+        })
+    };
+    let d = FakeDaemon::bind(&path);
+    let mut s = d.accept();
+    let queues = registering.join().unwrap();
+    let mut announced = std::collections::HashSet::new();
+    while announced.len() < queues.len() {
+        match next_event(&mut s) {
+            AgentMessage::QueueCreated(qc) => assert!(announced.insert(qc.queue), "twice"),
+            AgentMessage::ProcessStarted(_) | AgentMessage::QueueState(_) => {}
+            m => panic!("{m:?}"),
+        }
+    }
+    for q in &queues {
+        assert!(announced.contains(&QueueId::from(q.id())));
+    }
+}
+
+#[test]
 fn reconnects_with_current_state_after_the_daemon_returns() {
     let path = temp_socket("reconnect");
     let d = FakeDaemon::bind(&path);
