@@ -172,3 +172,108 @@ fn every_scenario_at_higher_priority_beside_a_scheduled_flood_gives_the_native_r
         drop(flood);
     }
 }
+
+/// A daemon of its own under `policy`, stopped when dropped.
+struct Daemon {
+    child: Child,
+    socket: std::path::PathBuf,
+}
+
+impl Daemon {
+    fn start(policy: &str, dir: &Path) -> Daemon {
+        let socket = dir.join("baton.sock");
+        let child = Command::new(baton_binary())
+            .args(["daemon", "--policy", policy, "--socket"])
+            .arg(&socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the daemon");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !Command::new(baton_binary())
+            .args(["list", "--socket"])
+            .arg(&socket)
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            assert!(Instant::now() < deadline, "the daemon never answered");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Daemon { child, socket }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = Command::new(baton_binary())
+            .args(["daemon", "--stop", "--socket"])
+            .arg(&self.socket)
+            .output();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn every_scenario_giving_way_by_sms_under_mps_gives_the_native_result() {
+    // `--yield` under MPS: a stream's kernels run on a green context's stream while its queue
+    // may be suspended and on its own stream otherwise. The daemon's chaos mode suspends
+    // queues at random and, of those it lets run, says at random that it cannot suspend them
+    // until its next draw, so every scenario's kernels switch between the two at random
+    // moments, with suspensions in between.
+    let interposer = interposer_library()
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
+    let baton = baton_binary().to_str().expect("a UTF-8 path").to_owned();
+    let (mut confined, mut whole) = (0, 0);
+    for seed in [31u64, 32] {
+        let dir = temp_dir("yield-sms");
+        let daemon = Daemon::start(&format!("chaos:{seed}"), &dir);
+        let socket = daemon.socket.to_str().expect("a UTF-8 path").to_owned();
+        for scenario in scenarios() {
+            let native = native(scenario);
+            let what = format!("{scenario} giving way by SMs at random (chaos:{seed})");
+            let args = [
+                "run",
+                "--interposer",
+                &interposer,
+                "--priority",
+                "0",
+                "--yield",
+                "--",
+                RUNTIME_LIKE,
+                scenario,
+            ];
+            let env = [
+                ("BATON_SOCKET", socket.as_str()),
+                ("BATON_MPS", "on"),
+                ("BATON_YIELD_SMS", "64"),
+            ];
+            let b = run(&baton, &args, &env);
+            assert_eq!(b.code, Some(0), "{what}: {}", b.stderr);
+            assert_eq!(
+                b.line(),
+                native.line(),
+                "{what}: result differs from native"
+            );
+            check_log(&what, &b.log, &native.log);
+            for l in b.log.execs() {
+                if l["op"] == "kernel" {
+                    match l["sms"].as_u64() {
+                        Some(64) => confined += 1,
+                        None => whole += 1,
+                        Some(n) => panic!("{what}: a kernel on {n} SMs"),
+                    }
+                }
+            }
+        }
+        drop(daemon);
+    }
+    eprintln!("kernels: {confined} confined, {whole} on the whole GPU");
+    assert!(
+        confined > 100 && whole > 100,
+        "kernels did not switch much: {confined} confined, {whole} on the whole GPU"
+    );
+}

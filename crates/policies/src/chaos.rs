@@ -4,7 +4,7 @@ use baton_core::{Nanos, XQueueId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{Decision, Policy, Snapshot};
+use crate::{Decision, Policy, QueueView, Snapshot};
 
 /// The shortest time one random choice of suspended queues stands.
 pub const CHAOS_MIN_SPAN: Nanos = Nanos::from_micros(200);
@@ -12,7 +12,11 @@ pub const CHAOS_MIN_SPAN: Nanos = Nanos::from_micros(200);
 pub const CHAOS_MAX_SPAN: Nanos = Nanos::from_millis(3);
 
 /// **chaos** — suspends each queue with probability ½ for a random span of 0.2–3 ms, then
-/// draws again, from a seed (`chaos:SEED`; `chaos` is seed 0).
+/// draws again, from a seed (`chaos:SEED`; `chaos` is seed 0). Of the queues left running, it
+/// says of each with probability ½ that it cannot suspend it until the next draw, so the queue
+/// launches without its window then (and a queue that gives way while outranked stops giving
+/// way: its time slice or SMs come back), and is bounded again when a later draw may suspend
+/// it.
 ///
 /// It exists to test that programs compute exactly what they compute natively whatever the
 /// moments at which their queues are suspended and resumed: every transparency check runs a
@@ -25,6 +29,8 @@ pub struct Chaos {
     /// When the current choice ends (`None`: no choice yet).
     until: Option<Nanos>,
     suspended: Vec<XQueueId>,
+    /// Running queues said unsuspendable until the next draw.
+    free: Vec<XQueueId>,
 }
 
 impl Chaos {
@@ -34,6 +40,7 @@ impl Chaos {
             rng: SmallRng::seed_from_u64(seed),
             until: None,
             suspended: Vec::new(),
+            free: Vec::new(),
         }
     }
 }
@@ -46,29 +53,37 @@ impl Policy for Chaos {
     fn decide(&mut self, snap: &Snapshot<'_>) -> Decision {
         if self.until.is_none_or(|t| snap.now >= t) {
             let rng = &mut self.rng;
-            self.suspended = snap
-                .queues
-                .iter()
-                .filter(|_| rng.random_bool(0.5))
-                .map(|q| q.id)
-                .collect();
+            self.suspended.clear();
+            self.free.clear();
+            for q in snap.queues {
+                if rng.random_bool(0.5) {
+                    self.suspended.push(q.id);
+                } else if rng.random_bool(0.5) {
+                    self.free.push(q.id);
+                }
+            }
             let span = rng.random_range(CHAOS_MIN_SPAN.0..=CHAOS_MAX_SPAN.0);
             self.until = Some(snap.now + Nanos(span));
         }
-        // Queues that went away since the draw are dropped; new ones run until the next draw.
-        self.suspended
-            .retain(|id| snap.queues.iter().any(|q| q.id == *id));
+        // Queues that went away since the draw are dropped; new ones run, bounded, until the
+        // next draw.
+        let live = |id: &XQueueId| snap.queues.iter().any(|q| q.id == *id);
+        self.suspended.retain(live);
+        self.free.retain(live);
         Decision {
             suspend: self.suspended.clone(),
             wake_at: self.until,
         }
+    }
+
+    fn may_suspend(&self, _snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
+        !self.free.contains(&queue.id)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::QueueView;
 
     fn queues(n: u64) -> Vec<QueueView> {
         (1..=n).map(|i| QueueView::new(i, 1, 0, true)).collect()
@@ -91,6 +106,29 @@ mod tests {
     fn the_same_seed_draws_the_same_choices() {
         assert_eq!(run(7, 50), run(7, 50));
         assert_ne!(run(7, 50), run(8, 50));
+    }
+
+    #[test]
+    fn running_queues_are_sometimes_said_unsuspendable_and_suspended_ones_never() {
+        let qs = queues(8);
+        let mut p = Chaos::new(5);
+        let mut now = Nanos::ZERO;
+        let mut free = 0;
+        for _ in 0..200 {
+            let d = p.decide(&Snapshot::new(now, &qs));
+            let snap = Snapshot::new(now, &qs);
+            for q in &qs {
+                let may = p.may_suspend(&snap, q);
+                assert!(
+                    may || !d.suspends(q.id),
+                    "a suspended queue is left bounded"
+                );
+                free += usize::from(!may);
+            }
+            now = d.wake_at.unwrap();
+        }
+        // About a quarter of 1,600 answers.
+        assert!((250..550).contains(&free), "{free} unsuspendable answers");
     }
 
     #[test]
