@@ -126,11 +126,28 @@ impl Drop for Flood {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = Command::new(baton_binary())
-            .args(["daemon", "--stop", "--socket"])
-            .arg(&self.socket)
-            .output();
+        stop_daemon(&self.socket);
     }
+}
+
+/// Stops the daemon serving `socket`.
+fn stop_daemon(socket: &Path) {
+    let _ = Command::new(baton_binary())
+        .args(["daemon", "--stop", "--socket"])
+        .arg(socket)
+        .output();
+}
+
+/// `b` ran as `what` and gave exactly the native run's result and work, in each stream's
+/// order.
+fn same_as_native(what: &str, b: &support::Run, native: &support::Run) {
+    assert_eq!(b.code, Some(0), "{what}: {}", b.stderr);
+    assert_eq!(
+        b.line(),
+        native.line(),
+        "{what}: result differs from native"
+    );
+    check_log(what, &b.log, &native.log);
 }
 
 #[test]
@@ -161,13 +178,7 @@ fn every_scenario_at_higher_priority_beside_a_scheduled_flood_gives_the_native_r
                 scenario,
             ];
             let b = run(&baton, &args, &[("BATON_SOCKET", socket.as_str())]);
-            assert_eq!(b.code, Some(0), "{what}: {}", b.stderr);
-            assert_eq!(
-                b.line(),
-                native.line(),
-                "{what}: result differs from native"
-            );
-            check_log(&what, &b.log, &native.log);
+            same_as_native(&what, &b, &native);
         }
         drop(flood);
     }
@@ -206,10 +217,7 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = Command::new(baton_binary())
-            .args(["daemon", "--stop", "--socket"])
-            .arg(&self.socket)
-            .output();
+        stop_daemon(&self.socket);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -252,13 +260,7 @@ fn every_scenario_giving_way_by_sms_under_mps_gives_the_native_result() {
                 ("BATON_YIELD_SMS", "64"),
             ];
             let b = run(&baton, &args, &env);
-            assert_eq!(b.code, Some(0), "{what}: {}", b.stderr);
-            assert_eq!(
-                b.line(),
-                native.line(),
-                "{what}: result differs from native"
-            );
-            check_log(&what, &b.log, &native.log);
+            same_as_native(&what, &b, &native);
             for l in b.log.execs() {
                 if l["op"] == "kernel" {
                     match l["sms"].as_u64() {

@@ -108,14 +108,7 @@ fn a_best_effort_process_confined_under_mps_is_not_held_for_another_process() {
         "flood",
         &[("BATON_SMS", "8"), ("BATON_MPS", "on")],
     );
-    let flood = list["processes"]
-        .as_array()
-        .and_then(|ps| {
-            ps.iter()
-                .find(|p| p["hints"].to_string().contains("isolated"))
-        })
-        .unwrap_or_else(|| panic!("no isolated process in {list}"));
-    assert_eq!(flood["hints"].to_string(), r#"[{"isolated":{"sms":8}}]"#);
+    assert_eq!(claimed(&list, "isolated"), r#"[{"isolated":{"sms":8}}]"#);
     assert!(
         be_calls.iter().all(|t| *t < end),
         "{} flood launches waited for the burst to end",
@@ -146,14 +139,7 @@ fn a_yielding_process_under_mps_confines_its_kernels_only_while_outranked() {
         be_calls,
         list,
     } = beside_burst_in(&dir, "flood", &hp_env, &be_env);
-    let flood = list["processes"]
-        .as_array()
-        .and_then(|ps| {
-            ps.iter()
-                .find(|p| p["hints"].to_string().contains("confining"))
-        })
-        .unwrap_or_else(|| panic!("no confining process in {list}"));
-    assert_eq!(flood["hints"].to_string(), r#"[{"confining":{"sms":8}}]"#);
+    assert_eq!(claimed(&list, "confining"), r#"[{"confining":{"sms":8}}]"#);
     let during = be_calls.iter().filter(|t| **t > start && **t < end).count();
     assert!(
         during > 0,
@@ -161,11 +147,7 @@ fn a_yielding_process_under_mps_confines_its_kernels_only_while_outranked() {
         (end - start) / 1_000_000
     );
     // Where each flood kernel ran: (start, SMs if confined).
-    let kernels: Vec<(u64, Option<u64>)> = log_lines(&dir.join("be.log"))
-        .iter()
-        .filter(|l| l["ev"] == "exec" && l["op"] == "kernel")
-        .map(|l| (l["start_ns"].as_u64().unwrap_or(0), l["sms"].as_u64()))
-        .collect();
+    let kernels = kernel_sms(&dir.join("be.log"));
     assert_eq!(kernels.len(), 48, "every flood kernel ran once");
     let unconfined_while_outranked: Vec<_> = kernels
         .iter()
@@ -192,39 +174,35 @@ fn a_confining_process_gets_the_whole_gpu_back_when_the_daemon_goes() {
     // Fail-open for `--yield` under MPS: the flood's kernels keep to 8 SMs while the burst's
     // process is registered; the daemon is stopped (the burst still there, waiting), and the
     // flood, unscheduled now, runs its remaining kernels on the whole GPU.
-    let dir = temp_dir("global-confining-fail-open");
-    let socket = dir.join("baton.sock");
-    let go = dir.join("go");
-    let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
-    let hp = under_baton("10", "burst", &hp_log, &socket, &go, &[]);
-    wait_registered(&socket, hp.id());
+    let burst = Burst::start(&temp_dir("global-confining-fail-open"), &[]);
     let be_env = [
         ("BATON_YIELD", "on"),
         ("BATON_MPS", "on"),
         ("BATON_YIELD_SMS", "8"),
         ("FAKE_CUDA_KERNEL_US", "10000"),
     ];
-    let be = under_baton("0", "flood", &be_log, &socket, &go, &be_env);
-    let kernels = || -> Vec<Option<u64>> {
-        log_lines(&be_log)
-            .iter()
-            .filter(|l| l["ev"] == "exec" && l["op"] == "kernel")
-            .map(|l| l["sms"].as_u64())
-            .collect()
-    };
+    let be = burst.flood("flood", &be_env);
+    let Burst {
+        socket,
+        go,
+        be_log,
+        hp,
+        ..
+    } = burst;
+    let sms = || -> Vec<Option<u64>> { kernel_sms(&be_log).iter().map(|k| k.1).collect() };
     wait_until("a confined flood kernel", Duration::from_secs(20), || {
-        kernels().first() == Some(&Some(8))
+        sms().first() == Some(&Some(8))
     });
     stop_daemon(&socket);
     wait_until(
         "the flood's kernels on the whole GPU once the daemon is gone",
         Duration::from_secs(20),
-        || kernels().last() == Some(&None),
+        || sms().last() == Some(&None),
     );
     std::fs::write(&go, b"go").unwrap();
     assert_eq!(finish(hp, "burst"), "burst ok n=8");
     assert_eq!(finish(be, "flood"), "flood ok n=48");
-    let k = kernels();
+    let k = sms();
     assert_eq!(k.len(), 48, "every flood kernel ran once");
     assert_eq!(k.last(), Some(&None), "{k:?}");
 }
@@ -238,28 +216,15 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
     // daemon (started by the burst's `baton run`) counts commands under 5 ms as short. The
     // burst's kernels take 10 ms each (80 ms in all), and the flood runs for 8 s, long enough
     // to be measured and still be running when the burst comes on a loaded machine.
-    let dir = temp_dir("global-short");
-    let socket = dir.join("baton.sock");
-    let go = dir.join("go");
-    let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
-    let hp = under_baton(
-        "10",
-        "burst",
-        &hp_log,
-        &socket,
-        &go,
+    let burst = Burst::start(
+        &temp_dir("global-short"),
         &[
             ("BATON_SHORT_COMMAND_US", "5000"),
             ("FAKE_CUDA_KERNEL_US", "10000"),
         ],
     );
-    wait_registered(&socket, hp.id());
-    let be = under_baton(
-        "0",
+    let be = burst.flood(
         "be-flood",
-        &be_log,
-        &socket,
-        &go,
         &[
             ("FAKE_CUDA_KERNEL_US", "0"),
             ("BATON_TEST_FLOOD_US", "100"),
@@ -267,6 +232,13 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
             ("BATON_TEST_FLOOD_S", "8"),
         ],
     );
+    let Burst {
+        socket,
+        go,
+        hp_log,
+        be_log,
+        hp,
+    } = burst;
     let mut told = Value::Null;
     wait_until(
         "the flood's command time at the daemon",
@@ -344,6 +316,58 @@ fn wait_registered(socket: &Path, pid: u32) {
     );
 }
 
+/// The burst (priority 10) started in `dir` with `hp_env`, registered with the daemon its
+/// `baton run` started there; the flood's driver log goes to `be_log`.
+struct Burst {
+    socket: std::path::PathBuf,
+    go: std::path::PathBuf,
+    hp_log: std::path::PathBuf,
+    be_log: std::path::PathBuf,
+    hp: Child,
+}
+
+impl Burst {
+    fn start(dir: &Path, hp_env: &[(&str, &str)]) -> Burst {
+        let socket = dir.join("baton.sock");
+        let go = dir.join("go");
+        let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
+        let hp = under_baton("10", "burst", &hp_log, &socket, &go, hp_env);
+        // The burst's streams are registered with the daemon before the flood starts.
+        wait_registered(&socket, hp.id());
+        Burst {
+            socket,
+            go,
+            hp_log,
+            be_log,
+            hp,
+        }
+    }
+
+    /// The best-effort `scenario` at priority 0 with `be_env`, under the burst's daemon.
+    fn flood(&self, scenario: &str, be_env: &[(&str, &str)]) -> Child {
+        under_baton("0", scenario, &self.be_log, &self.socket, &self.go, be_env)
+    }
+}
+
+/// The hints of the process in the daemon's `list` that claims `claim`, as JSON text.
+fn claimed(list: &Value, claim: &str) -> String {
+    list["processes"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["hints"].to_string().contains(claim)))
+        .unwrap_or_else(|| panic!("no {claim} process in {list}"))["hints"]
+        .to_string()
+}
+
+/// Each kernel the driver log at `log` shows executed: when it started, and on how many SMs
+/// if it ran on a green context's stream.
+fn kernel_sms(log: &Path) -> Vec<(u64, Option<u64>)> {
+    log_lines(log)
+        .iter()
+        .filter(|l| l["ev"] == "exec" && l["op"] == "kernel")
+        .map(|l| (l["start_ns"].as_u64().unwrap_or(0), l["sms"].as_u64()))
+        .collect()
+}
+
 fn beside_burst(name: &str, scenario: &str, be_env: &[(&str, &str)]) -> Beside {
     beside_burst_in(&temp_dir(name), scenario, &[], be_env)
 }
@@ -356,13 +380,15 @@ fn beside_burst_in(
     hp_env: &[(&str, &str)],
     be_env: &[(&str, &str)],
 ) -> Beside {
-    let socket = dir.join("baton.sock");
-    let go = dir.join("go");
-    let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
-    let hp = under_baton("10", "burst", &hp_log, &socket, &go, hp_env);
-    // The burst's streams are registered with the daemon before the flood starts.
-    wait_registered(&socket, hp.id());
-    let be = under_baton("0", scenario, &be_log, &socket, &go, be_env);
+    let burst = Burst::start(dir, hp_env);
+    let be = burst.flood(scenario, be_env);
+    let Burst {
+        socket,
+        go,
+        hp_log,
+        be_log,
+        hp,
+    } = burst;
     wait_until("the flood's first launch", Duration::from_secs(20), || {
         !launch_calls(&log_lines(&be_log)).is_empty()
     });
