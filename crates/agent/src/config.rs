@@ -10,7 +10,7 @@
 //! | `BATON_KEEP_WINDOW` | `on`: keep the launch window even for queues the policy cannot suspend now (bounds what a higher-priority process that starts later, or a higher-priority stream of this program on its first use, waits for) | off |
 //! | `BATON_YIELD_SLICE_US` | the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), at level 3 and when yielding (`BATON_YIELD`), 1–2000000 | 100 at level 3, else 500 |
 //! | `BATON_RUN_SLICE_US` | the time slice (µs) of a context Baton controls (level 3, or yielding) while one of its queues runs freely, 1–2000000 | the driver's (2048 on Hopper) |
-//! | `BATON_YIELD` | `on` or `off`: under the daemon, give way to more urgent processes through the GPU instead of being held back (`baton run --yield`). Without MPS, control each context's time slice at every level (the slice above while a more urgent queue exists) and tell the daemon the process yields (`Hint::Yielding`): the GPU's time slicing hands it over. Under MPS, keep the kernels of normal-priority streams to `BATON_YIELD_SMS` while a more urgent queue exists and tell the daemon so (`Hint::Confining`): the other processes' kernels find the rest of the SMs free. Either way other processes' work does not hold it back, and the process keeps the GPU's idle gaps | off |
+//! | `BATON_YIELD` | `on` or `off`: under the daemon, give way to more urgent processes through the GPU instead of being held back (`baton run --yield`). Without MPS, control each context's time slice at every level (the slice above while a more urgent queue exists) and tell the daemon the process yields (`Hint::Yielding`): the GPU's time slicing hands it over. Under MPS, keep the kernels of normal-priority streams to `BATON_YIELD_SMS` while a more urgent queue exists, each such stream telling the daemon so (`Hint::Confining`): the other processes' kernels find the rest of the SMs free. Either way other processes' work does not hold it back, and the process keeps the GPU's idle gaps | off |
 //! | `BATON_YIELD_SMS` | under MPS, yielding: the SMs the kernels of normal-priority streams keep to while a more urgent queue exists, a number (`112`) or a share of the device's SMs (`85%`), rounded up to the device's granularity (8 on Hopper) | `85%` |
 //! | `BATON_COMMAND_TIME` | `on` or `off`: measure how long each stream's commands take on the GPU while it keeps the GPU busy, and tell the scheduler (`Hint::CommandTime`): priority policies do not hold a stream of short commands (under `SHORT_COMMAND`, 250 µs) back for other processes. `off`: never measured, held back like any other | on |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
@@ -493,8 +493,8 @@ impl AgentConfig {
     /// the others' at once), and not confined for good with `BATON_SMS` (isolated instead).
     /// `BATON_YIELD_SMS`, else 85 % of the device's SMs: on an H100, a GEMM flood on 112 of
     /// 132 SMs kept 87 % of its speed beside a launch-bound decoder, against 34–37 % held
-    /// back (`docs/benchmarks/matrix/spatial/`). The interposer claims it
-    /// (`Hint::Confining`) once the partition exists.
+    /// back (`docs/benchmarks/matrix/spatial/`). Each stream so confined claims it
+    /// (`Hint::Confining`) when it is registered.
     pub fn confines_while_outranked(&self) -> Option<SmShare> {
         (self.yield_to_others
             && self.scheduler == SchedulerMode::Global

@@ -105,6 +105,9 @@ impl AgentScheduler {
                 if reg.meta.hints.priority.get() != priority.load(Ordering::Relaxed) {
                     hints.push(Hint::Priority(WirePriority::from(reg.meta.hints.priority)));
                 }
+                if let Some(sms) = reg.meta.hints.confining {
+                    hints.push(Hint::Confining { sms });
+                }
                 client.register(
                     ctl,
                     QueueInfo {

@@ -193,31 +193,22 @@ impl Runtime {
         Some(w.entry(ctx as usize).or_insert(state).clone())
     }
 
-    /// Under MPS, once kernels really can be confined, tells the daemon the process is
-    /// isolated (`Hint::Isolated`, `BATON_SMS`) or confines its kernels while outranked
-    /// (`Hint::Confining`, `BATON_YIELD`): other processes' work then does not hold it back.
-    /// Sent only now, so that a process whose partition could not be made never claims it.
-    fn claim_partition(&self, sms: u32) {
-        let sms = sms.min(baton_agent::MAX_SMS);
-        let (hint, what) = if self.cfg.isolated_sms().is_some() {
-            (
-                baton_agent::WireHint::Isolated { sms },
-                "BATON_SMS under MPS: isolated",
-            )
-        } else if self.cfg.confines_while_outranked().is_some() {
-            (
-                baton_agent::WireHint::Confining { sms },
-                "BATON_YIELD under MPS: confined while outranked",
-            )
-        } else {
+    /// Under MPS, once kernels really are confined, tells the daemon the process is isolated
+    /// (`Hint::Isolated`, `BATON_SMS`): other processes' work then does not hold it back.
+    /// Sent only now, so that a process whose partition could not be made is never claimed
+    /// isolated. (A queue confined only while outranked, `BATON_YIELD`, claims it itself when
+    /// it is registered: `Hint::Confining`.)
+    fn claim_isolation(&self, sms: u32) {
+        if self.cfg.isolated_sms().is_none() {
             return;
-        };
+        }
         if let Some(s) = &self.sched {
-            match s.hint_process(hint) {
-                Ok(()) => {
-                    tracing::info!("{what} on {sms} SMs (other processes do not hold it back)")
-                }
-                Err(e) => tracing::warn!("{what}: not claimed: {e}"),
+            let sms = sms.min(baton_agent::MAX_SMS);
+            match s.hint_process(baton_agent::WireHint::Isolated { sms }) {
+                Ok(()) => tracing::info!(
+                    "BATON_SMS under MPS: isolated on {sms} SMs (other processes do not hold it back)"
+                ),
+                Err(e) => tracing::warn!("BATON_SMS under MPS: isolation not claimed: {e}"),
             }
         }
     }
@@ -282,7 +273,7 @@ impl Runtime {
                             p.device_sms(),
                             if var == "BATON_SMS" { "" } else { " while outranked" }
                         );
-                        self.claim_partition(p.sms());
+                        self.claim_isolation(p.sms());
                         Some(Arc::new(p))
                     }
                     Err(e) => {
@@ -505,12 +496,17 @@ impl Runtime {
                 ),
             }
         }
+        // The SMs the queue keeps to while outranked, which it claims when registered.
+        let mut confining = None;
         if let Some((want, while_outranked)) = self.confinement().filter(|_| cuda_priority >= 0)
             && let Some(part) = self.partition(state, want)
         {
             // SAFETY: the partition was made for this primary context's device.
             match unsafe { part.confine(state.ctx, cuda_priority) } {
-                Ok(c) if while_outranked => hw = hw.with_confinement_while_preemptible(c),
+                Ok(c) if while_outranked => {
+                    confining = Some(c.sms().min(baton_agent::MAX_SMS));
+                    hw = hw.with_confinement_while_preemptible(c);
+                }
                 Ok(c) => hw = hw.with_confinement(c),
                 Err(e) => tracing::warn!(
                     "{want} SMs: stream {:#x} keeps the whole GPU: {e}",
@@ -544,6 +540,7 @@ impl Runtime {
             let now = baton_cuda::core::Clock::now(&*self.clock);
             let mut hints = QueueHints {
                 priority,
+                confining,
                 ..QueueHints::default()
             };
             // What code asked of the whole process (only kept here with a local scheduler;

@@ -109,11 +109,12 @@ pub enum Hint {
         /// The measured time per command, in nanoseconds.
         command_ns: u64,
     },
-    /// The process shares the GPU through MPS, and Baton keeps the kernels of its
-    /// normal-priority streams to `sms` SMs whenever a more urgent queue exists (and lets them
-    /// use the whole GPU otherwise): another process's kernels then find the other SMs free,
-    /// so holding it back for them would only leave the GPU idle in their gaps, and priority
-    /// policies do not. Its own more urgent streams still hold it back. Process only.
+    /// The queue's process shares the GPU through MPS, and Baton keeps the queue's kernels to
+    /// `sms` SMs whenever a more urgent queue exists (and lets them use the whole GPU
+    /// otherwise): another process's kernels then find the other SMs free, so holding it back
+    /// for them would only leave the GPU idle in their gaps, and priority policies do not. Its
+    /// own process's more urgent streams still hold it back. Queue only: claimed by each
+    /// queue so confined when it is registered.
     Confining {
         /// SMs its kernels keep to while outranked.
         sms: u32,
@@ -174,12 +175,10 @@ impl HintKind {
     pub const fn scopes(self) -> &'static [Scope] {
         match self {
             HintKind::KEdf => &[Scope::Device, Scope::All],
-            HintKind::ActiveWindow
-            | HintKind::Gang
-            | HintKind::Isolated
-            | HintKind::Yielding
-            | HintKind::Confining => &[Scope::Process],
-            HintKind::CommandTime => &[Scope::Queue],
+            HintKind::ActiveWindow | HintKind::Gang | HintKind::Isolated | HintKind::Yielding => {
+                &[Scope::Process]
+            }
+            HintKind::CommandTime | HintKind::Confining => &[Scope::Queue],
             _ => &[Scope::Queue, Scope::Process],
         }
     }

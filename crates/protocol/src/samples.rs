@@ -145,8 +145,7 @@ pub fn agent_messages() -> Vec<AgentMessage> {
             Hint::ActiveWindow { .. }
             | Hint::Gang { .. }
             | Hint::Isolated { .. }
-            | Hint::Yielding { .. }
-            | Hint::Confining { .. } => AgentTarget::Process,
+            | Hint::Yielding { .. } => AgentTarget::Process,
             Hint::KEdf { .. } => continue,
             _ => AgentTarget::Queue(QueueId(3)),
         };
@@ -225,8 +224,7 @@ pub fn requests() -> Vec<Request> {
             Hint::ActiveWindow { .. }
             | Hint::Gang { .. }
             | Hint::Isolated { .. }
-            | Hint::Yielding { .. }
-            | Hint::Confining { .. } => Target::Process { pid: 4242 },
+            | Hint::Yielding { .. } => Target::Process { pid: 4242 },
             Hint::KEdf { .. } => Target::Device { id: device().id },
             Hint::Clear(_) => Target::All,
             _ => Target::Queue(queue_ref()),

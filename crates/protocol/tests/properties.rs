@@ -158,10 +158,11 @@ fn agent_message() -> impl Strategy<Value = AgentMessage> {
                     HintKind::ActiveWindow
                     | HintKind::Gang
                     | HintKind::Isolated
-                    | HintKind::Yielding
-                    | HintKind::Confining,
+                    | HintKind::Yielding,
                 ) => AgentTarget::Process,
-                (None, HintKind::CommandTime) => AgentTarget::Queue(QueueId(0)),
+                (None, HintKind::CommandTime | HintKind::Confining) => {
+                    AgentTarget::Queue(QueueId(0))
+                }
                 (None, _) => AgentTarget::Process,
                 (Some(q), _) => AgentTarget::Queue(QueueId(q)),
             };
@@ -229,15 +230,14 @@ fn request() -> impl Strategy<Value = Request> {
                 HintKind::ActiveWindow
                 | HintKind::Gang
                 | HintKind::Isolated
-                | HintKind::Yielding
-                | HintKind::Confining => Target::Process {
+                | HintKind::Yielding => Target::Process {
                     pid: match t {
                         Target::Queue(q) => q.pid,
                         Target::Process { pid } => pid,
                         _ => 1,
                     },
                 },
-                HintKind::CommandTime => match t {
+                HintKind::CommandTime | HintKind::Confining => match t {
                     Target::Queue(q) => Target::Queue(q),
                     Target::Process { pid } => Target::Queue(QueueRef {
                         pid,
