@@ -19,6 +19,7 @@ use clap::Args;
 use self::levels::{levels, spatial};
 use self::report::{
     Check, DaemonFindings, DeviceFindings, DoctorReport, DriverFindings, InterposerFindings,
+    SharingFindings,
 };
 use crate::client::Client;
 
@@ -163,6 +164,33 @@ fn daemon_check(socket: Option<&Path>) -> Check<DaemonFindings> {
     }
 }
 
+/// How programs share the GPU, as `baton run` would see it from the settings `get` reads
+/// (`BATON_MPS`, `CUDA_MPS_PIPE_DIRECTORY`, `BATON_YIELD_SMS`).
+fn sharing(get: impl Fn(&str) -> Option<String>) -> SharingFindings {
+    let cfg = baton_agent::AgentConfig::from_lookup(get);
+    let mps = cfg.under_mps();
+    let pipe = cfg.mps_pipe.join("control");
+    let why = match cfg.mps {
+        Some(true) => "BATON_MPS=on".to_string(),
+        Some(false) => "BATON_MPS=off".to_string(),
+        None if mps => format!("its control pipe {} exists", pipe.display()),
+        None => format!("no MPS control pipe at {}", pipe.display()),
+    };
+    let how = if mps {
+        let sms = cfg.yield_sms.unwrap_or(baton_agent::SmShare::DEFAULT);
+        format!(
+            "MPS ({why}): programs' kernels run on the SMs at once; `--yield` keeps a program's \
+             kernels to {sms} of them while a more urgent program exists, `--sms N` to N for good"
+        )
+    } else {
+        format!(
+            "time-sliced ({why}): programs take turns on the GPU; `--yield` shortens a \
+             program's time slice while a more urgent program exists"
+        )
+    };
+    SharingFindings { mps, how }
+}
+
 /// The report as text: one line per check, and under the driver each device's levels.
 fn text(r: &DoctorReport) -> String {
     let line = |ok: bool, name: &str, detail: &str| {
@@ -180,6 +208,7 @@ fn text(r: &DoctorReport) -> String {
     }
     s += &line(r.interposer.ok, "interposer", &r.interposer.detail);
     s += &line(r.daemon.ok, "daemon", &r.daemon.detail);
+    s += &format!("    sharing    {}\n", r.sharing.how);
     s
 }
 
@@ -208,6 +237,7 @@ pub fn run(args: DoctorArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
         ),
         interposer,
         daemon: daemon_check(socket),
+        sharing: sharing(|k| std::env::var(k).ok()),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -260,6 +290,7 @@ mod tests {
                 detail: "none".into(),
                 found: DaemonFindings::default(),
             },
+            sharing: sharing(|k| (k == "BATON_MPS").then(|| "off".into())),
         };
         assert!(!report.ok());
         let v = serde_json::to_value(&report).unwrap();
@@ -294,5 +325,35 @@ mod tests {
         assert!(lines[4].starts_with("        SM no  green contexts"));
         assert_eq!(lines[5], "!!  interposer missing");
         assert_eq!(lines[6], "!!  daemon     none");
+        assert!(
+            lines[7].starts_with("    sharing    time-sliced"),
+            "{}",
+            lines[7]
+        );
+        assert!(!report.sharing.mps);
+    }
+
+    #[test]
+    fn sharing_says_how_yield_gives_way() {
+        let mps = sharing(|k| match k {
+            "BATON_MPS" => Some("on".into()),
+            "BATON_YIELD_SMS" => Some("75%".into()),
+            _ => None,
+        });
+        assert!(mps.mps);
+        assert!(mps.how.contains("to 75% of them"), "{}", mps.how);
+        let pipe = std::env::temp_dir().join(format!("baton-doctor-{}", std::process::id()));
+        std::fs::create_dir_all(&pipe).unwrap();
+        let dir = pipe.to_str().unwrap().to_owned();
+        let lookup = |k: &str| (k == "CUDA_MPS_PIPE_DIRECTORY").then(|| dir.clone());
+        assert!(!sharing(lookup).mps, "no control pipe");
+        std::fs::write(pipe.join("control"), b"").unwrap();
+        let found = sharing(lookup);
+        assert!(
+            found.mps && found.how.contains("to 85% of them"),
+            "{}",
+            found.how
+        );
+        std::fs::remove_dir_all(&pipe).unwrap();
     }
 }

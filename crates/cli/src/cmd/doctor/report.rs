@@ -19,6 +19,18 @@ pub struct DoctorReport {
     pub interposer: Check<InterposerFindings>,
     /// The daemon.
     pub daemon: Check<DaemonFindings>,
+    /// How programs share the GPU here, which decides how `--yield` gives way.
+    #[serde(default)]
+    pub sharing: SharingFindings,
+}
+
+/// How programs share the GPU here (not a check: either way works).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct SharingFindings {
+    /// Whether programs share it through MPS (`BATON_MPS`, else the control pipe).
+    pub mps: bool,
+    /// What that means for `--yield` and `--sms`.
+    pub how: String,
 }
 
 impl DoctorReport {
