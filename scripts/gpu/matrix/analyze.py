@@ -26,8 +26,9 @@ HPS, BES, SETUPS = "RBD", "GT", "SMP"
 # yielded by time slice.
 # baton-unmeasured: BE's command time never told (BATON_COMMAND_TIME=off), held as before.
 # baton-w256: BE with a window of 256 commands, a sync point every 32.
+# baton-block: P with BATON_MAX_BUFFERED=1 (a thread launching into a held stream waits).
 MODES = ["native", "baton", "baton-l3", "baton-yield", "baton-w2", "baton-hold", "baton-unmeasured",
-         "baton-w256", "baton-sms", "baton-reserve"]
+         "baton-w256", "baton-sms", "baton-reserve", "baton-block"]
 HP_NAMES = {"R": "ResNet-50 b8", "B": "BERT-base b1", "D": "GPT-2-medium decode"}
 BE_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training"}
 SETUP_NAMES = {"S": "separate processes, time-sliced", "M": "separate processes, MPS",
@@ -456,7 +457,7 @@ def pareto_svg(summary, setup):
 
     def Y(v):
         return H - B_ - v / ymax * (H - B_ - T_)
-    colors = {"native": "#777777", "baton": "#1f77b4", "baton-l3": "#d62728", "baton-yield": "#ff7f0e", "baton-w2": "#17becf", "baton-hold": "#8c564b", "baton-unmeasured": "#bcbd22", "baton-w256": "#e377c2", "baton-sms": "#2ca02c", "baton-reserve": "#9467bd"}
+    colors = {"native": "#777777", "baton": "#1f77b4", "baton-l3": "#d62728", "baton-yield": "#ff7f0e", "baton-w2": "#17becf", "baton-hold": "#8c564b", "baton-unmeasured": "#bcbd22", "baton-w256": "#e377c2", "baton-sms": "#2ca02c", "baton-reserve": "#9467bd", "baton-block": "#7f7f7f"}
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
          '<defs>' + "".join(f'<marker id="a-{m}" markerWidth="8" markerHeight="8" refX="7" refY="3" orient="auto">'
                             f'<path d="M0,0 L7,3 L0,6 z" fill="{col}"/></marker>' for m, col in colors.items()) + '</defs>',

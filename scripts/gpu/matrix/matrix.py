@@ -18,8 +18,10 @@ command time never told, so held back whenever HP has work even when its command
 as before command times were measured; S and M), baton-w256 (BE at `--priority 0 --threshold
 256 --batch 32`: as by default, with a window of 256 commands and a sync point every 32; S
 and M),
-baton-sms (BE on part of the SMs, nothing held; M and P) and baton-reserve (BE at `--priority 0
---sms`, isolated under MPS; M).
+baton-sms (BE on part of the SMs, nothing held; M and P), baton-reserve (BE at `--priority 0
+--sms`, isolated under MPS; M) and baton-block (as baton, with BATON_MAX_BUFFERED=1: a thread
+launching into a held stream waits instead of running ahead, so a held training thread stops
+contending for the interpreter lock and the CPU; P).
 
 Method (see docs/benchmarks/matrix/README.md): the workers (workers.py) are started once per
 setup and stay warm, so model loading is never timed; every repeat measures HP alone (native,
@@ -52,7 +54,7 @@ MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["
 # hold it for HP).
 EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256"],
                "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256", "baton-yield"],
-               "P": ["baton-sms"]}
+               "P": ["baton-sms", "baton-block"]}
 # Modes whose BE runs beside baton's HP process (they share it).
 SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve", "baton-unmeasured",
              "baton-w256")
@@ -237,7 +239,8 @@ class Matrix:
         if mode == "baton-reserve" and role == "be":
             return [self.baton, "run", *pol, "--priority", "0", "--sms", BE_SMS, "--"]
         if setup == "P":
-            return [self.baton, "run", "--local", *pol, "--"]
+            block = ["env", "BATON_MAX_BUFFERED=1"] if mode == "baton-block" else []
+            return [*block, self.baton, "run", "--local", *pol, "--"]
         prio = ["--priority", "10" if role == "hp" else "0"]
         if mode == "baton-unmeasured" and role == "be":
             return ["env", "BATON_COMMAND_TIME=off", self.baton, "run", *prio, "--"]
