@@ -229,26 +229,30 @@ fn every_scenario_giving_way_by_sms_under_mps_gives_the_native_result() {
     // may be suspended and on its own stream otherwise. The daemon's chaos mode suspends
     // queues at random and, of those it lets run, says at random that it cannot suspend them
     // until its next draw, so every scenario's kernels switch between the two at random
-    // moments, with suspensions in between.
+    // moments, with suspensions in between; at Level 2 behind a gate as well.
     let interposer = interposer_library()
         .to_str()
         .expect("a UTF-8 path")
         .to_owned();
     let baton = baton_binary().to_str().expect("a UTF-8 path").to_owned();
     let (mut confined, mut whole) = (0, 0);
-    for seed in [31u64, 32] {
+    for (level, seed) in [(1u8, 31u64), (2, 32)] {
         let dir = temp_dir("yield-sms");
         let daemon = Daemon::start(&format!("chaos:{seed}"), &dir);
         let socket = daemon.socket.to_str().expect("a UTF-8 path").to_owned();
+        let level_s = level.to_string();
         for scenario in scenarios() {
             let native = native(scenario);
-            let what = format!("{scenario} giving way by SMs at random (chaos:{seed})");
+            let what =
+                format!("{scenario} giving way by SMs at random (level {level}, chaos:{seed})");
             let args = [
                 "run",
                 "--interposer",
                 &interposer,
                 "--priority",
                 "0",
+                "--level",
+                &level_s,
                 "--yield",
                 "--",
                 RUNTIME_LIKE,
