@@ -131,6 +131,7 @@ impl DaemonClient {
             suspended: false,
             busy_ns: 0,
             ready_since: ready.then_some(now),
+            registered: status,
         };
         let msg = link::queue_created(status.id, &tracked, &status, now);
         st.queues.insert(status.id, tracked);

@@ -194,18 +194,12 @@ fn install(sh: &Shared, sock: &Arc<UnixStream>) {
     // Bounded, as a new queue is: what the daemon assumes until it says otherwise.
     set_unbounded(sh, false);
     // Statuses are read without the client's lock, so a queue may be registered between the
-    // reading and the locking; with no link yet, its registration announced nothing, so it
-    // must be announced here: read again until every queue has its status.
-    let (statuses, mut st) = loop {
-        let statuses = statuses(sh);
-        let st = sh.lock();
-        let read: std::collections::HashSet<XQueueId> =
-            statuses.iter().map(|(id, _)| *id).collect();
-        if st.queues.keys().all(|id| read.contains(id)) {
-            break (statuses, st);
-        }
-    };
+    // reading and the locking; with no link yet, its registration announced nothing, so it is
+    // announced here, with the status it had when registered, a moment ago.
+    let statuses: std::collections::HashMap<XQueueId, baton_core::XQueueStatus> =
+        statuses(sh).into_iter().collect();
     let now = sh.now();
+    let mut st = sh.lock();
     let mut l = Link::new(Arc::clone(sock));
     l.queue(&AgentMessage::ProcessStarted(ProcessStarted::new(
         sh.pid,
@@ -213,10 +207,9 @@ fn install(sh: &Shared, sock: &Arc<UnixStream>) {
         &sh.cfg.argv,
         st.process_hints.clone(),
     )));
-    for (id, status) in &statuses {
-        if let Some(q) = st.queues.get(id) {
-            l.queue(&link::queue_created(*id, q, status, now));
-        }
+    for (id, q) in &st.queues {
+        let status = statuses.get(id).unwrap_or(&q.registered);
+        l.queue(&link::queue_created(*id, q, status, now));
     }
     st.link = Some(l);
     sh.live_fd.store(sock.as_raw_fd(), Ordering::Release);

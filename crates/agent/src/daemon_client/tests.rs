@@ -257,7 +257,8 @@ fn every_queue_registered_while_a_connection_is_made_is_announced() {
         std::thread::spawn(move || {
             let mut queues = Vec::new();
             let mut after = 0;
-            while after < 200 {
+            // Bounded, should the connection never come.
+            while after < 200 && queues.len() < 20_000 {
                 let (_hw, q) = queue(&c);
                 c.register(q.clone(), info());
                 queues.push(q);
@@ -269,6 +270,7 @@ fn every_queue_registered_while_a_connection_is_made_is_announced() {
     let d = FakeDaemon::bind(&path);
     let mut s = d.accept();
     let queues = registering.join().unwrap();
+    assert!(c.is_connected(), "never connected while queues kept coming");
     let mut announced = std::collections::HashSet::new();
     while announced.len() < queues.len() {
         match next_event(&mut s) {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use baton_core::{Nanos, QueueControl};
+use baton_core::{Nanos, QueueControl, XQueueStatus};
 
 use super::config::QueueInfo;
 
@@ -16,6 +16,9 @@ pub(super) struct Tracked {
     pub(super) suspended: bool,
     pub(super) busy_ns: u64,
     pub(super) ready_since: Option<Nanos>,
+    /// Its status when it was registered: what announces it to a daemon connected after its
+    /// registration but before its status could be read again.
+    pub(super) registered: XQueueStatus,
 }
 
 impl Tracked {
