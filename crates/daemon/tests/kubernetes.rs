@@ -57,9 +57,12 @@ fn api_server(release: mpsc::Receiver<()>, heads: mpsc::Sender<String>) -> Strin
                 }
                 released = true;
             }
+            // The connection is closed after the list, and says so: a client that pooled it
+            // for its next request (the watch) would find it gone and start over with a list.
             let _ = write!(
                 s,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{list}",
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\
+                 content-length: {}\r\n\r\n{list}",
                 list.len()
             );
         }
