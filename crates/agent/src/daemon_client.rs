@@ -19,8 +19,8 @@
 //! launches without its window, since nothing can suspend it (and a queue that gives way
 //! while outranked, by time slice or SMs, runs at full speed). The thread tries again with a
 //! growing back-off and, when a daemon answers, bounds every queue again (as the daemon
-//! assumes of a new queue) and registers everything with its current state. An event that happens while disconnected is simply folded into that
-//! state.
+//! assumes of a new queue) and registers everything with its current state. An event that
+//! happens while disconnected is simply folded into that state.
 //!
 //! # Never blocking the application
 //!

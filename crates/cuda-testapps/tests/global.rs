@@ -190,25 +190,18 @@ fn a_confining_process_gets_the_whole_gpu_back_when_the_daemon_goes() {
         ("FAKE_CUDA_KERNEL_US", "10000"),
     ];
     let be = burst.flood("flood", &be_env);
-    let Burst {
-        socket,
-        go,
-        be_log,
-        hp,
-        ..
-    } = burst;
-    let sms = || -> Vec<Option<u64>> { kernel_sms(&be_log).iter().map(|k| k.1).collect() };
+    let sms = || -> Vec<Option<u64>> { kernel_sms(&burst.be_log).iter().map(|k| k.1).collect() };
     wait_until("a confined flood kernel", Duration::from_secs(20), || {
         sms().first() == Some(&Some(8))
     });
-    stop_daemon(&socket);
+    stop_daemon(&burst.socket);
     wait_until(
         "the flood's kernels on the whole GPU once the daemon is gone",
         Duration::from_secs(20),
         || sms().last() == Some(&None),
     );
-    std::fs::write(&go, b"go").unwrap();
-    assert_eq!(finish(hp, "burst"), "burst ok n=8");
+    std::fs::write(&burst.go, b"go").unwrap();
+    assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
     assert_eq!(finish(be, "flood"), "flood ok n=48");
     let k = sms();
     assert_eq!(k.len(), 48, "every flood kernel ran once");
@@ -240,19 +233,12 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
             ("BATON_TEST_FLOOD_S", "8"),
         ],
     );
-    let Burst {
-        socket,
-        go,
-        hp_log,
-        be_log,
-        hp,
-    } = burst;
     let mut told = Value::Null;
     wait_until(
         "the flood's command time at the daemon",
         Duration::from_secs(20),
         || {
-            told = listed(&socket);
+            told = listed(&burst.socket);
             told.to_string().contains("command_time")
         },
     );
@@ -269,12 +255,12 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
         (80_000..5_000_000).contains(&ns),
         "the flood's commands measured at {ns} ns"
     );
-    std::fs::write(&go, b"go").unwrap();
-    assert_eq!(finish(hp, "burst"), "burst ok n=8");
+    std::fs::write(&burst.go, b"go").unwrap();
+    assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
     assert!(finish(be, "be-flood").starts_with("be-flood ok"));
-    stop_daemon(&socket);
-    let (start, end) = burst_window(&hp_log, GRACE_NS);
-    let calls = launch_calls(&log_lines(&be_log));
+    stop_daemon(&burst.socket);
+    let (start, end) = burst_window(&burst.hp_log, GRACE_NS);
+    let calls = launch_calls(&log_lines(&burst.be_log));
     assert!(
         calls.last().is_some_and(|t| *t > end),
         "the flood ended before the burst did: nothing to judge"
@@ -390,37 +376,33 @@ fn beside_burst_in(
 ) -> Beside {
     let burst = Burst::start(dir, hp_env);
     let be = burst.flood(scenario, be_env);
-    let Burst {
-        socket,
-        go,
-        hp_log,
-        be_log,
-        hp,
-    } = burst;
     wait_until("the flood's first launch", Duration::from_secs(20), || {
-        !launch_calls(&log_lines(&be_log)).is_empty()
+        !launch_calls(&log_lines(&burst.be_log)).is_empty()
     });
-    let claim = match () {
-        _ if be_env.iter().any(|(k, _)| *k == "BATON_SMS") => Some("isolated"),
-        _ if be_env.iter().any(|(k, _)| *k == "BATON_YIELD") => Some("confining"),
-        _ => None,
+    let set = |name: &str| be_env.iter().any(|(k, _)| *k == name);
+    let claim = if set("BATON_SMS") {
+        Some("isolated")
+    } else if set("BATON_YIELD") {
+        Some("confining")
+    } else {
+        None
     };
     if let Some(claim) = claim {
         // Claimed once the flood's SM partition exists, after its hello.
         wait_until(
             "the flood's claim at the daemon",
             Duration::from_secs(20),
-            || listed(&socket).to_string().contains(claim),
+            || listed(&burst.socket).to_string().contains(claim),
         );
     }
-    let list = listed(&socket);
-    std::fs::write(&go, b"go").unwrap();
-    assert_eq!(finish(hp, "burst"), "burst ok n=8");
+    let list = listed(&burst.socket);
+    std::fs::write(&burst.go, b"go").unwrap();
+    assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
     assert_eq!(finish(be, scenario), format!("{scenario} ok n=48"));
-    stop_daemon(&socket);
+    stop_daemon(&burst.socket);
 
-    let (start, end) = burst_window(&hp_log, GRACE_NS);
-    let be_calls = launch_calls(&log_lines(&be_log));
+    let (start, end) = burst_window(&burst.hp_log, GRACE_NS);
+    let be_calls = launch_calls(&log_lines(&burst.be_log));
     assert_eq!(
         be_calls.len(),
         48,

@@ -246,10 +246,10 @@ impl Runtime {
                     }
                     Some(p)
                 })();
-                let var = if self.cfg.sms.is_some() {
-                    "BATON_SMS"
+                let (var, when) = if self.cfg.sms.is_some() {
+                    ("BATON_SMS", "")
                 } else {
-                    "BATON_YIELD_SMS"
+                    ("BATON_YIELD_SMS", " while outranked")
                 };
                 if primary != Some(state.ctx) {
                     tracing::warn!(
@@ -267,11 +267,10 @@ impl Runtime {
                 match made {
                     Ok(p) => {
                         tracing::info!(
-                            "{var}: normal-priority kernels of device {} run on {} of its {} SMs{}",
+                            "{var}: normal-priority kernels of device {} run on {} of its {} SMs{when}",
                             state.device,
                             p.sms(),
                             p.device_sms(),
-                            if var == "BATON_SMS" { "" } else { " while outranked" }
                         );
                         self.claim_isolation(p.sms());
                         Some(Arc::new(p))

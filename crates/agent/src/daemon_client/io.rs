@@ -154,17 +154,6 @@ fn connect(sh: &Shared) -> Result<(Arc<UnixStream>, Welcome), NoDaemon> {
     Err(NoDaemon(errors))
 }
 
-/// Every queue's status, read without holding the client's lock (a status takes the queue's).
-fn statuses(sh: &Shared) -> Vec<(XQueueId, baton_core::XQueueStatus)> {
-    let ctls: Vec<_> = sh
-        .lock()
-        .queues
-        .iter()
-        .map(|(id, q)| (*id, Arc::clone(&q.ctl)))
-        .collect();
-    ctls.iter().map(|(id, c)| (*id, c.status())).collect()
-}
-
 /// Every registered queue's control, read under the client's lock and returned without it (a
 /// queue control call takes the queue's lock, and a queue reports to the sink, which takes the
 /// client's).
@@ -174,6 +163,11 @@ fn controls(sh: &Shared) -> Vec<Arc<dyn QueueControl>> {
         .values()
         .map(|q| Arc::clone(&q.ctl))
         .collect()
+}
+
+/// Every queue's status, read without holding the client's lock (a status takes the queue's).
+fn statuses(sh: &Shared) -> Vec<(XQueueId, baton_core::XQueueStatus)> {
+    controls(sh).iter().map(|c| (c.id(), c.status())).collect()
 }
 
 /// Tells every registered queue whether it may launch without its window and sync points:
