@@ -276,6 +276,75 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
     );
 }
 
+#[test]
+fn a_stream_measured_short_that_turns_to_long_commands_is_measured_again_and_held() {
+    // The same stream runs 100 µs kernels for 2 s (a job's warm-up, or a training phase),
+    // then 8 ms ones (a GEMM flood). Measured short, it is let go without its window, where
+    // nothing measures it; its process has it keep the window now and then to measure it
+    // again, so the daemon hears the long commands and holds it back for the burst. (Before,
+    // the short measure stood for good and the flood ran unheld beside the burst.)
+    let burst = Burst::start(
+        &temp_dir("global-short-then-long"),
+        &[
+            ("BATON_SHORT_COMMAND_US", "5000"),
+            ("FAKE_CUDA_KERNEL_US", "10000"),
+        ],
+    );
+    let be = burst.flood(
+        "be-flood",
+        &[
+            ("FAKE_CUDA_KERNEL_US", "0"),
+            ("BATON_TEST_FLOOD_US", "100"),
+            ("BATON_TEST_FLOOD_DEPTH", "64"),
+            ("BATON_TEST_FLOOD_LONG_AFTER_S", "2"),
+            ("BATON_TEST_FLOOD_LONG_US", "8000"),
+            ("BATON_TEST_FLOOD_S", "14"),
+        ],
+    );
+    let told = || -> Option<u64> {
+        let list = listed(&burst.socket);
+        list["processes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|p| p["queues"].as_array().into_iter().flatten())
+            .flat_map(|q| q["hints"].as_array().into_iter().flatten())
+            .find_map(|h| h["command_time"]["command_ns"].as_u64())
+    };
+    wait_until(
+        "the flood's short commands told",
+        Duration::from_secs(20),
+        || told().is_some_and(|ns| ns < 5_000_000),
+    );
+    wait_until(
+        "the flood's long commands told after it changed",
+        Duration::from_secs(20),
+        || told().is_some_and(|ns| ns >= 5_000_000),
+    );
+    std::fs::write(&burst.go, b"go").unwrap();
+    assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
+    assert!(finish(be, "be-flood").starts_with("be-flood ok"));
+    stop_daemon(&burst.socket);
+    let (start, end) = burst_window(&burst.hp_log, GRACE_NS);
+    let calls = launch_calls(&log_lines(&burst.be_log));
+    assert!(
+        calls.last().is_some_and(|t| *t > end),
+        "the flood ended before the burst did: nothing to judge"
+    );
+    let during: Vec<u64> = calls
+        .iter()
+        .copied()
+        .filter(|t| *t > start + GRACE_NS && *t < end)
+        .collect();
+    assert!(
+        during.is_empty(),
+        "{} flood launches reached the driver while the burst ran ({} ms window): the long \
+         commands were not held back",
+        during.len(),
+        (end - start) / 1_000_000
+    );
+}
+
 /// Stops the daemon serving `socket` (the programs' `baton run` started it).
 fn stop_daemon(socket: &Path) {
     let _ = Command::new(baton_binary())

@@ -3,7 +3,7 @@
 //! the scheduler; a thread-local cache remembers the last entries a thread used.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use baton_agent::{DeviceId, QueueHints, SmShare};
@@ -15,6 +15,16 @@ use baton_cuda::sys::{
     CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
 };
 use baton_cuda::{CudaHwQueue, EventPool, SmPartition};
+
+/// How many guard ticks apart a stream let go without its window measures its commands again
+/// ([`Runtime::remeasure`]): 40 ticks of 25 ms, a second.
+pub(crate) const REMEASURE_EVERY: u32 = 40;
+/// How many more samples of its command time such a stream takes in before it goes without its
+/// window again: enough for the moving average to move most of the way to a new length.
+pub(crate) const REMEASURE_SAMPLES: u64 = 8;
+/// The longest it keeps its window to be measured, in guard ticks: two seconds (eight samples
+/// of a batch of eight 8 ms commands, after what it launched unbounded).
+pub(crate) const REMEASURE_LONGEST: u32 = 80;
 
 use crate::registry::{Api, CtxState, StreamEntry, StreamKind, StreamPriority};
 use crate::runtime::Runtime;
@@ -310,6 +320,45 @@ impl Runtime {
         }
     }
 
+    /// Called on every tick of the guard thread ([`GUARD_TICK`](crate::runtime::GUARD_TICK)):
+    /// a stream that told its scheduler a command time and that the scheduler then lets run
+    /// without its window (as HPF does for short commands) keeps its window every
+    /// [`REMEASURE_EVERY`] ticks until its measure has taken in [`REMEASURE_SAMPLES`] more
+    /// samples (or for [`REMEASURE_LONGEST`] ticks), so that the measure follows what it runs.
+    /// Unbounded, nothing measures it, and a measure taken on one workload would stand for the
+    /// next on the same stream: a training job's warm-up, measured short, left a bf16 GEMM
+    /// flood of 1.7 ms commands unheld beside the services on an H200. A stream of short
+    /// commands is measured again within milliseconds; what is learnt reaches the scheduler
+    /// through [`Runtime::report_command_time`].
+    pub(crate) fn remeasure(&self, e: &StreamEntry) {
+        if self.sched.is_none() || !self.cfg.command_time {
+            return;
+        }
+        if e.told_command_ns.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let (ticks, from) = &e.remeasure;
+        let t = ticks.fetch_add(1, Ordering::Relaxed) + 1;
+        if t < REMEASURE_EVERY {
+            return;
+        }
+        let samples = e.xq.command_samples();
+        if t == REMEASURE_EVERY {
+            if e.xq.may_run_unbounded() {
+                from.store(samples, Ordering::Relaxed);
+                e.xq.set_measuring(true);
+            } else {
+                // Bounded anyway, and measured as it runs: look again a period later.
+                ticks.store(0, Ordering::Relaxed);
+            }
+        } else if samples >= from.load(Ordering::Relaxed) + REMEASURE_SAMPLES
+            || t >= REMEASURE_EVERY + REMEASURE_LONGEST
+        {
+            e.xq.set_measuring(false);
+            ticks.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Once a context's slice is controlled and the process yields to others
     /// (`BATON_YIELD`), tells the daemon (`Hint::Yielding`, once per process): other processes'
     /// work then does not hold it back, since its slice is short whenever it is outranked.
@@ -570,6 +619,7 @@ impl Runtime {
             priority: StreamPriority::new(cuda_priority, priority.get()),
             counts: Default::default(),
             told_command_ns: AtomicU64::new(0),
+            remeasure: (AtomicU32::new(0), AtomicU64::new(0)),
         }))
     }
 

@@ -12,7 +12,7 @@
 //! A generation number bumped when a stream is destroyed invalidates the threads' lookup caches.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use baton_cuda::core::locks;
@@ -49,6 +49,9 @@ pub(crate) struct StreamEntry {
     pub(crate) counts: [AtomicU64; 4],
     /// The command time its scheduler was last told (ns; 0: none yet).
     pub(crate) told_command_ns: AtomicU64,
+    /// Guard ticks since its queue last finished measuring again, and its command samples
+    /// when it began to (`Runtime::remeasure`).
+    pub(crate) remeasure: (AtomicU32, AtomicU64),
 }
 
 /// A stream's scheduling priority: the one it has by default (the process's less its CUDA

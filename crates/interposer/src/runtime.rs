@@ -271,6 +271,9 @@ extern "C" fn report_at_exit() {
 /// on the device, before the liveness guard lets the suspended queues through.
 const LIVENESS_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// How often the guard thread looks at the process's queues.
+pub(crate) const GUARD_TICK: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// Every queue's state at one moment, for the watch threads. A queue whose lock is held stays
 /// unread (`None`): the holder may be stuck in the driver, and a watcher must not get stuck
 /// behind it.
@@ -352,9 +355,10 @@ impl Runtime {
             .spawn(move || {
                 let mut clock = StallClock::default();
                 loop {
-                    std::thread::sleep(std::time::Duration::from_millis(25));
+                    std::thread::sleep(GUARD_TICK);
                     let snap = Snapshot::take(self);
                     for e in &snap.entries {
+                        self.remeasure(e);
                         self.report_command_time(e);
                     }
                     // A queue whose lock stays held has a thread inside the driver for it,

@@ -157,6 +157,8 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 watch_idle: true,
                 reporting: true,
                 unbounded: false,
+                may_run_unbounded: false,
+                measuring: false,
                 preemptible: true,
                 gate_open: false,
                 observed: false,
@@ -173,6 +175,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             held: Default::default(),
             held_back: self.held_back,
             pace_ns: std::sync::atomic::AtomicU64::new(0),
+            pace_samples: std::sync::atomic::AtomicU64::new(0),
         });
         let waker: Weak<dyn DemandWaker> = Arc::downgrade(&shared) as Weak<dyn DemandWaker>;
         shared.progress.set_owner(waker);

@@ -173,9 +173,34 @@ impl<H: HwQueue> XQueue<H> {
             st.preemptible = !on;
             sh.hw.set_preemptible(!on);
         }
-        if on && sh.keep_window {
-            return;
-        }
+        st.may_run_unbounded = on;
+        self.apply_window(st);
+    }
+
+    /// Keeps the queue's window and sync points while `on`, even where its scheduler lets it
+    /// run without them ([`XQueue::set_unbounded`]), so that its commands are measured again
+    /// ([`XQueue::command_time`]): a queue launching without a window is never measured, and a
+    /// scheduler that let it go because its commands were short would otherwise keep a measure
+    /// of what it ran before (a training job's warm-up, before a flood of long GEMMs on the same
+    /// stream). What a suspension may meet, and so the hardware queue's preemptibility, does
+    /// not change.
+    pub fn set_measuring(&self, on: bool) {
+        let mut st = sync::lock(&self.shared.state);
+        st.measuring = on;
+        self.apply_window(st);
+    }
+
+    /// Whether its scheduler lets it run without its window now ([`XQueue::set_unbounded`]),
+    /// measuring or not.
+    pub fn may_run_unbounded(&self) -> bool {
+        sync::lock(&self.shared.state).may_run_unbounded
+    }
+
+    /// Launches without the window exactly when the scheduler lets it and it is not measuring
+    /// (and it was not built to keep its window).
+    fn apply_window(&self, mut st: sync::MutexGuard<'_, super::shared::State<H>>) {
+        let sh = &*self.shared;
+        let on = st.may_run_unbounded && !st.measuring && !sh.keep_window;
         if st.unbounded == on {
             return;
         }

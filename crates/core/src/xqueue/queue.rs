@@ -57,6 +57,13 @@ impl<H: HwQueue> XQueue<H> {
         }
     }
 
+    /// How many samples its [`XQueue::command_time`] has taken in so far.
+    pub fn command_samples(&self) -> u64 {
+        self.shared
+            .pace_samples
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Its [`XQueue::command_time`], if it differs enough from `reported` (what its scheduler
     /// was last told, if anything) to be worth telling again: by a fifth or more. The average
     /// drifts a little with every sample; a scheduler needs to hear only a real change.

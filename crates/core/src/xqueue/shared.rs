@@ -53,6 +53,8 @@ pub(super) struct Shared<H: HwQueue> {
     /// The device time one of its commands takes while the queue keeps the device busy
     /// (nanoseconds, a moving average; 0 until measured): see [`Shared::note_pace`].
     pub(super) pace_ns: std::sync::atomic::AtomicU64,
+    /// How many samples `pace_ns` has taken in.
+    pub(super) pace_samples: std::sync::atomic::AtomicU64,
 }
 
 /// A buffered command and what must be launched elsewhere before it.
@@ -92,6 +94,12 @@ pub(super) struct State<H: HwQueue> {
     pub(super) shutdown: bool,
     /// No scheduler can suspend the queue now: no in-flight window, no sync points.
     pub(super) unbounded: bool,
+    /// Whether its scheduler lets it run without its window ([`XQueue::set_unbounded`]);
+    /// `unbounded` follows it except while the queue is measuring.
+    pub(super) may_run_unbounded: bool,
+    /// Whether it keeps its window to measure its commands even where its scheduler lets it
+    /// run without ([`XQueue::set_measuring`]).
+    pub(super) measuring: bool,
     /// Whether someone (a scheduler) needs to hear promptly when the queue goes idle, even if
     /// the application does not synchronize: then the worker follows the in-flight tail.
     pub(super) watch_idle: bool,
@@ -307,6 +315,7 @@ impl<H: HwQueue> Shared<H> {
                 old - old / PACE_WEIGHT + sample / PACE_WEIGHT
             };
             self.pace_ns.store(avg.max(1), Relaxed);
+            self.pace_samples.fetch_add(1, Relaxed);
         }
         // Suspended at Level 2 or 3, the device stops working on what is in flight.
         if st.inflight() > 0 && !(st.suspended && st.level != Level::L1) {

@@ -1189,3 +1189,42 @@ fn time_spent_suspended_is_not_a_command_time() {
     run_commands(&hw, &q, &clock, 8, 2, Nanos::from_micros(100));
     assert_eq!(q.command_time(), Some(Nanos::from_micros(100)));
 }
+
+#[test]
+fn a_queue_let_go_is_measured_again_only_while_measuring() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
+    let q = timed(&hw, &clock, 4, 2);
+    submit_n(&q, 0, 20);
+    run_commands(&hw, &q, &clock, 20, 2, Nanos::from_micros(100));
+    assert_eq!(q.command_time(), Some(Nanos::from_micros(100)));
+    // Let go for its short commands, it launches 2 ms ones past any window: nothing
+    // measures them, and the old measure stands.
+    q.set_unbounded(true);
+    submit_n(&q, 20, 20);
+    assert_eq!(hw.script().launched.len(), 40);
+    clock.advance(Nanos::from_millis(40));
+    hw.complete(20);
+    q.poll();
+    assert_eq!(q.command_time(), Some(Nanos::from_micros(100)));
+    // Measuring, it keeps its window though its scheduler still lets it go, and the long
+    // commands move the measure.
+    q.set_measuring(true);
+    assert!(q.may_run_unbounded());
+    submit_n(&q, 40, 20);
+    assert!(
+        hw.script().launched.len() <= 44,
+        "the window applies while measuring"
+    );
+    run_commands(&hw, &q, &clock, 20, 2, Nanos::from_millis(2));
+    let t = q.command_time().unwrap();
+    assert!(
+        t > Nanos::from_millis(1),
+        "measured {t} after 2 ms commands"
+    );
+    // Done measuring: past the window again.
+    q.set_measuring(false);
+    let before = hw.script().launched.len();
+    submit_n(&q, 60, 20);
+    assert_eq!(hw.script().launched.len(), before + 20);
+}

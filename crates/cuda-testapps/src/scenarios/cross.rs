@@ -98,17 +98,30 @@ fn env_u64(name: &str, default: u64) -> u64 {
 /// A best-effort flood for as long as another program needs one: kernels of
 /// `$BATON_TEST_FLOOD_US` µs (default 1000), the stream synchronized after every
 /// `$BATON_TEST_FLOOD_DEPTH` (default 4), until `$BATON_TEST_FLOOD_S` seconds (default 60) have
-/// passed or the process is killed. The contention tests run every scenario beside it; a deep
-/// flood of short kernels is a training loop running ahead of the GPU.
+/// passed or the process is killed; from `$BATON_TEST_FLOOD_LONG_AFTER_S` seconds on (if set),
+/// its kernels take `$BATON_TEST_FLOOD_LONG_US` µs instead (a job that changes what it runs on
+/// the same stream). The contention tests run every scenario beside it; a deep flood of short
+/// kernels is a training loop running ahead of the GPU.
 pub fn be_flood(s: &Session) -> Result<String, AppError> {
     let (g, k) = (&s.gpu, &s.k);
     let seconds = env_u64("BATON_TEST_FLOOD_S", 60);
     let us = env_u64("BATON_TEST_FLOOD_US", 1_000);
     let depth = env_u64("BATON_TEST_FLOOD_DEPTH", 4).max(1);
+    let long = std::env::var("BATON_TEST_FLOOD_LONG_AFTER_S")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|s| {
+            let us = env_u64("BATON_TEST_FLOOD_LONG_US", 10_000);
+            (Instant::now() + Duration::from_secs(s), us)
+        });
     let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut n = 0u64;
     while Instant::now() < until {
+        let us = match long {
+            Some((from, long_us)) if Instant::now() >= from => long_us,
+            _ => us,
+        };
         g.launch(k.spin, stream, &[crate::gpu::KArg::U64(us)])?;
         n += 1;
         if n % depth == 0 {
