@@ -165,6 +165,8 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 counted_held_back: false,
                 quiet: (0, crate::Nanos::ZERO),
                 pace_mark: None,
+                markers: std::collections::VecDeque::new(),
+                markers_done: 0,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),

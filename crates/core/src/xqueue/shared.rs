@@ -132,7 +132,12 @@ pub(super) struct State<H: HwQueue> {
     /// When completions were last seen promptly with commands still in flight, and
     /// `completed` and `launched` then: the start of the next pace sample (see
     /// [`Shared::note_pace`]).
-    pub(super) pace_mark: Option<(crate::Nanos, u64, u64)>,
+    pub(super) pace_mark: Option<(crate::Nanos, u64, u64, u64)>,
+    /// Positions of launched commands that take no device time (an event record, a wait for
+    /// an event: [`XQueue::mark_marker`]) not yet complete, in order; and how many such
+    /// commands completed so far. A pace sample counts only the others.
+    pub(super) markers: VecDeque<u64>,
+    pub(super) markers_done: u64,
 }
 
 impl<H: HwQueue> State<H> {
@@ -142,6 +147,14 @@ impl<H: HwQueue> State<H> {
 
     pub(super) fn window_open(&self) -> bool {
         self.unbounded || self.inflight() < u64::from(self.config.threshold())
+    }
+
+    /// Counts the markers `completed` has passed as done.
+    pub(super) fn retire_markers(&mut self) {
+        while self.markers.front().is_some_and(|m| *m < self.completed) {
+            self.markers.pop_front();
+            self.markers_done += 1;
+        }
     }
 
     /// The end of the last sync point, or `completed` if there is none outstanding.
@@ -270,6 +283,7 @@ impl<H: HwQueue> Shared<H> {
             return;
         }
         st.completed = end.min(st.launched);
+        st.retire_markers();
         while st
             .sync_points
             .front()
@@ -300,13 +314,15 @@ impl<H: HwQueue> Shared<H> {
     pub(super) fn note_pace(&self, st: &mut State<H>, before: u64) {
         use std::sync::atomic::Ordering::Relaxed;
         let now = self.clock.now();
-        if let Some((t0, c0, l0)) = st.pace_mark.take()
+        if let Some((t0, c0, l0, m0)) = st.pace_mark.take()
             && c0 == before
             && st.completed > c0
             && st.completed <= l0
             && now > t0
+            && let work = (st.completed - c0).saturating_sub(st.markers_done - m0)
+            && work > 0
         {
-            let sample = (now.0 - t0.0) / (st.completed - c0);
+            let sample = (now.0 - t0.0) / work;
             let old = self.pace_ns.load(Relaxed);
             // A moving average over about eight samples; the first sample stands alone.
             let avg = if old == 0 {
@@ -319,7 +335,7 @@ impl<H: HwQueue> Shared<H> {
         }
         // Suspended at Level 2 or 3, the device stops working on what is in flight.
         if st.inflight() > 0 && !(st.suspended && st.level != Level::L1) {
-            st.pace_mark = Some((now, st.completed, st.launched));
+            st.pace_mark = Some((now, st.completed, st.launched, st.markers_done));
         }
     }
 

@@ -218,6 +218,7 @@ impl<H: HwQueue> XQueue<H> {
                 // Idle before and after: no transition to report.
                 st.completed = done;
                 st.sync_points.clear();
+                st.retire_markers();
             } else {
                 sh.complete_to(&mut st, done, &mut ev);
             }

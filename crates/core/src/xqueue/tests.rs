@@ -1228,3 +1228,20 @@ fn a_queue_let_go_is_measured_again_only_while_measuring() {
     submit_n(&q, 60, 20);
     assert_eq!(hw.script().launched.len(), before + 20);
 }
+
+#[test]
+fn commands_marked_as_markers_do_not_count_in_the_command_time() {
+    // Each 1 ms command is followed by an event record that takes no device time: two
+    // commands per millisecond, and the measure is of the real ones.
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
+    let q = timed(&hw, &clock, 4, 2);
+    for i in 0..20 {
+        q.submit(TestCommand(2 * i)).unwrap();
+        let marker = q.submit(TestCommand(2 * i + 1)).unwrap();
+        q.mark_marker(marker);
+    }
+    // Each batch of two commands (one real, one marker) takes 1 ms.
+    run_commands(&hw, &q, &clock, 40, 2, Nanos::from_micros(500));
+    assert_eq!(q.command_time(), Some(Nanos::from_millis(1)));
+}

@@ -25,7 +25,7 @@ impl Runtime {
         flags: Option<u32>,
         direct: impl FnOnce(CUstream) -> CUresult,
     ) -> CUresult {
-        self.recording(&[event], stream, api, Count::Other, direct, || {
+        self.recording(&[event], stream, api, Count::Marker, direct, || {
             Some(CudaCommand::EventRecord { event, flags })
         })
     }

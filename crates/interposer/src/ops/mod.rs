@@ -46,6 +46,9 @@ pub(crate) enum Count {
         cooperative: bool,
     },
     Graph,
+    /// A command that takes no device time (an event record): not counted in the stream's
+    /// command time ([`XQueue::mark_marker`](baton_cuda::core::XQueue::mark_marker)).
+    Marker,
     Other,
 }
 
@@ -137,7 +140,7 @@ impl Runtime {
             Count::Graph => {
                 self.stats.graphs.fetch_add(1, Ordering::Relaxed);
             }
-            Count::Other => {}
+            Count::Marker | Count::Other => {}
         }
         let handle = Self::handle_for(e, stream);
         if self.capturing(e, handle) {
@@ -200,7 +203,12 @@ impl Runtime {
             }
         }
         match r {
-            Ok(seq) => (CUresult::SUCCESS, Some(seq)),
+            Ok(seq) => {
+                if matches!(count, Count::Marker) {
+                    e.xq.mark_marker(seq);
+                }
+                (CUresult::SUCCESS, Some(seq))
+            }
             Err(x) => (status(&x), None),
         }
     }
