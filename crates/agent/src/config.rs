@@ -10,7 +10,7 @@
 //! | `BATON_KEEP_WINDOW` | `on`: keep the launch window even for queues the policy cannot suspend now (bounds what a higher-priority process that starts later, or a higher-priority stream of this program on its first use, waits for) | off |
 //! | `BATON_YIELD_SLICE_US` | the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), at level 3 and when yielding (`BATON_YIELD`), 1–2000000 | 100 at level 3, else 500 |
 //! | `BATON_RUN_SLICE_US` | the time slice (µs) of a context Baton controls (level 3, or yielding) while one of its queues runs freely, 1–2000000 | the driver's (2048 on Hopper) |
-//! | `BATON_YIELD` | `on` or `off`: under the daemon, give way to more urgent processes through the GPU instead of being held back (`baton run --yield`). Without MPS, control each context's time slice at every level (the slice above while a more urgent queue exists) and tell the daemon the process yields (`Hint::Yielding`): the GPU's time slicing hands it over. Under MPS, keep the kernels of normal-priority streams to `BATON_YIELD_SMS` while a more urgent queue exists, each such stream telling the daemon so (`Hint::Confining`): the other processes' kernels find the rest of the SMs free. Either way other processes' work does not hold it back, and the process keeps the GPU's idle gaps | off |
+//! | `BATON_YIELD` | `on`, `off` or `auto`: under the daemon, give way to more urgent processes through the GPU instead of being held back (`baton run --yield`; `off`: `baton run --hold`). Without MPS, control each context's time slice at every level (the slice above while a more urgent queue exists) and tell the daemon the process yields (`Hint::Yielding`): the GPU's time slicing hands it over. Under MPS, keep the kernels of normal-priority streams to `BATON_YIELD_SMS` while a more urgent queue exists, each such stream telling the daemon so (`Hint::Confining`): the other processes' kernels find the rest of the SMs free. Either way other processes' work does not hold it back, and the process keeps the GPU's idle gaps. `auto`: on under MPS (where holding back launches leaves the kernels already in flight on every SM), off otherwise | `auto` |
 //! | `BATON_YIELD_SMS` | under MPS, yielding: the SMs the kernels of normal-priority streams keep to while a more urgent queue exists, a number (`112`) or a share of the device's SMs (`85%`), rounded up to the device's granularity (8 on Hopper) | `85%` |
 //! | `BATON_COMMAND_TIME` | `on` or `off`: measure how long each stream's commands take on the GPU while it keeps the GPU busy, and tell the scheduler (`Hint::CommandTime`): priority policies do not hold a stream of short commands (under `SHORT_COMMAND`, 250 µs) back for other processes. `off`: never measured, held back like any other | on |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
@@ -161,8 +161,9 @@ pub struct AgentConfig {
     /// set (else the driver's).
     pub run_slice_us: Option<u64>,
     /// Yield by time slice (or, under MPS, by SMs) instead of being held back for other
-    /// processes (`BATON_YIELD`).
-    pub yield_to_others: bool,
+    /// processes (`BATON_YIELD`): `Some` when set on or off, `None` (`auto`) to yield by SMs
+    /// under MPS only.
+    pub yield_to_others: Option<bool>,
     /// The SMs kept to while yielding under MPS, if set (`BATON_YIELD_SMS`); see
     /// [`AgentConfig::confines_while_outranked`].
     pub yield_sms: Option<SmShare>,
@@ -209,7 +210,7 @@ impl Default for AgentConfig {
             max_buffered: baton_core::DEFAULT_MAX_BUFFERED,
             yield_slice: None,
             run_slice_us: None,
-            yield_to_others: false,
+            yield_to_others: None,
             yield_sms: None,
             command_time: true,
             sms: None,
@@ -314,7 +315,15 @@ impl AgentConfig {
             )
             .or(c.run_slice_us);
         if let Some((name, v)) = read(&["BATON_YIELD"]) {
-            c.yield_to_others = c.switch(name, &v, false);
+            c.yield_to_others = match v.trim().to_ascii_lowercase().as_str() {
+                "auto" | "" => None,
+                "1" | "on" | "yes" | "true" => Some(true),
+                "0" | "off" | "no" | "false" => Some(false),
+                _ => {
+                    c.warn(name, &v, "use on, off or auto", "auto");
+                    None
+                }
+            };
         }
         if let Some((name, v)) = read(&["BATON_YIELD_SMS"]) {
             match SmShare::parse(&v) {
@@ -484,19 +493,24 @@ impl AgentConfig {
     /// only against other processes), and not under MPS (whose server owns the one context
     /// all clients share, so there is no slice of this process's own to shorten).
     pub fn yields_to_others(&self) -> bool {
-        self.yield_to_others && self.scheduler == SchedulerMode::Global && !self.under_mps()
+        self.yield_to_others == Some(true)
+            && self.scheduler == SchedulerMode::Global
+            && !self.under_mps()
     }
 
     /// The SMs the kernels of normal-priority streams keep to while a more urgent queue
-    /// exists, when the process yields that way: `BATON_YIELD` on, scheduled by the daemon,
+    /// exists, when the process yields that way: `BATON_YIELD` on or `auto` (the default),
+    /// scheduled by the daemon,
     /// under MPS (whose clients' kernels run on the same SMs at once, so the SMs it leaves are
     /// the others' at once), and not confined for good with `BATON_SMS` (isolated instead).
     /// `BATON_YIELD_SMS`, else 85 % of the device's SMs: on an H100, a GEMM flood on 112 of
     /// 132 SMs kept 87 % of its speed beside a launch-bound decoder, against 34–37 % held
-    /// back (`docs/benchmarks/matrix/spatial/`). Each stream so confined claims it
+    /// back (`docs/benchmarks/matrix/spatial/`); on an H200, held back, the flood's kernels
+    /// already in flight kept a small service at ×7 of its alone p99, confined ×1.2
+    /// (`docs/benchmarks/matrix/h200/`). Each stream so confined claims it
     /// (`Hint::Confining`) when it is registered.
     pub fn confines_while_outranked(&self) -> Option<SmShare> {
-        (self.yield_to_others
+        (self.yield_to_others.unwrap_or(true)
             && self.scheduler == SchedulerMode::Global
             && self.under_mps()
             && self.sms.is_none())
@@ -645,8 +659,18 @@ mod tests {
             !cfg(&[global, mps, on]).yields_to_others(),
             "no slice of its own"
         );
-        // Only when asked, against other processes, under MPS, and not isolated for good.
-        assert_eq!(confines(&[global, mps]), None);
+        // By default too (auto), unless told off; only against other processes, under MPS,
+        // and not isolated for good.
+        assert_eq!(confines(&[global, mps]), Some(SmShare::Percent(85)));
+        assert_eq!(
+            confines(&[global, mps, ("BATON_YIELD", "auto")]),
+            Some(SmShare::Percent(85))
+        );
+        assert_eq!(confines(&[global, mps, ("BATON_YIELD", "off")]), None);
+        assert!(
+            !cfg(&[global, ("BATON_MPS", "off")]).yields_to_others(),
+            "without MPS, yielding by time slice only when asked"
+        );
         assert_eq!(confines(&[mps, on]), None);
         assert_eq!(confines(&[global, ("BATON_MPS", "off"), on]), None);
         assert_eq!(confines(&[global, mps, on, ("BATON_SMS", "64")]), None);
@@ -685,6 +709,15 @@ mod tests {
         let bad = cfg(&[global, no_mps, ("BATON_YIELD", "sometimes")]);
         assert_eq!(bad.warnings().len(), 1, "{:?}", bad.warnings());
         assert!(!bad.yields_to_others());
+        assert!(
+            bad.warnings()[0].contains("on, off or auto"),
+            "{:?}",
+            bad.warnings()
+        );
+        assert_eq!(
+            bad.yield_to_others, None,
+            "a bad value keeps the default, auto"
+        );
         // Yielding without being held: a slice long against two context switches; level 3
         // hands over fast; either as set.
         assert_eq!(cfg(&[global, no_mps, on]).yield_slice_us(), 500);

@@ -70,12 +70,17 @@ struct Beside {
 /// The burst at priority 10 and the best-effort `scenario` at 0 under one daemon: none of
 /// the best-effort launches reaches its driver while the burst runs, and all of them run.
 fn held_beside_burst(name: &str, scenario: &str) {
+    held_beside_burst_with(name, scenario, &[]);
+}
+
+/// [`held_beside_burst`] with `extra` in the best-effort program's environment.
+fn held_beside_burst_with(name: &str, scenario: &str, extra: &[(&str, &str)]) {
     let Beside {
         start,
         end,
         be_calls,
         ..
-    } = beside_burst(name, scenario, &[]);
+    } = beside_burst(name, scenario, extra);
     let during: Vec<u64> = be_calls
         .iter()
         .copied()
@@ -118,7 +123,27 @@ fn a_best_effort_process_confined_under_mps_is_not_held_for_another_process() {
 
 #[test]
 fn a_yielding_process_under_mps_confines_its_kernels_only_while_outranked() {
-    // `--yield` under MPS: while the burst's process exists, the flood's kernels keep to 8
+    confines_only_while_outranked("global-confining", &[("BATON_YIELD", "on")]);
+}
+
+#[test]
+fn under_mps_a_best_effort_process_confines_its_kernels_by_default() {
+    confines_only_while_outranked("global-confining-default", &[]);
+}
+
+#[test]
+fn under_mps_a_best_effort_process_told_to_hold_is_held() {
+    held_beside_burst_with(
+        "global-mps-hold",
+        "flood",
+        &[("BATON_MPS", "on"), ("BATON_YIELD", "off")],
+    );
+}
+
+/// `--yield` under MPS, asked for by `yielding` (or by default): while the burst's process
+/// exists, the flood's kernels keep to 8 SMs and the daemon does not hold it back.
+fn confines_only_while_outranked(name: &str, yielding: &[(&str, &str)]) {
+    // While the burst's process exists, the flood's kernels keep to 8
     // SMs, and the daemon does not hold it back for the burst; once the burst's process is
     // gone, nothing outranks the flood and its kernels use the whole GPU again. The flood's
     // kernels take 10 ms (480 ms in all; it launches 8 at a time as its window frees) against
@@ -126,13 +151,13 @@ fn a_yielding_process_under_mps_confines_its_kernels_only_while_outranked() {
     // its results (tags appended in order) show confined and unconfined kernels kept their
     // stream's order.
     let hp_env = [("FAKE_CUDA_KERNEL_US", "20000")];
-    let be_env = [
-        ("BATON_YIELD", "on"),
+    let mut be_env = vec![
         ("BATON_MPS", "on"),
         ("BATON_YIELD_SMS", "8"),
         ("FAKE_CUDA_KERNEL_US", "10000"),
     ];
-    let dir = temp_dir("global-confining");
+    be_env.extend_from_slice(yielding);
+    let dir = temp_dir(name);
     let Beside {
         start,
         end,
@@ -448,10 +473,11 @@ fn beside_burst_in(
     wait_until("the flood's first launch", Duration::from_secs(20), || {
         !launch_calls(&log_lines(&burst.be_log)).is_empty()
     });
-    let set = |name: &str| be_env.iter().any(|(k, _)| *k == name);
-    let claim = if set("BATON_SMS") {
+    let value = |name: &str| be_env.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+    // Under MPS a best-effort program confines its kernels unless told to be held.
+    let claim = if value("BATON_SMS").is_some() {
         Some("isolated")
-    } else if set("BATON_YIELD") {
+    } else if value("BATON_MPS") == Some("on") && value("BATON_YIELD") != Some("off") {
         Some("confining")
     } else {
         None

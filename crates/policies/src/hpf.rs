@@ -71,9 +71,9 @@ impl Policy for Hpf {
     /// A queue of short commands is spared by other processes and runs without its window
     /// too, as an isolated one does: the window would cost it its speed (with 16 commands of
     /// 110 µs in flight, ResNet-50 training kept 81–94 % of what it got with 256 beside the
-    /// matrix's services on an H100) and only bounds a hold that never comes. Its measure then
-    /// stands as last told until it is bounded again (its own process's more urgent stream, or
-    /// a bound lowered under it).
+    /// matrix's services on an H100) and only bounds a hold that never comes. Its process has
+    /// it keep the window now and then to measure it again, so a stream that turns to long
+    /// commands is heard and bounded again.
     fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         may_suspend_sparing(snap, queue, true)
     }

@@ -10,10 +10,11 @@ flood, then both under `baton run` (`--priority 10`, and `--priority 0` with eac
 one daemon started here with BATON_LOG=debug, the flood's own log at info). While both run under Baton, `baton list --json` is sampled every
 0.25 s (the queues' status and claims as the daemon sees them); each process's exit report
 (`BATON_REPORT`) says how many commands its queues held back and the command time they
-measured. Writes DIR/hold.json and, per build and setup, the daemon's log and the lists.
+measured. Writes DIR/hold<TAG>.json and, per build and setup, the daemon's log, the lists and
+the flood's own log.
 Minutes, not the matrix's hour: for telling "does not hold" from "holds too little".
 """
-import argparse, glob, json, os, signal, statistics, subprocess, sys, tempfile, threading, time
+import argparse, glob, json, os, signal, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -201,7 +202,7 @@ def main():
                 for rep in r["reports"]:
                     for q in (q for q in rep.get("queues", []) if q.get("priority") == 0 and q.get("commands")):
                         print(f"  report pid {rep.get('pid')}: " + json.dumps(q), flush=True)
-                json.dump(results, open(os.path.join(a.out, "hold.json"), "w"), indent=1)
+                json.dump(results, open(os.path.join(a.out, f"hold{a.tag}.json"), "w"), indent=1)
         finally:
             if setup == "M":
                 mps(tmp, env, False)

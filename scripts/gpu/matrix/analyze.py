@@ -22,8 +22,8 @@ The rules (each Baton cell; native cells are judged too, as the reference):
 import bisect, glob, json, math, os, random, statistics, sys
 
 HPS, BES, SETUPS = "RBD", "GT", "SMP"
-# baton-hold: BE held back whenever HP has work, in docs/benchmarks/matrix/yield/, whose "baton"
-# yielded by time slice.
+# baton-hold: BE held back whenever HP has work: in docs/benchmarks/matrix/yield/ (S), whose
+# "baton" yielded by time slice; in M `--hold`, since the default there gives way by SMs.
 # baton-unmeasured: BE's command time never told (BATON_COMMAND_TIME=off), held as before.
 # baton-w256: BE with a window of 256 commands, a sync point every 32.
 # baton-block: P with BATON_MAX_BUFFERED=1 (a thread launching into a held stream waits).

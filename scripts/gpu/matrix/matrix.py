@@ -8,10 +8,12 @@ HP services (closed loop, think time between requests): R ResNet-50 b8, B BERT-b
 D a GPT-2-medium-shaped decoder (32 tokens through `generate`). BE floods: G bf16 GEMMs,
 T ResNet-50 training. Setups: S separate processes (time-slicing), M separate processes
 under MPS (started and stopped here), P one process with HP on a high-priority stream.
-Modes: native; baton (`baton run --priority 10` / `--priority 0`, `--local` in P);
-baton-l3 (BE at `--level 3`, S only). Only when --modes names them: baton-yield (BE at
-`--priority 0 --yield`: never held back for HP; in S its context's time slice short instead,
-in M its kernels on 85 % of the SMs while HP's process exists; S and M),
+Modes: native; baton (`baton run --priority 10` / `--priority 0`, `--local` in P; in M the
+default gives way by SMs, as baton-yield); baton-l3 (BE at `--level 3`, S only). Only when
+--modes names them: baton-yield (BE at `--priority 0 --yield`: never held back for HP; in S its
+context's time slice short instead, in M its kernels on 85 % of the SMs while HP's process
+exists; S and M), baton-hold (BE at `--priority 0 --hold`: held back whenever HP has work, as
+the default was in M before; M),
 baton-w2 (BE at `--priority 0 --threshold 2 --batch 1`: held as by default, with two commands
 in flight instead of sixteen; S), baton-unmeasured (BE with `BATON_COMMAND_TIME=off`: its
 command time never told, so held back whenever HP has work even when its commands are short,
@@ -53,11 +55,12 @@ MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["
 # (MPS only: BE at `--priority 0 --sms`, under the daemon, which sees it isolated and does not
 # hold it for HP).
 EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256"],
-               "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256", "baton-yield"],
+               "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256", "baton-yield",
+                     "baton-hold"],
                "P": ["baton-sms", "baton-block"]}
 # Modes whose BE runs beside baton's HP process (they share it).
 SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve", "baton-unmeasured",
-             "baton-w256")
+             "baton-w256", "baton-hold")
 # SMs left to BE in baton-sms (of 132 on an H100).
 BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
@@ -246,6 +249,7 @@ class Matrix:
             return ["env", "BATON_COMMAND_TIME=off", self.baton, "run", *prio, "--"]
         lvl = ["--level", "3"] if (mode == "baton-l3" and role == "be") else []
         lvl += ["--yield"] if (mode == "baton-yield" and role == "be") else []
+        lvl += ["--hold"] if (mode == "baton-hold" and role == "be") else []
         lvl += ["--threshold", "2", "--batch", "1"] if (mode == "baton-w2" and role == "be") else []
         lvl += ["--threshold", "256", "--batch", "32"] if (mode == "baton-w256" and role == "be") else []
         return [self.baton, "run", *prio, *lvl, "--"]

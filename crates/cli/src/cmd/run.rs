@@ -66,9 +66,14 @@ pub struct RunArgs {
     /// time on an H100 (docs/benchmarks/matrix/yield): worth it beside a launch-bound decoder,
     /// not beside a service with short requests and think time. Under MPS, the kernels of its
     /// normal-priority streams keep to 85 % of the SMs (BATON_YIELD_SMS) while a more urgent
-    /// program exists, and use the whole GPU otherwise.
-    #[arg(long = "yield")]
+    /// program exists, and use the whole GPU otherwise; under MPS this is the default.
+    #[arg(long = "yield", conflicts_with = "hold")]
     yield_by_slice: bool,
+    /// Be held back for more urgent programs (launches wait) instead of giving way through the
+    /// GPU, under MPS too (BATON_YIELD=off). Under MPS, what is already launched keeps running
+    /// on every SM meanwhile.
+    #[arg(long)]
+    hold: bool,
     /// Schedule inside the process only (stream priorities become queue priorities), without
     /// the daemon.
     #[arg(long)]
@@ -108,6 +113,9 @@ impl RunArgs {
         }
         if self.yield_by_slice {
             env.push(("BATON_YIELD", "on".into()));
+        }
+        if self.hold {
+            env.push(("BATON_YIELD", "off".into()));
         }
         if let Some(l) = self.level {
             env.push(("BATON_LEVEL", l.number().to_string().into()));
@@ -329,6 +337,13 @@ mod tests {
             !env_of(&["--priority", "0"])
                 .iter()
                 .any(|(k, _)| *k == "BATON_YIELD")
+        );
+        let off = ("BATON_YIELD", OsString::from("off"));
+        assert!(env_of(&["--hold", "--priority", "0"]).contains(&off));
+        use clap::Parser;
+        assert!(
+            Cli::try_parse_from(["baton", "--yield", "--hold", "--", "prog"]).is_err(),
+            "--yield and --hold together"
         );
     }
 

@@ -179,8 +179,9 @@ fn sharing(get: impl Fn(&str) -> Option<String>) -> SharingFindings {
     let how = if mps {
         let sms = cfg.yield_sms.unwrap_or(baton_agent::SmShare::DEFAULT);
         format!(
-            "MPS ({why}): programs' kernels run on the SMs at once; `--yield` keeps a program's \
-             kernels to {sms} of them while a more urgent program exists, `--sms N` to N for good"
+            "MPS ({why}): programs' kernels run on the SMs at once; by default a program's \
+             kernels keep to {sms} of them while a more urgent program exists (`--hold`: held \
+             back instead), `--sms N` to N for good"
         )
     } else {
         format!(
