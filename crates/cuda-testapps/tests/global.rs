@@ -237,49 +237,104 @@ fn a_confining_process_gets_the_whole_gpu_back_when_the_daemon_goes() {
 fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_process() {
     // A training-like flood: 100 µs kernels, 64 launched between synchronizations, so its
     // queue runs with commands waiting behind its window. Its process measures how long they
-    // take and tells the daemon; HPF then does not hold it back for the burst. The fake
-    // driver adds its own time to every command, a few hundred µs on a loaded machine, so the
-    // daemon (started by the burst's `baton run`) counts commands under 5 ms as short. The
-    // burst's kernels take 10 ms each (80 ms in all), and the flood runs for 8 s, long enough
-    // to be measured and still be running when the burst comes on a loaded machine.
+    // take and tells the daemon; HPF then does not hold it back for the burst. The flood runs
+    // for 8 s, long enough to be measured and still be running when the burst comes on a
+    // loaded machine.
+    let (burst, be) = short_flood("global-short", &[("BATON_TEST_FLOOD_S", "8")]);
+    let mut ns = None;
+    wait_until(
+        "the flood's command time at the daemon",
+        Duration::from_secs(20),
+        || {
+            ns = told_command_ns(&burst.socket);
+            ns.is_some()
+        },
+    );
+    let ns = ns.unwrap_or_default();
+    // 100 µs kernels, and whatever the fake driver and a loaded machine add to each.
+    assert!(
+        (80_000..5_000_000).contains(&ns),
+        "the flood's commands measured at {ns} ns"
+    );
+    let (during, window_ms) = flood_launches_during_burst(burst, be);
+    assert!(
+        !during.is_empty(),
+        "no flood launch reached the driver while the burst ran ({window_ms} ms): it was held back"
+    );
+}
+
+#[test]
+fn a_stream_measured_short_that_turns_to_long_commands_is_measured_again_and_held() {
+    // The same stream runs 100 µs kernels for 2 s (a job's warm-up, or a training phase),
+    // then 8 ms ones (a GEMM flood). Measured short, it is let go without its window, where
+    // nothing measures it; its process has it keep the window now and then to measure it
+    // again, so the daemon hears the long commands and holds it back for the burst. (Before,
+    // the short measure stood for good and the flood ran unheld beside the burst.)
+    let (burst, be) = short_flood(
+        "global-short-then-long",
+        &[
+            ("BATON_TEST_FLOOD_LONG_AFTER_S", "2"),
+            ("BATON_TEST_FLOOD_LONG_US", "8000"),
+            ("BATON_TEST_FLOOD_S", "14"),
+        ],
+    );
+    wait_until(
+        "the flood's short commands told",
+        Duration::from_secs(20),
+        || told_command_ns(&burst.socket).is_some_and(|ns| ns < 5_000_000),
+    );
+    wait_until(
+        "the flood's long commands told after it changed",
+        Duration::from_secs(20),
+        || told_command_ns(&burst.socket).is_some_and(|ns| ns >= 5_000_000),
+    );
+    let (during, window_ms) = flood_launches_during_burst(burst, be);
+    assert!(
+        during.is_empty(),
+        "{} flood launches reached the driver while the burst ran ({window_ms} ms window): the \
+         long commands were not held back",
+        during.len()
+    );
+}
+
+/// The burst (10 ms kernels, 80 ms in all) under a daemon that counts commands under 5 ms as
+/// short (the fake driver adds its own time to every command, a few hundred µs on a loaded
+/// machine), and beside it a flood of 100 µs kernels, 64 launched between synchronizations,
+/// with `flood_env` added.
+fn short_flood(name: &str, flood_env: &[(&str, &str)]) -> (Burst, Child) {
     let burst = Burst::start(
-        &temp_dir("global-short"),
+        &temp_dir(name),
         &[
             ("BATON_SHORT_COMMAND_US", "5000"),
             ("FAKE_CUDA_KERNEL_US", "10000"),
         ],
     );
-    let be = burst.flood(
-        "be-flood",
-        &[
-            ("FAKE_CUDA_KERNEL_US", "0"),
-            ("BATON_TEST_FLOOD_US", "100"),
-            ("BATON_TEST_FLOOD_DEPTH", "64"),
-            ("BATON_TEST_FLOOD_S", "8"),
-        ],
-    );
-    let mut told = Value::Null;
-    wait_until(
-        "the flood's command time at the daemon",
-        Duration::from_secs(20),
-        || {
-            told = listed(&burst.socket);
-            told.to_string().contains("command_time")
-        },
-    );
-    let ns = told["processes"]
+    let mut env = vec![
+        ("FAKE_CUDA_KERNEL_US", "0"),
+        ("BATON_TEST_FLOOD_US", "100"),
+        ("BATON_TEST_FLOOD_DEPTH", "64"),
+    ];
+    env.extend_from_slice(flood_env);
+    let be = burst.flood("be-flood", &env);
+    (burst, be)
+}
+
+/// The command time the daemon at `socket` lists for a queue, if one was told.
+fn told_command_ns(socket: &Path) -> Option<u64> {
+    let list = listed(socket);
+    list["processes"]
         .as_array()
         .into_iter()
         .flatten()
         .flat_map(|p| p["queues"].as_array().into_iter().flatten())
         .flat_map(|q| q["hints"].as_array().into_iter().flatten())
         .find_map(|h| h["command_time"]["command_ns"].as_u64())
-        .unwrap_or_else(|| panic!("no command time in {told}"));
-    // 100 µs kernels, and whatever the fake driver and a loaded machine add to each.
-    assert!(
-        (80_000..5_000_000).contains(&ns),
-        "the flood's commands measured at {ns} ns"
-    );
+}
+
+/// Lets the burst go and both programs finish, then returns the flood's launches that reached
+/// its driver while the burst ran (after the grace) and the burst's window in ms; the flood
+/// must have outlasted the burst.
+fn flood_launches_during_burst(burst: Burst, be: Child) -> (Vec<u64>, u64) {
     std::fs::write(&burst.go, b"go").unwrap();
     assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
     assert!(finish(be, "be-flood").starts_with("be-flood ok"));
@@ -291,83 +346,10 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
         "the flood ended before the burst did: nothing to judge"
     );
     let during = calls
-        .iter()
-        .filter(|t| **t > start + GRACE_NS && **t < end)
-        .count();
-    assert!(
-        during > 0,
-        "no flood launch reached the driver while the burst ran ({} ms): it was held back",
-        (end - start) / 1_000_000
-    );
-}
-
-#[test]
-fn a_stream_measured_short_that_turns_to_long_commands_is_measured_again_and_held() {
-    // The same stream runs 100 µs kernels for 2 s (a job's warm-up, or a training phase),
-    // then 8 ms ones (a GEMM flood). Measured short, it is let go without its window, where
-    // nothing measures it; its process has it keep the window now and then to measure it
-    // again, so the daemon hears the long commands and holds it back for the burst. (Before,
-    // the short measure stood for good and the flood ran unheld beside the burst.)
-    let burst = Burst::start(
-        &temp_dir("global-short-then-long"),
-        &[
-            ("BATON_SHORT_COMMAND_US", "5000"),
-            ("FAKE_CUDA_KERNEL_US", "10000"),
-        ],
-    );
-    let be = burst.flood(
-        "be-flood",
-        &[
-            ("FAKE_CUDA_KERNEL_US", "0"),
-            ("BATON_TEST_FLOOD_US", "100"),
-            ("BATON_TEST_FLOOD_DEPTH", "64"),
-            ("BATON_TEST_FLOOD_LONG_AFTER_S", "2"),
-            ("BATON_TEST_FLOOD_LONG_US", "8000"),
-            ("BATON_TEST_FLOOD_S", "14"),
-        ],
-    );
-    let told = || -> Option<u64> {
-        let list = listed(&burst.socket);
-        list["processes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|p| p["queues"].as_array().into_iter().flatten())
-            .flat_map(|q| q["hints"].as_array().into_iter().flatten())
-            .find_map(|h| h["command_time"]["command_ns"].as_u64())
-    };
-    wait_until(
-        "the flood's short commands told",
-        Duration::from_secs(20),
-        || told().is_some_and(|ns| ns < 5_000_000),
-    );
-    wait_until(
-        "the flood's long commands told after it changed",
-        Duration::from_secs(20),
-        || told().is_some_and(|ns| ns >= 5_000_000),
-    );
-    std::fs::write(&burst.go, b"go").unwrap();
-    assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
-    assert!(finish(be, "be-flood").starts_with("be-flood ok"));
-    stop_daemon(&burst.socket);
-    let (start, end) = burst_window(&burst.hp_log, GRACE_NS);
-    let calls = launch_calls(&log_lines(&burst.be_log));
-    assert!(
-        calls.last().is_some_and(|t| *t > end),
-        "the flood ended before the burst did: nothing to judge"
-    );
-    let during: Vec<u64> = calls
-        .iter()
-        .copied()
+        .into_iter()
         .filter(|t| *t > start + GRACE_NS && *t < end)
         .collect();
-    assert!(
-        during.is_empty(),
-        "{} flood launches reached the driver while the burst ran ({} ms window): the long \
-         commands were not held back",
-        during.len(),
-        (end - start) / 1_000_000
-    );
+    (during, (end - start) / 1_000_000)
 }
 
 /// Stops the daemon serving `socket` (the programs' `baton run` started it).
