@@ -500,9 +500,9 @@ impl AgentConfig {
 
     /// The SMs the kernels of normal-priority streams keep to while a more urgent queue
     /// exists, when the process yields that way: `BATON_YIELD` on or `auto` (the default),
-    /// scheduled by the daemon,
-    /// under MPS (whose clients' kernels run on the same SMs at once, so the SMs it leaves are
-    /// the others' at once), and not confined for good with `BATON_SMS` (isolated instead).
+    /// scheduled by the daemon, under MPS (whose clients' kernels run on the same SMs at once,
+    /// so the SMs it leaves are the others' at once), and not confined for good with
+    /// `BATON_SMS` (isolated instead).
     /// `BATON_YIELD_SMS`, else 85 % of the device's SMs: on an H100, a GEMM flood on 112 of
     /// 132 SMs kept 87 % of its speed beside a launch-bound decoder, against 34–37 % held
     /// back (`docs/benchmarks/matrix/spatial/`); on an H200, held back, the flood's kernels

@@ -35,6 +35,23 @@ unsafe impl Send for SmPartition {}
 // SAFETY: as above; the partition has no interior state.
 unsafe impl Sync for SmPartition {}
 
+/// `device`'s SMs as one resource, as green contexts see them.
+///
+/// # Safety
+/// `device` is a device of `driver`.
+unsafe fn device_sms(
+    driver: &'static Driver,
+    device: CUdevice,
+) -> Result<CUdevResource, DriverError> {
+    let get = Driver::require(driver.cuDeviceGetDevResource, "cuDeviceGetDevResource")?;
+    let mut all = CUdevResource::default();
+    // SAFETY: `all` is a valid out-pointer, larger than the driver's struct.
+    check("cuDeviceGetDevResource", unsafe {
+        get(device, &mut all, CU_DEV_RESOURCE_TYPE_SM)
+    })?;
+    Ok(all)
+}
+
 impl SmPartition {
     /// How many SMs `device` has, as green contexts count them.
     ///
@@ -44,13 +61,8 @@ impl SmPartition {
         driver: &'static Driver,
         device: CUdevice,
     ) -> Result<u32, DriverError> {
-        let get = Driver::require(driver.cuDeviceGetDevResource, "cuDeviceGetDevResource")?;
-        let mut all = CUdevResource::default();
-        // SAFETY: `all` is a valid out-pointer, larger than the driver's struct.
-        check("cuDeviceGetDevResource", unsafe {
-            get(device, &mut all, CU_DEV_RESOURCE_TYPE_SM)
-        })?;
-        Ok(all.sm_count)
+        // SAFETY: the caller's promise.
+        unsafe { device_sms(driver, device) }.map(|all| all.sm_count)
     }
 
     /// A green context over at least `sms` of `device`'s SMs (the driver rounds up to its
@@ -65,7 +77,6 @@ impl SmPartition {
         device: CUdevice,
         sms: u32,
     ) -> Result<SmPartition, DriverError> {
-        let get = Driver::require(driver.cuDeviceGetDevResource, "cuDeviceGetDevResource")?;
         let split = Driver::require(
             driver.cuDevSmResourceSplitByCount,
             "cuDevSmResourceSplitByCount",
@@ -76,11 +87,8 @@ impl SmPartition {
         )?;
         let create = Driver::require(driver.cuGreenCtxCreate, "cuGreenCtxCreate")?;
         Driver::require(driver.cuGreenCtxStreamCreate, "cuGreenCtxStreamCreate")?;
-        let mut all = CUdevResource::default();
-        // SAFETY: `all` is a valid out-pointer, larger than the driver's struct.
-        check("cuDeviceGetDevResource", unsafe {
-            get(device, &mut all, CU_DEV_RESOURCE_TYPE_SM)
-        })?;
+        // SAFETY: the caller's promise.
+        let all = unsafe { device_sms(driver, device) }?;
         if sms == 0 || sms >= all.sm_count {
             return Err(DriverError {
                 code: CUresult::INVALID_VALUE,

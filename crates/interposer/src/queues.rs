@@ -16,6 +16,9 @@ use baton_cuda::sys::{
 };
 use baton_cuda::{CudaHwQueue, EventPool, SmPartition};
 
+use crate::registry::{Api, CtxState, StreamEntry, StreamKind, StreamPriority};
+use crate::runtime::Runtime;
+
 /// How many guard ticks apart a stream let go without its window measures its commands again
 /// ([`Runtime::remeasure`]): 40 ticks of 25 ms, a second.
 pub(crate) const REMEASURE_EVERY: u32 = 40;
@@ -25,9 +28,6 @@ pub(crate) const REMEASURE_SAMPLES: u64 = 8;
 /// The longest it keeps its window to be measured, in guard ticks: two seconds (eight samples
 /// of a batch of eight 8 ms commands, after what it launched unbounded).
 pub(crate) const REMEASURE_LONGEST: u32 = 80;
-
-use crate::registry::{Api, CtxState, StreamEntry, StreamKind, StreamPriority};
-use crate::runtime::Runtime;
 
 /// The calling thread's last lookups.
 #[derive(Default)]

@@ -32,10 +32,9 @@ pub const SHORT_COMMAND: Nanos = Nanos::from_micros(250);
 /// briefly, whichever way it is shared, while holding a stream of them back whenever a
 /// launch-bound service has work starves it). A yielding or confining queue outranked by
 /// another process is still reported suspendable, which keeps its slice short or its kernels
-/// on their part of the SMs; an isolated queue or one of short commands is
-/// not, so it runs without its launch window (a measured queue's measure then stands as last
-/// told until its own process bounds it again). Work-conserving: some ready queue on each
-/// device always runs.
+/// on their part of the SMs; an isolated queue or one of short commands is not, so it runs
+/// without its launch window (a measured queue's process has it keep the window now and then
+/// to measure it again). Work-conserving: some ready queue on each device always runs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hpf;
 

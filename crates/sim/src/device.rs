@@ -5,11 +5,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use baton_core::locks;
 use baton_core::{
-    Clock, HwError, HwQueue, InflightRange, Level, ManualClock, MonotonicClock, Nanos,
+    Clock, CommandKind, HwError, HwQueue, InflightRange, Level, ManualClock, MonotonicClock, Nanos,
 };
 
 use crate::{ContextId, EventId, SimCommand, SimConfig, SimDevice, StreamId};
-use baton_core::CommandKind;
 
 /// How the simulated device's time moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -89,10 +89,10 @@ class Check:
     def cmd(self, prio, flags=()):
         return [] if prio is None else [self.baton, "run", "--priority", str(prio), *flags, "--"]
 
-    def be(self, prio, flags=(), err=None):
+    def be(self, prio, flags=(), err=None, env=None):
         self.stopfile = os.path.join(tempfile.gettempdir(), f"baton-hold-stop-{time.monotonic_ns()}")
         p = subprocess.Popen(self.cmd(prio, flags) + [sys.executable, "-c", BE_CODE, self.stopfile],
-                             stdout=subprocess.PIPE, stderr=err, text=True, env=self.env,
+                             stdout=subprocess.PIPE, stderr=err, text=True, env=env or self.env,
                              start_new_session=True)
         lines = []
         assert p.stdout.readline().strip() == "ready", "the flood did not start"
@@ -152,9 +152,7 @@ class Check:
         for mode in self.a.be_modes.split(","):
             flags = BE_MODES[mode]
             err = open(os.path.join(self.dir, f"be-{mode}.log"), "w")
-            self.env = dict(env, BATON_LOG="info")
-            p, lines = self.be(0, flags, err)
-            self.env = env
+            p, lines = self.be(0, flags, err, dict(env, BATON_LOG="info"))
             time.sleep(self.a.warm_s)
             stop, lists = threading.Event(), []
             th = threading.Thread(target=self.sample_lists, args=(stop, lists), daemon=True)

@@ -60,11 +60,12 @@ impl<H: HwQueue> XQueue<H> {
         }
     }
 
-    /// Says that the command submitted at `seq` takes no device time (an event record, a wait
-    /// for an event): [`XQueue::command_time`] then measures the others only, so a flood of
-    /// 1.7 ms GEMMs each followed by an event record measures 1.7 ms, not half that. Markers
-    /// are followed only while the queue keeps its window (unbounded, nothing measures it), and
-    /// at most a window's worth of them in flight is kept.
+    /// Says that the command submitted at `seq` takes no device time (an event record):
+    /// [`XQueue::command_time`] then measures the others only, so a flood of 1.7 ms GEMMs each
+    /// followed by an event record measures 1.7 ms, not half that. Markers are followed only
+    /// while the queue keeps its window (unbounded, nothing measures it), at most 4096 of them
+    /// in flight. It takes the queue's lock once more, after the submission that returned
+    /// `seq`.
     pub fn mark_marker(&self, seq: crate::CommandSeq) {
         let mut st = crate::sync::lock(&self.shared.state);
         if st.unbounded || seq.0 < st.completed {

@@ -133,9 +133,9 @@ pub(super) struct State<H: HwQueue> {
     /// `completed` and `launched` then: the start of the next pace sample (see
     /// [`Shared::note_pace`]).
     pub(super) pace_mark: Option<(crate::Nanos, u64, u64, u64)>,
-    /// Positions of launched commands that take no device time (an event record, a wait for
-    /// an event: [`XQueue::mark_marker`]) not yet complete, in order; and how many such
-    /// commands completed so far. A pace sample counts only the others.
+    /// Positions of launched commands that take no device time (an event record:
+    /// [`XQueue::mark_marker`]) not yet complete, in order; and how many such commands
+    /// completed so far. A pace sample counts only the others.
     pub(super) markers: VecDeque<u64>,
     pub(super) markers_done: u64,
 }
