@@ -69,18 +69,33 @@ BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
 ALONE_MODES = {"S": ["native", "baton"], "M": ["native"], "P": ["native"]}
 
 
-def cpu_sets():
-    """HP's and BE's cores: the upper half of the machine, a quarter each, away from CPU 0 (where
-    interrupts land) and from the daemon; none on small machines."""
+def machine_slice():
+    """The CPUs this run may use: all of the machine's, or with MATRIX_SLICE=K/N (runs side by
+    side on one machine, one GPU each: side_by_side.py) the K-th of N equal parts."""
     n = os.cpu_count() or 1
+    spec = os.environ.get("MATRIX_SLICE")
+    if not spec:
+        return list(range(n))
+    k, parts = (int(x) for x in spec.split("/"))
+    if not 0 <= k < parts <= n:
+        raise SystemExit(f"MATRIX_SLICE={spec}: want K/N with 0 <= K < N <= {n} CPUs")
+    size = n // parts
+    return list(range(k * size, (k + 1) * size))
+
+
+def cpu_sets(cpus):
+    """HP's and BE's cores: the upper half of CPUS, a quarter each, away from the first CPU
+    (where interrupts land) and from the daemon; none when CPUS are fewer than 8."""
+    n = len(cpus)
     if n < 8:
         return None, None, None
-    hp = ",".join(str(c) for c in range(n // 2, n // 2 + n // 4))
-    be = ",".join(str(c) for c in range(n // 2 + n // 4, n))
+    hp = ",".join(str(c) for c in cpus[n // 2:n // 2 + n // 4])
+    be = ",".join(str(c) for c in cpus[n // 2 + n // 4:])
     return hp, be, f"{hp},{be}"
 
 
-HP_CPUS, BE_CPUS, BOTH_CPUS = cpu_sets()
+SLICE_CPUS = machine_slice()
+HP_CPUS, BE_CPUS, BOTH_CPUS = cpu_sets(SLICE_CPUS)
 BE_ALONE_S = float(os.environ.get("MATRIX_BE_ALONE_S", "2.5"))
 # The worker program; the self-test puts a stand-in without a GPU here.
 WORKER = os.environ.get("MATRIX_WORKER") or os.path.join(HERE, "workers.py")
@@ -177,7 +192,9 @@ class Matrix:
                     "commit": os.environ.get("BATON_COMMIT", "unknown"), "args": vars(a),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "busy": {}, "records": [], "skipped": [], "notes": [],
-                    "cpus": {"hp": HP_CPUS, "be": BE_CPUS, "both": BOTH_CPUS}}
+                    "cpus": {"hp": HP_CPUS, "be": BE_CPUS, "both": BOTH_CPUS},
+                    "slice": {"spec": os.environ.get("MATRIX_SLICE"), "cpus": SLICE_CPUS,
+                              "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}}
         tail = f"-r{a.first_rep}" if a.first_rep else ""
         self.raw_path = os.path.join(a.out, f"raw-{''.join(a.setups)}-{''.join(a.bes)}{tail}.json")
         self.block_s = []
@@ -195,7 +212,9 @@ class Matrix:
                            check=True, capture_output=True, text=True)
             # Gaps from 5 ms are kept; analyze.py drops those under 12 ms when the watcher could not
             # run real-time (a spinning thread then delays it by a scheduler slice, ~6 ms).
-            self.watch = subprocess.Popen([exe, self.watch_out, "1000", "5000"], stderr=self.log)
+            # It watches the CPUs it may run on: this run's slice.
+            self.watch = subprocess.Popen([exe, self.watch_out, "1000", "5000"], stderr=self.log,
+                                          preexec_fn=lambda: os.sched_setaffinity(0, SLICE_CPUS))
         except (OSError, subprocess.CalledProcessError) as e:
             self.raw["notes"].append(f"stallwatch not run: {e}")
 

@@ -39,6 +39,28 @@ def main():
         assert c["be_share_alone_median"] and 0.5 < c["be_share_alone_median"] < 1.5, c
     assert os.path.exists(os.path.join(out, "pareto-S.svg")) and os.path.exists(os.path.join(out, "table.md"))
     print(f"matrix controller self-test: ok ({len(cells)} cells, {len(raw['records'])} records)")
+    side_by_side(tmp, env)
+
+
+def side_by_side(tmp, env):
+    """Two parts side by side (side_by_side.py), without GPUs: each writes its own raw file with
+    its CPU slice, and the merged analysis holds both parts' cells."""
+    out = os.path.join(tmp, "sbs")
+    common = "--repeats 1 --hps R,D --n-r 20 --n-d 4 --budget-s 300 --modes native,baton"
+    r = subprocess.run([sys.executable, os.path.join(HERE, "side_by_side.py"), "--out", out, "--gpus", "0",
+                        "--pack", os.path.join(tmp, "sbs.tgz"), "--",
+                        f"--setups S --bes G {common}", f"--setups P --bes T {common}"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        sys.exit(f"side_by_side.py failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    for k, name in enumerate(["raw-S-G.json", "raw-P-T.json"]):
+        raw = json.load(open(os.path.join(out, name)))
+        assert raw["slice"]["spec"] == f"{k}/2", raw["slice"]
+    cells = json.load(open(os.path.join(out, "summary.json")))["cells"]
+    assert {(c["setup"], c["be"]) for c in cells} == {("S", "G"), ("P", "T")}, cells
+    assert all(c["valid"] for c in cells), cells
+    assert os.path.getsize(os.path.join(tmp, "sbs.tgz")) > 0
+    print(f"matrix side-by-side self-test: ok ({len(cells)} cells from 2 parts)")
 
 
 if __name__ == "__main__":
