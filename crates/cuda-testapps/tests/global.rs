@@ -492,3 +492,40 @@ fn beside_burst_in(
         list,
     }
 }
+
+#[test]
+fn a_flood_waiting_on_its_own_events_is_measured_and_held_once_its_commands_are_long() {
+    // PyTorch's GEMM flood keeps four steps in flight by waiting on the event it recorded four
+    // steps back, so it never fills its queue's window and no sync point of the queue's
+    // measures it; its own waits on the driver do. Its 100 µs kernels are told short, the 8 ms
+    // ones that follow long, and those are held back for the burst. (Before, nothing was ever
+    // told here, and on an H100 a bf16 GEMM flood of 1.6 ms steps was measured at a stray
+    // 184 µs and ran unheld beside the services.)
+    let (burst, be) = short_flood(
+        "global-events-flood",
+        &[
+            ("BATON_TEST_FLOOD_LONG_AFTER_S", "2"),
+            ("BATON_TEST_FLOOD_LONG_US", "8000"),
+            ("BATON_TEST_FLOOD_S", "14"),
+            ("BATON_TEST_FLOOD_DEPTH", "4"),
+            ("BATON_TEST_FLOOD_EVENTS", "1"),
+        ],
+    );
+    wait_until(
+        "the flood's short commands told",
+        Duration::from_secs(20),
+        || told_command_ns(&burst.socket).is_some_and(|ns| ns < 5_000_000),
+    );
+    wait_until(
+        "the flood's long commands told after it changed",
+        Duration::from_secs(20),
+        || told_command_ns(&burst.socket).is_some_and(|ns| ns >= 5_000_000),
+    );
+    let (during, window_ms) = flood_launches_during_burst(burst, be);
+    assert!(
+        during.is_empty(),
+        "{} flood launches reached the driver while the burst ran ({window_ms} ms window): the \
+         long commands were not held back",
+        during.len()
+    );
+}

@@ -126,10 +126,11 @@ impl<H: HwQueue> XQueue<H> {
         drop(st);
         ev.emit(&*sh.sink);
         let mut ev = Pending::new();
+        let asked = sh.clock.now();
         let r = f(&sh.hw);
         let mut st = sync::lock(&sh.state);
         if r.is_ok() {
-            sh.complete_to(&mut st, end, &mut ev);
+            sh.saw_complete(&mut st, end, asked, &mut ev);
         }
         let deferred = st.deferred_error.take();
         sh.unlock_and_emit(st, ev);
@@ -138,5 +139,20 @@ impl<H: HwQueue> XQueue<H> {
             Some(e) => Err(e.into()),
             None => Ok(value),
         }
+    }
+
+    /// The application waited on the driver for command `seq` (e.g. for an event recorded
+    /// there) from `asked` until now, and it is done: every command up to it counts as
+    /// complete. A wait that blocked saw the moment the device got there, as the worker's
+    /// wait on a sync point does, and is a sample of the queue's command time; a program that
+    /// keeps a few commands in flight by waiting on its own events (PyTorch's loops) never
+    /// fills the queue's window, so its commands are measured only this way.
+    pub fn saw_complete(&self, seq: CommandSeq, asked: crate::Nanos) {
+        let sh = &*self.shared;
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&sh.state);
+        let end = (seq.0 + 1).min(st.launched);
+        sh.saw_complete(&mut st, end, asked, &mut ev);
+        sh.unlock_and_emit(st, ev);
     }
 }

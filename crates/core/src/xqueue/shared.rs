@@ -174,6 +174,11 @@ impl<H: HwQueue> State<H> {
 /// How many samples the pace's moving average weighs (see [`Shared::note_pace`]).
 const PACE_WEIGHT: u64 = 8;
 
+/// An application's wait on the driver that took at least this long blocked until the device
+/// got there (one that finds the work done returns in a few microseconds): its end is a
+/// moment of progress, as a worker's wait on a sync point is.
+const BLOCKED_WAIT: crate::Nanos = crate::Nanos::from_micros(20);
+
 /// Events gathered under the lock, emitted after it is released. A call produces at most two
 /// transitions (Idle then Ready in `submit`), so they stay inline; the overflow vector is there
 /// only so that no event could ever be dropped.
@@ -296,6 +301,23 @@ impl<H: HwQueue> Shared<H> {
         }
         if st.completed == st.submitted {
             self.transition(st, QueueState::Idle, ev);
+        }
+    }
+
+    /// Completions up to `end` that the application saw by waiting on the driver since
+    /// `asked`: marked complete, and a pace sample if the wait blocked (a wait that returned
+    /// at once found them done some time ago, which says nothing about when).
+    pub(super) fn saw_complete(
+        &self,
+        st: &mut State<H>,
+        end: u64,
+        asked: crate::Nanos,
+        ev: &mut Pending,
+    ) {
+        let before = st.completed;
+        self.complete_to(st, end, ev);
+        if st.completed > before && self.clock.now().0.saturating_sub(asked.0) >= BLOCKED_WAIT.0 {
+            self.note_pace(st, before);
         }
     }
 

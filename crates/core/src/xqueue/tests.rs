@@ -1245,3 +1245,30 @@ fn commands_marked_as_markers_do_not_count_in_the_command_time() {
     run_commands(&hw, &q, &clock, 40, 2, Nanos::from_micros(500));
     assert_eq!(q.command_time(), Some(Nanos::from_millis(1)));
 }
+
+#[test]
+fn a_program_waiting_on_its_own_records_is_measured_by_its_waits() {
+    // A loop that keeps three 2 ms commands in flight by waiting on what it recorded three
+    // steps back (PyTorch's GEMM flood does): it never fills its window of 16, no sync point
+    // of the queue's is reached first, and only its own blocked waits can measure it.
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
+    let q = timed(&hw, &clock, 16, 8);
+    submit_n(&q, 0, 3);
+    for i in 3..20 {
+        let asked = crate::Clock::now(&*clock);
+        clock.advance(Nanos::from_millis(2));
+        hw.complete(1);
+        q.saw_complete(CommandSeq(i - 3), asked);
+        q.submit(TestCommand(i)).unwrap();
+    }
+    assert_eq!(q.command_time(), Some(Nanos::from_millis(2)));
+    assert_eq!(q.status().inflight, 3);
+    // A wait that returns at once found the work done some time ago: its commands complete,
+    // but it is no sample (50 ms for one command would be).
+    clock.advance(Nanos::from_millis(50));
+    hw.complete(1);
+    q.saw_complete(CommandSeq(17), crate::Clock::now(&*clock));
+    assert_eq!(q.status().inflight, 2);
+    assert_eq!(q.command_time(), Some(Nanos::from_millis(2)));
+}

@@ -100,8 +100,10 @@ fn env_u64(name: &str, default: u64) -> u64 {
 /// `$BATON_TEST_FLOOD_DEPTH` (default 4), until `$BATON_TEST_FLOOD_S` seconds (default 60) have
 /// passed or the process is killed; from `$BATON_TEST_FLOOD_LONG_AFTER_S` seconds on (if set),
 /// its kernels take `$BATON_TEST_FLOOD_LONG_US` µs instead (a job that changes what it runs on
-/// the same stream). The contention tests run every scenario beside it; a deep flood of short
-/// kernels is a training loop running ahead of the GPU.
+/// the same stream). With `$BATON_TEST_FLOOD_EVENTS` set it paces itself as PyTorch's GEMM flood
+/// does instead: an event recorded after every kernel, and the event `depth` kernels back waited
+/// for. The contention tests run every scenario beside it; a deep flood of short kernels is a
+/// training loop running ahead of the GPU.
 pub fn be_flood(s: &Session) -> Result<String, AppError> {
     let (g, k) = (&s.gpu, &s.k);
     let seconds = env_u64("BATON_TEST_FLOOD_S", 60);
@@ -114,9 +116,11 @@ pub fn be_flood(s: &Session) -> Result<String, AppError> {
             let us = env_u64("BATON_TEST_FLOOD_LONG_US", 10_000);
             (Instant::now() + Duration::from_secs(s), us)
         });
+    let events = std::env::var_os("BATON_TEST_FLOOD_EVENTS").is_some();
     let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut n = 0u64;
+    let mut inflight = std::collections::VecDeque::new();
     while Instant::now() < until {
         let us = match long {
             Some((from, long_us)) if Instant::now() >= from => long_us,
@@ -124,11 +128,24 @@ pub fn be_flood(s: &Session) -> Result<String, AppError> {
         };
         g.launch(k.spin, stream, &[crate::gpu::KArg::U64(us)])?;
         n += 1;
-        if n % depth == 0 {
+        if events {
+            let ev = g.event(0)?;
+            g.record(ev, stream)?;
+            inflight.push_back(ev);
+            if inflight.len() as u64 >= depth
+                && let Some(old) = inflight.pop_front()
+            {
+                g.event_sync(old)?;
+                g.destroy_event(old)?;
+            }
+        } else if n % depth == 0 {
             g.sync(stream)?;
         }
     }
     g.sync(stream)?;
+    for ev in inflight {
+        g.destroy_event(ev)?;
+    }
     g.destroy_stream(stream)?;
     Ok(format!("be-flood ok n={n}"))
 }

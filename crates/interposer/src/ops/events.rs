@@ -44,7 +44,16 @@ impl Runtime {
         defer: impl FnOnce() -> Option<CudaCommand>,
     ) -> CUresult {
         let Some(e) = self.scheduled_entry(stream, api) else {
-            return direct(stream);
+            let r = direct(stream);
+            // Recorded where Baton does not schedule: an earlier record no longer says when
+            // the event completes.
+            let mut ev = locks::lock(&self.events);
+            for event in events {
+                if let Some(t) = ev.get_mut(&(*event as usize)) {
+                    t.record = None;
+                }
+            }
+            return r;
         };
         if self.capturing(&e, Self::handle_for(&e, stream)) {
             let r = direct(Self::handle_for(&e, stream));
@@ -145,16 +154,25 @@ impl Runtime {
         real()
     }
 
-    /// `cuEventSynchronize`: its record launched, then the driver's wait.
+    /// `cuEventSynchronize`: its record launched, then the driver's wait; once it is done,
+    /// its queue knows every command up to the record is complete, and a wait that blocked is
+    /// a sample of the queue's command time (a loop that keeps a few steps in flight by waiting
+    /// on its own events is measured this way: it never fills the queue's window).
     pub(crate) fn event_synchronize(
         &self,
         event: CUevent,
         real: impl FnOnce() -> CUresult,
     ) -> CUresult {
-        if let Some((q, seq)) = self.last_record(event) {
-            let _ = q.xq.wait_launched(seq);
+        let Some((q, seq)) = self.last_record(event) else {
+            return real();
+        };
+        let _ = q.xq.wait_launched(seq);
+        let asked = baton_cuda::core::Clock::now(&*self.clock);
+        let r = real();
+        if r == CUresult::SUCCESS {
+            q.xq.saw_complete(seq, asked);
         }
-        real()
+        r
     }
 
     /// `cuEventElapsedTime`: not ready while either record is buffered.
