@@ -270,31 +270,7 @@ fn a_stream_measured_short_that_turns_to_long_commands_is_measured_again_and_hel
     // nothing measures it; its process has it keep the window now and then to measure it
     // again, so the daemon hears the long commands and holds it back for the burst. (Before,
     // the short measure stood for good and the flood ran unheld beside the burst.)
-    let (burst, be) = short_flood(
-        "global-short-then-long",
-        &[
-            ("BATON_TEST_FLOOD_LONG_AFTER_S", "2"),
-            ("BATON_TEST_FLOOD_LONG_US", "8000"),
-            ("BATON_TEST_FLOOD_S", "14"),
-        ],
-    );
-    wait_until(
-        "the flood's short commands told",
-        Duration::from_secs(20),
-        || told_command_ns(&burst.socket).is_some_and(|ns| ns < 5_000_000),
-    );
-    wait_until(
-        "the flood's long commands told after it changed",
-        Duration::from_secs(20),
-        || told_command_ns(&burst.socket).is_some_and(|ns| ns >= 5_000_000),
-    );
-    let (during, window_ms) = flood_launches_during_burst(burst, be);
-    assert!(
-        during.is_empty(),
-        "{} flood launches reached the driver while the burst ran ({window_ms} ms window): the \
-         long commands were not held back",
-        during.len()
-    );
+    told_short_then_long_and_held("global-short-then-long", &[]);
 }
 
 /// The burst (10 ms kernels, 80 ms in all) under a daemon that counts commands under 5 ms as
@@ -501,16 +477,25 @@ fn a_flood_waiting_on_its_own_events_is_measured_and_held_once_its_commands_are_
     // ones that follow long, and those are held back for the burst. (Before, nothing was ever
     // told here, and on an H100 a bf16 GEMM flood of 1.6 ms steps was measured at a stray
     // 184 µs and ran unheld beside the services.)
-    let (burst, be) = short_flood(
+    told_short_then_long_and_held(
         "global-events-flood",
         &[
-            ("BATON_TEST_FLOOD_LONG_AFTER_S", "2"),
-            ("BATON_TEST_FLOOD_LONG_US", "8000"),
-            ("BATON_TEST_FLOOD_S", "14"),
             ("BATON_TEST_FLOOD_DEPTH", "4"),
             ("BATON_TEST_FLOOD_EVENTS", "1"),
         ],
     );
+}
+
+/// A flood (with `flood_env` added) whose 100 µs kernels turn to 8 ms ones after 2 s: its
+/// short commands must be told, then its long ones, and those held back for the burst.
+fn told_short_then_long_and_held(name: &str, flood_env: &[(&str, &str)]) {
+    let mut env = vec![
+        ("BATON_TEST_FLOOD_LONG_AFTER_S", "2"),
+        ("BATON_TEST_FLOOD_LONG_US", "8000"),
+        ("BATON_TEST_FLOOD_S", "14"),
+    ];
+    env.extend_from_slice(flood_env);
+    let (burst, be) = short_flood(name, &env);
     wait_until(
         "the flood's short commands told",
         Duration::from_secs(20),
