@@ -177,7 +177,8 @@ def cells(raws):
     """Every (hp, be, setup, mode) measured, with its repeats' figures, medians and rules. The
     repeats of one setup may come from several runs (`--first-rep`): a repeat is (run, index),
     its baselines come from the same run and index, and a cell asks for as many repeats as
-    there are distinct indices asked for its setup and job (less those a run's budget skipped,
+    there are distinct indices asked for its setup, job and service (runs may split the
+    services between them; less those a run's budget skipped,
     which it lists, and those whose records were excluded afterwards for a wrong method)."""
     out, costs = [], []
     idx, asked, busies, excluded = {}, {}, {}, set()
@@ -188,8 +189,9 @@ def cells(raws):
             # A repeat the run's time budget skipped (it says so) was never measured, not failed.
             skipped = {s["rep"] for s in raw.get("skipped", []) if s.get("setup") == setup}
             for be in a["bes"]:
-                asked.setdefault((setup, be), set()).update(
-                    set(range(first, first + a["repeats"])) - skipped)
+                for hp in a.get("hps") or HPS:
+                    asked.setdefault((setup, be, hp), set()).update(
+                        set(range(first, first + a["repeats"])) - skipped)
             for h, v in raw.get("busy", {}).items():
                 if v.get("busy") is not None:
                     busies.setdefault((setup, h), []).append(v["busy"])
@@ -226,7 +228,7 @@ def cells(raws):
                               "p99_ratio_median": med([p[2] for p in pairs])})
             busy = med(busies.get((setup, hp), []))
             for be in BES:
-                want = len({i for i in asked.get((setup, be), ()) if (setup, be, hp, i) not in excluded})
+                want = len({i for i in asked.get((setup, be, hp), ()) if (setup, be, hp, i) not in excluded})
                 for mode in modes:
                     reps = []
                     for rep in runs:

@@ -43,24 +43,27 @@ def main():
 
 
 def side_by_side(tmp, env):
-    """Two parts side by side (side_by_side.py), without GPUs: each writes its own raw file with
-    its CPU slice, and the merged analysis holds both parts' cells."""
+    """Three parts side by side (side_by_side.py), without GPUs: each writes its own raw file
+    with its CPU slice, and the merged analysis holds every part's cells, valid where two parts
+    split one setup's services between them."""
     out = os.path.join(tmp, "sbs")
-    common = "--repeats 1 --hps R,D --n-r 20 --n-d 4 --budget-s 300 --modes native,baton"
+    common = "--repeats 1 --n-r 20 --n-d 4 --budget-s 300 --modes native,baton"
+    parts = [f"--setups S --bes G --hps R {common}", f"--setups S --bes G --hps D --first-rep 5 {common}",
+             f"--setups P --bes T --hps R,D {common}"]
     r = subprocess.run([sys.executable, os.path.join(HERE, "side_by_side.py"), "--out", out, "--gpus", "0",
-                        "--pack", os.path.join(tmp, "sbs.tgz"), "--",
-                        f"--setups S --bes G {common}", f"--setups P --bes T {common}"],
+                        "--pack", os.path.join(tmp, "sbs.tgz"), "--", *parts],
                        env=env, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         sys.exit(f"side_by_side.py failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    for k, name in enumerate(["raw-S-G.json", "raw-P-T.json"]):
+    for k, name in enumerate(["raw-S-G.json", "raw-S-G-r5.json", "raw-P-T.json"]):
         raw = json.load(open(os.path.join(out, name)))
-        assert raw["slice"]["spec"] == f"{k}/2", raw["slice"]
+        assert raw["slice"]["spec"] == f"{k}/3", raw["slice"]
     cells = json.load(open(os.path.join(out, "summary.json")))["cells"]
-    assert {(c["setup"], c["be"]) for c in cells} == {("S", "G"), ("P", "T")}, cells
-    assert all(c["valid"] for c in cells), cells
+    assert {(c["setup"], c["be"], c["hp"]) for c in cells} == \
+        {("S", "G", "R"), ("S", "G", "D"), ("P", "T", "R"), ("P", "T", "D")}, cells
+    assert all(c["valid"] and c["repeats_asked"] == 1 for c in cells), cells
     assert os.path.getsize(os.path.join(tmp, "sbs.tgz")) > 0
-    print(f"matrix side-by-side self-test: ok ({len(cells)} cells from 2 parts)")
+    print(f"matrix side-by-side self-test: ok ({len(cells)} cells from 3 parts)")
 
 
 if __name__ == "__main__":
