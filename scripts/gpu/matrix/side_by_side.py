@@ -18,6 +18,19 @@ sys.path.insert(0, HERE)
 import analyze  # noqa: E402
 
 
+# How often the parts' progress (each console's last line) is printed while they run.
+PROGRESS_S = 60
+
+
+def last_line(path):
+    try:
+        with open(path) as f:
+            lines = [ln.rstrip() for ln in f if ln.strip()]
+        return lines[-1] if lines else "(no output yet)"
+    except OSError:
+        return "(no console)"
+
+
 def gpu_count():
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
@@ -52,13 +65,22 @@ def main(argv=None):
         console.flush()
         procs.append((k, subprocess.Popen(cmd, env=env, stdout=console, stderr=subprocess.STDOUT), console))
         print(f"part {k}: {part}", flush=True)
-    failed = []
-    for k, proc, console in procs:
-        rc = proc.wait()
-        console.close()
-        print(f"part {k}: exit {rc} after {time.monotonic() - t0:.0f} s", flush=True)
-        if rc != 0:
-            failed.append(k)
+    failed, running, last_note = [], dict((k, (p, c)) for k, p, c in procs), time.monotonic()
+    while running:
+        for k, (proc, console) in list(running.items()):
+            rc = proc.poll()
+            if rc is None:
+                continue
+            console.close()
+            del running[k]
+            print(f"part {k}: exit {rc} after {time.monotonic() - t0:.0f} s", flush=True)
+            if rc != 0:
+                failed.append(k)
+        if running and time.monotonic() - last_note >= PROGRESS_S:
+            last_note = time.monotonic()
+            for k in sorted(running):
+                print(f"part {k}: {last_line(os.path.join(a.out, f'console-{k}.txt'))}", flush=True)
+        time.sleep(0.5)
     seen = {}
     for k, _, _ in procs:
         for raw in sorted(glob.glob(os.path.join(a.out, f"part-{k}", "raw-*.json"))):
