@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test Baton has, as CI does: formatting, lints, the unit, integration and property
-# tests of the whole workspace, and the loom model check of the XQueue's concurrency.
+# Runs every test Baton has, as CI does: formatting, lints, the API docs' links, the unit,
+# integration and property tests of the whole workspace, and the loom model check of the
+# XQueue's concurrency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +9,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo doc (every intra-doc link resolves)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 echo "== cargo test"
 cargo test --workspace --locked
 echo "== loom model check (XQueue interleavings)"

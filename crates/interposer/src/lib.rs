@@ -6,7 +6,7 @@
 //! - Applications linked against `libcuda.so.1` bind to the functions exported here first,
 //!   because the library is preloaded (`LD_PRELOAD`).
 //! - Applications that `dlopen` the driver and look functions up (the CUDA runtime inside
-//!   PyTorch, cuBLAS, JAX, CuPy…) go through [`dlsym`](dlsym::dlsym), which this library also
+//!   PyTorch, cuBLAS, JAX, CuPy…) go through `dlsym`, which this library also
 //!   exports: a looked-up driver function that Baton intercepts is replaced by its hook. The
 //!   `RTLD_NEXT` path jumps straight to the real `dlsym`, so other preloaded libraries keep
 //!   their semantics.

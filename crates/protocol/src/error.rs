@@ -171,6 +171,6 @@ pub enum RefusalReason {
     TooManyClients,
     /// The daemon is stopping.
     ShuttingDown,
-    /// The first frame was not a valid [`Hello`].
+    /// The first frame was not a valid [`Hello`](crate::Hello).
     BadHello,
 }

@@ -9,7 +9,7 @@ use baton_protocol::{DeviceRef, Hint};
 
 use crate::AgentConfig;
 
-/// How a queue is described to the daemon, besides what its [`QueueControl`] reports.
+/// How a queue is described to the daemon, besides what its [`QueueControl`](baton_core::QueueControl) reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueInfo {
     /// A short description for `baton list` (`stream 0x7f3a…`); may be empty.
@@ -21,7 +21,7 @@ pub struct QueueInfo {
     pub hints: Vec<Hint>,
 }
 
-/// How a [`DaemonClient`] connects and introduces its process.
+/// How a [`DaemonClient`](crate::DaemonClient) connects and introduces its process.
 #[derive(Clone)]
 pub struct ClientConfig {
     /// The daemon sockets to try, in order.

@@ -6,12 +6,12 @@ pub enum Drive {
     /// A launch worker thread waits on sync points and launches buffered commands.
     #[default]
     Worker,
-    /// No thread: the owner calls [`XQueue::poll`] whenever the hardware may have progressed.
-    /// Blocking waits fail with [`HwError::WouldBlock`]. Used in virtual time.
+    /// No thread: the owner calls [`XQueue::poll`](crate::XQueue::poll) whenever the hardware may have progressed.
+    /// Blocking waits fail with [`HwError::WouldBlock`](crate::HwError::WouldBlock). Used in virtual time.
     External,
 }
 
-/// Options for [`XQueue::suspend`].
+/// Options for [`XQueue::suspend`](crate::XQueue::suspend).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SuspendFlags {
     /// At Level 1, return only once the in-flight commands have completed, so the device no
@@ -19,6 +19,6 @@ pub struct SuspendFlags {
     pub sync_hw: bool,
 }
 
-/// Options for [`XQueue::resume`]. None yet; the type keeps the signature stable.
+/// Options for [`XQueue::resume`](crate::XQueue::resume). None yet; the type keeps the signature stable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResumeFlags {}

@@ -31,25 +31,25 @@ pub struct XQueueStatus {
 }
 
 /// What a scheduler can do with a queue, whatever its hardware: the object-safe face of
-/// [`XQueue`].
+/// [`XQueue`](crate::XQueue).
 pub trait QueueControl: Send + Sync {
     /// The queue's identity.
     fn id(&self) -> XQueueId;
     /// Its current state.
     fn status(&self) -> XQueueStatus;
-    /// Stops it from running; see [`XQueue::suspend`].
+    /// Stops it from running; see [`XQueue::suspend`](crate::XQueue::suspend).
     fn suspend(&self, flags: SuspendFlags) -> Result<(), XQueueError>;
-    /// Lets it run again; see [`XQueue::resume`].
+    /// Lets it run again; see [`XQueue::resume`](crate::XQueue::resume).
     fn resume(&self, flags: ResumeFlags) -> Result<(), XQueueError>;
     /// Chooses the level suspension uses.
     fn set_level(&self, level: Level) -> Result<(), XQueueError>;
     /// Changes the launch window.
     fn set_launch_config(&self, config: LaunchConfig);
     /// Whether the queue must report going idle even if its application never synchronizes;
-    /// see [`XQueue::set_idle_watch`].
+    /// see [`XQueue::set_idle_watch`](crate::XQueue::set_idle_watch).
     fn set_idle_watch(&self, on: bool);
-    /// Whether the queue reports its Idle/Ready transitions; see [`XQueue::set_reporting`].
+    /// Whether the queue reports its Idle/Ready transitions; see [`XQueue::set_reporting`](crate::XQueue::set_reporting).
     fn set_reporting(&self, on: bool);
-    /// Whether the queue may skip its in-flight window; see [`XQueue::set_unbounded`].
+    /// Whether the queue may skip its in-flight window; see [`XQueue::set_unbounded`](crate::XQueue::set_unbounded).
     fn set_unbounded(&self, on: bool);
 }
