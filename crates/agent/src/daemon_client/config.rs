@@ -9,7 +9,8 @@ use baton_protocol::{DeviceRef, Hint};
 
 use crate::AgentConfig;
 
-/// How a queue is described to the daemon, besides what its [`QueueControl`](baton_core::QueueControl) reports.
+/// How a queue is described to the daemon, besides what its
+/// [`QueueControl`](baton_core::QueueControl) reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueInfo {
     /// A short description for `baton list` (`stream 0x7f3a…`); may be empty.

@@ -163,8 +163,9 @@ impl<H: HwQueue> XQueue<H> {
     /// scheduler sets this for queues none of its decisions can suspend (under HPF, the
     /// top-priority queue of a device), whose launches then cost only the lock and the launch.
     /// Turning it off makes the next launch add a sync point, so the window applies from there.
-    /// A queue built with [`XQueueBuilder::keep_window`](crate::XQueueBuilder::keep_window) keeps its window regardless; either
-    /// way the hardware queue learns whether a suspension may come
+    /// A queue built with [`XQueueBuilder::keep_window`](crate::XQueueBuilder::keep_window)
+    /// keeps its window regardless; either way the hardware queue learns whether a suspension
+    /// may come
     /// ([`HwQueue::set_preemptible`]).
     pub fn set_unbounded(&self, on: bool) {
         let sh = &*self.shared;

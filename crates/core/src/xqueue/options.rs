@@ -6,8 +6,9 @@ pub enum Drive {
     /// A launch worker thread waits on sync points and launches buffered commands.
     #[default]
     Worker,
-    /// No thread: the owner calls [`XQueue::poll`](crate::XQueue::poll) whenever the hardware may have progressed.
-    /// Blocking waits fail with [`HwError::WouldBlock`](crate::HwError::WouldBlock). Used in virtual time.
+    /// No thread: the owner calls [`XQueue::poll`](crate::XQueue::poll) whenever the hardware
+    /// may have progressed. Blocking waits fail with
+    /// [`HwError::WouldBlock`](crate::HwError::WouldBlock). Used in virtual time.
     External,
 }
 
@@ -19,6 +20,7 @@ pub struct SuspendFlags {
     pub sync_hw: bool,
 }
 
-/// Options for [`XQueue::resume`](crate::XQueue::resume). None yet; the type keeps the signature stable.
+/// Options for [`XQueue::resume`](crate::XQueue::resume). None yet; the type keeps the
+/// signature stable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResumeFlags {}

@@ -111,8 +111,8 @@ impl<H: HwQueue> XQueue<H> {
     /// Synchronizes with the hardware through `f` (e.g. the driver's own stream
     /// synchronization) once everything submitted before has been launched; if `f` succeeds,
     /// every command launched before it counts as complete, and if it blocked, its end is a
-    /// sample of the command time (see [`XQueue::saw_complete`]). Returns `f`'s value, or an error
-    /// from work launched on the application's behalf since the last wait.
+    /// sample of the command time (see [`XQueue::saw_complete`]). Returns `f`'s value, or an
+    /// error from work launched on the application's behalf since the last wait.
     pub fn synchronize_with<R>(
         &self,
         f: impl FnOnce(&H) -> Result<R, HwError>,
@@ -143,11 +143,11 @@ impl<H: HwQueue> XQueue<H> {
     }
 
     /// The application waited on the driver for command `seq` (e.g. for an event recorded
-    /// there) from `asked` (on the queue's clock) until now, and it is done: every command up to it counts as
-    /// complete. A wait that blocked saw the moment the device got there, as the worker's
-    /// wait on a sync point does, and is a sample of the queue's command time; a program that
-    /// keeps a few commands in flight by waiting on its own events (PyTorch's loops) never
-    /// fills the queue's window, so its commands are measured only this way.
+    /// there) from `asked` (on the queue's clock) until now, and it is done: every command up
+    /// to it counts as complete. A wait that blocked saw the moment the device got there, as
+    /// the worker's wait on a sync point does, and is a sample of the queue's command time; a
+    /// program that keeps a few commands in flight by waiting on its own events (PyTorch's
+    /// loops) never fills the queue's window, so its commands are measured only this way.
     pub fn saw_complete(&self, seq: CommandSeq, asked: crate::Nanos) {
         let sh = &*self.shared;
         let mut ev = Pending::new();

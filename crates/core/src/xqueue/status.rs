@@ -48,8 +48,10 @@ pub trait QueueControl: Send + Sync {
     /// Whether the queue must report going idle even if its application never synchronizes;
     /// see [`XQueue::set_idle_watch`](crate::XQueue::set_idle_watch).
     fn set_idle_watch(&self, on: bool);
-    /// Whether the queue reports its Idle/Ready transitions; see [`XQueue::set_reporting`](crate::XQueue::set_reporting).
+    /// Whether the queue reports its Idle/Ready transitions; see
+    /// [`XQueue::set_reporting`](crate::XQueue::set_reporting).
     fn set_reporting(&self, on: bool);
-    /// Whether the queue may skip its in-flight window; see [`XQueue::set_unbounded`](crate::XQueue::set_unbounded).
+    /// Whether the queue may skip its in-flight window; see
+    /// [`XQueue::set_unbounded`](crate::XQueue::set_unbounded).
     fn set_unbounded(&self, on: bool);
 }

@@ -165,8 +165,9 @@ pub(super) fn ioc_size(req: c_ulong) -> usize {
     ((req >> 16) & 0x3fff) as usize
 }
 
-/// Whether `request` is one of the NVIDIA escapes [`Capture::observe`](super::capture::Capture::observe) looks at — a cheap test
-/// to run on every `ioctl` of the process.
+/// Whether `request` is one of the NVIDIA escapes
+/// [`Capture::observe`](super::capture::Capture::observe) looks at — a cheap test to run on
+/// every `ioctl` of the process.
 pub fn is_rm_request(request: c_ulong) -> bool {
     ioc_type(request) == NV_IOCTL_MAGIC
         && matches!(

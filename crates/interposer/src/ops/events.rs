@@ -46,11 +46,14 @@ impl Runtime {
         let Some(e) = self.scheduled_entry(stream, api) else {
             let r = direct(stream);
             // Recorded where Baton does not schedule: an earlier record no longer says when
-            // the event completes.
-            let mut ev = locks::lock(&self.events);
-            for event in events {
-                if let Some(t) = ev.get_mut(&(*event as usize)) {
-                    t.record = None;
+            // the event completes. (Disabled, Baton never tracks a record: nothing to forget,
+            // and the record path stays the driver's.)
+            if self.hot.enabled {
+                let mut ev = locks::lock(&self.events);
+                for event in events {
+                    if let Some(t) = ev.get_mut(&(*event as usize)) {
+                        t.record = None;
+                    }
                 }
             }
             return r;
