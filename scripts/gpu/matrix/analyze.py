@@ -21,16 +21,17 @@ The rules (each Baton cell; native cells are judged too, as the reference):
 """
 import bisect, glob, json, math, os, random, statistics, sys
 
-HPS, BES, SETUPS = "RBD", "GT", "SMP"
+HPS, BES, SETUPS = "RBD", "GTC", "SMP"
 # baton-hold: BE held back whenever HP has work: in docs/benchmarks/matrix/yield/ (S), whose
 # "baton" yielded by time slice; in M `--hold`, since the default there gives way by SMs.
 # baton-unmeasured: BE's command time never told (BATON_COMMAND_TIME=off), held as before.
 # baton-w256: BE with a window of 256 commands, a sync point every 32.
 # baton-block: P with BATON_MAX_BUFFERED=1 (a thread launching into a held stream waits).
+# baton-low: M with BE an MPS client of below-normal priority (CUDA_MPS_CLIENT_PRIORITY=1).
 MODES = ["native", "baton", "baton-l3", "baton-yield", "baton-w2", "baton-hold", "baton-unmeasured",
-         "baton-w256", "baton-sms", "baton-reserve", "baton-block"]
+         "baton-w256", "baton-sms", "baton-reserve", "baton-block", "baton-low"]
 HP_NAMES = {"R": "ResNet-50 b8", "B": "BERT-base b1", "D": "GPT-2-medium decode"}
-BE_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training"}
+BE_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training", "C": "a Python loop, no GPU work"}
 SETUP_NAMES = {"S": "separate processes, time-sliced", "M": "separate processes, MPS",
                "P": "one process, HP on a high-priority stream"}
 PROTECT, NO_HARM, SHARE_OF_IDLE = 1.10, 0.90, 0.90

@@ -6,7 +6,8 @@ best-effort job what the service leaves? One command on the GPU machine:
 
 HP services (closed loop, think time between requests): R ResNet-50 b8, B BERT-base b1,
 D a GPT-2-medium-shaped decoder (32 tokens through `generate`). BE floods: G bf16 GEMMs,
-T ResNet-50 training. Setups: S separate processes (time-slicing), M separate processes
+T ResNet-50 training; only when --bes names it, C (no GPU work, a Python loop: in P, what
+sharing the interpreter alone costs the service). Setups: S separate processes (time-slicing), M separate processes
 under MPS (started and stopped here), P one process with HP on a high-priority stream.
 Modes: native; baton (`baton run --priority 10` / `--priority 0`, `--local` in P; in M the
 default gives way by SMs, as baton-yield); baton-l3 (BE at `--level 3`, S only). Only when
@@ -20,6 +21,8 @@ command time never told, so held back whenever HP has work even when its command
 as before command times were measured; S and M), baton-w256 (BE at `--priority 0 --threshold
 256 --batch 32`: as by default, with a window of 256 commands and a sync point every 32; S
 and M),
+baton-low (as baton, BE's process an MPS client of below-normal priority,
+CUDA_MPS_CLIENT_PRIORITY=1: the service's thread blocks are dispatched first; M),
 baton-sms (BE on part of the SMs, nothing held; M and P), baton-reserve (BE at `--priority 0
 --sms`, isolated under MPS; M) and baton-block (as baton, with BATON_MAX_BUFFERED=1: a thread
 launching into a held stream waits instead of running ahead, so a held training thread stops
@@ -56,11 +59,11 @@ MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["
 # hold it for HP).
 EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256"],
                "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256", "baton-yield",
-                     "baton-hold"],
+                     "baton-hold", "baton-low"],
                "P": ["baton-sms", "baton-block"]}
 # Modes whose BE runs beside baton's HP process (they share it).
 SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve", "baton-unmeasured",
-             "baton-w256", "baton-hold")
+             "baton-w256", "baton-hold", "baton-low")
 # SMs left to BE in baton-sms (of 132 on an H100).
 BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
@@ -260,13 +263,15 @@ class Matrix:
         if mode == "baton-sms":
             # Nothing held (no scheduler); BE's normal-priority streams on BE_SMS SMs.
             prio = [] if setup == "P" else ["--priority", "0"]
-            return ["env", "BATON_SCHEDULER=app", self.baton, "run", *prio, "--sms", BE_SMS, "--"]
+            return ["env", "BATON_SCHEDULER=app", self.baton, "run", *prio, "--sms", self.a.be_sms, "--"]
         if mode == "baton-reserve" and role == "be":
-            return [self.baton, "run", *pol, "--priority", "0", "--sms", BE_SMS, "--"]
+            return [self.baton, "run", *pol, "--priority", "0", "--sms", self.a.be_sms, "--"]
         if setup == "P":
             block = ["env", "BATON_MAX_BUFFERED=1"] if mode == "baton-block" else []
             return [*block, self.baton, "run", "--local", *pol, "--"]
         prio = ["--priority", "10" if role == "hp" else "0"]
+        if mode == "baton-low" and role == "be":
+            return ["env", "CUDA_MPS_CLIENT_PRIORITY=1", self.baton, "run", *prio, "--"]
         if mode == "baton-unmeasured" and role == "be":
             return ["env", "BATON_COMMAND_TIME=off", self.baton, "run", *prio, "--"]
         lvl = ["--level", "3"] if (mode == "baton-l3" and role == "be") else []
@@ -568,6 +573,11 @@ def main():
                    help="the policy Baton's modes run (default: Baton's default policy)")
     p.add_argument("--modes", default=None,
                    help="only these modes (default: every mode of each setup: native, baton, and baton-l3 in S)")
+    p.add_argument("--be-sms", default=BE_SMS,
+                   help="SMs left to BE in baton-sms and baton-reserve (default $MATRIX_BE_SMS or 112)")
+    p.add_argument("--alone-modes", default=None,
+                   help="the modes HP alone is measured in, every setup (default: native and baton in S, "
+                        "native elsewhere); baton in M or P gives Baton's own cost there")
     p.add_argument("--budget-s", type=float, default=570,
                    help="no repeat starts that would not end within this many seconds of the start")
     a = p.parse_args()
@@ -578,13 +588,16 @@ def main():
     a.phased = a.phased.split(",")
     a.phased_bes = a.phased_bes.split(",")
     a.modes = a.modes.split(",") if a.modes else None
+    if a.alone_modes:
+        for setup in ALONE_MODES:
+            ALONE_MODES[setup] = a.alone_modes.split(",")
     if a.modes is not None and "native" not in a.modes:
         p.error("--modes must include native: every ratio is against it")
     for extra in SHARED_HP:
         if a.modes is not None and extra in a.modes and "baton" not in a.modes:
             p.error(f"--modes: {extra} needs baton (they share the service's process)")
     bad = [s for s in a.setups if s not in MODES] + [h for h in a.hps if h not in "RBD"] + \
-          [b for b in a.bes if b not in "GT"]
+          [b for b in a.bes if b not in "GTC"]
     if bad:
         p.error(f"unknown setup, service or job: {', '.join(bad)}")
     os.makedirs(a.out, exist_ok=True)
