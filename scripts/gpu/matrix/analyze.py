@@ -21,7 +21,7 @@ The rules (each Baton cell; native cells are judged too, as the reference):
 """
 import bisect, glob, json, math, os, random, statistics, sys
 
-HPS, BES, SETUPS = "RBD", "GTC", "SMP"
+HPS, BES, SETUPS = "RBD", "GT", "SMP"
 # baton-hold: BE held back whenever HP has work: in docs/benchmarks/matrix/yield/ (S), whose
 # "baton" yielded by time slice; in M `--hold`, since the default there gives way by SMs.
 # baton-unmeasured: BE's command time never told (BATON_COMMAND_TIME=off), held as before.
@@ -30,8 +30,10 @@ HPS, BES, SETUPS = "RBD", "GTC", "SMP"
 # baton-low: M with BE an MPS client of below-normal priority (CUDA_MPS_CLIENT_PRIORITY=1).
 MODES = ["native", "baton", "baton-l3", "baton-yield", "baton-w2", "baton-hold", "baton-unmeasured",
          "baton-w256", "baton-sms", "baton-reserve", "baton-block", "baton-low"]
+# Each mode's colour in the pictures (the self-test checks that every mode has one).
+MODE_COLORS = {"native": "#777777", "baton": "#1f77b4", "baton-l3": "#d62728", "baton-yield": "#ff7f0e", "baton-w2": "#17becf", "baton-hold": "#8c564b", "baton-unmeasured": "#bcbd22", "baton-w256": "#e377c2", "baton-sms": "#2ca02c", "baton-reserve": "#9467bd", "baton-block": "#7f7f7f", "baton-low": "#aec7e8"}
 HP_NAMES = {"R": "ResNet-50 b8", "B": "BERT-base b1", "D": "GPT-2-medium decode"}
-BE_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training", "C": "a Python loop, no GPU work"}
+BE_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training"}
 SETUP_NAMES = {"S": "separate processes, time-sliced", "M": "separate processes, MPS",
                "P": "one process, HP on a high-priority stream"}
 PROTECT, NO_HARM, SHARE_OF_IDLE = 1.10, 0.90, 0.90
@@ -460,7 +462,7 @@ def pareto_svg(summary, setup):
 
     def Y(v):
         return H - B_ - v / ymax * (H - B_ - T_)
-    colors = {"native": "#777777", "baton": "#1f77b4", "baton-l3": "#d62728", "baton-yield": "#ff7f0e", "baton-w2": "#17becf", "baton-hold": "#8c564b", "baton-unmeasured": "#bcbd22", "baton-w256": "#e377c2", "baton-sms": "#2ca02c", "baton-reserve": "#9467bd", "baton-block": "#7f7f7f"}
+    colors = MODE_COLORS
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
          '<defs>' + "".join(f'<marker id="a-{m}" markerWidth="8" markerHeight="8" refX="7" refY="3" orient="auto">'
                             f'<path d="M0,0 L7,3 L0,6 z" fill="{col}"/></marker>' for m, col in colors.items()) + '</defs>',
@@ -564,6 +566,7 @@ def main(argv):
 
 
 def self_test():
+    assert set(MODE_COLORS) == set(MODES), set(MODES) ^ set(MODE_COLORS)
     assert pct(list(range(1, 101)), .5) == 50 and pct(list(range(1, 101)), .99) == 99
     assert pct([3.0], .99) == 3.0 and pct([], .5) is None
     assert rotate(["a", "b", "c"], 1) == ["b", "c", "a"] and rotate(["a", "b"], 3) == ["b", "a"]

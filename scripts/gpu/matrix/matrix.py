@@ -6,8 +6,7 @@ best-effort job what the service leaves? One command on the GPU machine:
 
 HP services (closed loop, think time between requests): R ResNet-50 b8, B BERT-base b1,
 D a GPT-2-medium-shaped decoder (32 tokens through `generate`). BE floods: G bf16 GEMMs,
-T ResNet-50 training; only when --bes names it, C (no GPU work, a Python loop: in P, what
-sharing the interpreter alone costs the service). Setups: S separate processes (time-slicing), M separate processes
+T ResNet-50 training. Setups: S separate processes (time-slicing), M separate processes
 under MPS (started and stopped here), P one process with HP on a high-priority stream.
 Modes: native; baton (`baton run --priority 10` / `--priority 0`, `--local` in P; in M the
 default gives way by SMs, as baton-yield); baton-l3 (BE at `--level 3`, S only). Only when
@@ -597,7 +596,7 @@ def main():
         if a.modes is not None and extra in a.modes and "baton" not in a.modes:
             p.error(f"--modes: {extra} needs baton (they share the service's process)")
     bad = [s for s in a.setups if s not in MODES] + [h for h in a.hps if h not in "RBD"] + \
-          [b for b in a.bes if b not in "GTC"]
+          [b for b in a.bes if b not in "GT"]
     if bad:
         p.error(f"unknown setup, service or job: {', '.join(bad)}")
     os.makedirs(a.out, exist_ok=True)

@@ -14,8 +14,6 @@ Workloads (random weights, nothing downloaded):
      32 greedy new tokens through Hugging Face `generate`
   G  bf16 8192x8192x8192 GEMMs back to back (unit: TFLOP)
   T  ResNet-50 fp32 training, batch 64, SGD (unit: images)
-  C  no GPU work: a Python loop (unit: million iterations). Beside a service in one process
-     it measures what sharing the interpreter costs the service, apart from the GPU
 
 Commands and answers:
   {"cmd": "hp", "hp": "R", "n": 300, "warmup": 10, "think_ms": 5, "think_mode": "hybrid"}
@@ -134,13 +132,6 @@ def build_be(stream):
             loss.backward()
             opt.step()
         bes["T"] = (train_step, 64.0, 2, "images")
-
-        def spin():
-            k = 0
-            for i in range(100_000):
-                k += i
-            return k
-        bes["C"] = (spin, 0.1, 1, "Miter")
         for step, *_ in bes.values():
             for _ in range(5):
                 step()
