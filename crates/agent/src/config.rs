@@ -458,7 +458,25 @@ impl AgentConfig {
                 id: baton_policies::GangId::of_name(g).0,
             });
         }
+        if self.time_sliced() {
+            h.push(Hint::TimeSliced);
+        }
         h
+    }
+
+    /// Whether the process tells the daemon its context is time-sliced against other
+    /// processes' and it takes the default (`Hint::TimeSliced`): `BATON_YIELD` left at `auto`,
+    /// scheduled by the daemon, not under MPS, not confined with `BATON_SMS`, below Level 3.
+    /// HPF then does not hold it back for a more urgent process bound by its own launching,
+    /// whose kernels reach the GPU within one of the driver's slices of this process's anyway.
+    /// `--hold` (`BATON_YIELD=off`) keeps it held back, `--yield` yields instead, and
+    /// `--level 3` asks for its work to be interrupted.
+    pub fn time_sliced(&self) -> bool {
+        self.yield_to_others.is_none()
+            && self.scheduler == SchedulerMode::Global
+            && !self.under_mps()
+            && self.sms.is_none()
+            && self.level < Level::L3
     }
 
     /// Whether the process shares the GPU through MPS: as `BATON_MPS` says, else whether the
@@ -647,6 +665,23 @@ mod tests {
         assert_eq!(bad.warnings().len(), 1, "{:?}", bad.warnings());
         assert!(bad.under_mps());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_time_sliced_process_taking_the_default_says_so() {
+        let global = ("BATON_SCHEDULER", "global");
+        let alone = ("BATON_MPS", "off");
+        let says = |pairs: &[(&str, &str)]| cfg(pairs).process_hints().contains(&Hint::TimeSliced);
+        assert!(says(&[global, alone]));
+        assert!(says(&[global, alone, ("BATON_YIELD", "auto")]));
+        // Asked to be held, to yield, or to be interrupted at Level 3; under MPS; confined;
+        // or scheduled in-process: it does not.
+        assert!(!says(&[global, alone, ("BATON_YIELD", "off")]));
+        assert!(!says(&[global, alone, ("BATON_YIELD", "on")]));
+        assert!(!says(&[global, alone, ("BATON_LEVEL", "3")]));
+        assert!(!says(&[global, ("BATON_MPS", "on")]));
+        assert!(!says(&[global, alone, ("BATON_SMS", "64")]));
+        assert!(!says(&[("BATON_SCHEDULER", "local"), alone]));
     }
 
     #[test]

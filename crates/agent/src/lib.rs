@@ -19,7 +19,7 @@ pub mod log;
 mod scheduler;
 mod socket;
 
-pub use baton_policies::{DeviceId, QueueHints};
+pub use baton_policies::{DeviceId, QueueHints, Readiness};
 pub use baton_protocol::{Backend, DeviceRef, Hint as WireHint, MAX_SMS};
 pub use baton_scheduler::{QueueMeta, SchedulerThread};
 pub use config::{AgentConfig, SchedulerMode, SmShare};

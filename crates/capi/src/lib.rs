@@ -318,6 +318,11 @@ impl Request {
                 PolicyHint::Yielding(s) => WireHint::Yielding { slice_ns: s.0 },
                 PolicyHint::Confining(sms) => WireHint::Confining { sms },
                 PolicyHint::CommandTime(t) => WireHint::CommandTime { command_ns: t.0 },
+                PolicyHint::Readiness(r) => WireHint::Readiness {
+                    ready_permille: r.ready,
+                    waiting_permille: r.waiting,
+                },
+                PolicyHint::TimeSliced => WireHint::TimeSliced,
             },
         }
     }

@@ -8,7 +8,7 @@
 //! the policy once, when it comes ([`announced`]).
 
 use baton_core::{Nanos, Priority};
-use baton_policies::{GangId, Laxity, QueueHints, Share, Upcoming};
+use baton_policies::{GangId, Laxity, QueueHints, Readiness, Share, Upcoming};
 use baton_protocol::{Hint, HintKind};
 
 /// The hints in force for one scope: at most one of each kind, never a clear.
@@ -116,6 +116,17 @@ pub(crate) fn effective(queue: &HintSet, process: &HintSet) -> QueueHints {
             Some(Hint::CommandTime { command_ns }) => Some(Nanos(command_ns)),
             _ => None,
         },
+        readiness: match find(HintKind::Readiness) {
+            Some(Hint::Readiness {
+                ready_permille,
+                waiting_permille,
+            }) => Some(Readiness {
+                ready: ready_permille,
+                waiting: waiting_permille,
+            }),
+            _ => None,
+        },
+        time_sliced: matches!(find(HintKind::TimeSliced), Some(Hint::TimeSliced)),
     }
 }
 

@@ -28,6 +28,12 @@ pub(crate) const REMEASURE_SAMPLES: u64 = 8;
 /// The longest it keeps its window to be measured, in guard ticks: two seconds (eight samples
 /// of a batch of eight 8 ms commands, after what it launched unbounded).
 pub(crate) const REMEASURE_LONGEST: u32 = 80;
+/// Guard ticks between two looks at a queue's readiness (`Runtime::report_readiness`): 500 ms,
+/// several of a decoder's tokens and dozens of a small service's requests.
+pub(crate) const READINESS_TICKS: u64 = 20;
+/// How far (‰) a queue's readiness must move from what its scheduler was told to be told
+/// again (a change of whether it is bound by its launching is told at once).
+pub(crate) const READINESS_STEP: u16 = 50;
 
 /// The calling thread's last lookups.
 #[derive(Default)]
@@ -317,6 +323,76 @@ impl Runtime {
         match s.hint_queue(e.xq.id(), move |h, _| h.command_time = Some(t), wire) {
             Ok(()) => tracing::debug!("{:#x}: commands take {t} on the GPU", e.handle as usize),
             Err(err) => tracing::warn!(error = %err, "command time not sent"),
+        }
+    }
+
+    /// Called every [`READINESS_TICKS`] ticks of the guard thread: tells the scheduler how
+    /// `e`'s program used its queue since the last look (`Hint::Readiness`: the share of the
+    /// time the queue had work, and the share its program spent blocked in its own waits for
+    /// that work), when the queue had work and the figures moved by [`READINESS_STEP`] or
+    /// changed whether the queue is bound by its program's launching
+    /// ([`Readiness::launch_bound`](baton_agent::Readiness::launch_bound)). Never on a
+    /// launch; `BATON_COMMAND_TIME=off` measures neither this nor command times.
+    pub(crate) fn report_readiness(&self, e: &StreamEntry) {
+        let Some(s) = self.sched.as_ref().filter(|_| self.cfg.command_time) else {
+            return;
+        };
+        let now = baton_cuda::core::Clock::now(&*self.clock).0.max(1);
+        let (ready, waited) = (e.xq.ready_time().0, e.xq.waited_time().0);
+        let [at, r0, w0] = &e.readiness_mark;
+        let (then, ready0, waited0) = (
+            at.swap(now, Ordering::Relaxed),
+            r0.swap(ready, Ordering::Relaxed),
+            w0.swap(waited, Ordering::Relaxed),
+        );
+        if then == 0 || ready == ready0 {
+            // First look, or no work since the last: nothing to tell.
+            return;
+        }
+        let period = baton_cuda::core::Nanos(now.saturating_sub(then));
+        let Some(r) = baton_agent::Readiness::over(
+            baton_cuda::core::Nanos(ready.saturating_sub(ready0)),
+            baton_cuda::core::Nanos(waited.saturating_sub(waited0)),
+            period,
+        ) else {
+            return;
+        };
+        let was = told_readiness(e);
+        let changed = was.is_none_or(|w| w.launch_bound() != r.launch_bound());
+        if let Some(w) = was
+            && !changed
+            && w.ready.abs_diff(r.ready) < READINESS_STEP
+            && w.waiting.abs_diff(r.waiting) < READINESS_STEP
+        {
+            return;
+        }
+        e.told_readiness.store(
+            1 << 31 | u32::from(r.ready) << 16 | u32::from(r.waiting),
+            Ordering::Relaxed,
+        );
+        let wire = baton_agent::WireHint::Readiness {
+            ready_permille: r.ready,
+            waiting_permille: r.waiting,
+        };
+        match s.hint_queue(e.xq.id(), move |h, _| h.readiness = Some(r), wire) {
+            Ok(()) if changed => tracing::info!(
+                "{:#x}: ready {} ‰, waiting {} ‰ of the last {period}: {}",
+                e.handle as usize,
+                r.ready,
+                r.waiting,
+                if r.launch_bound() {
+                    "bound by its own launching"
+                } else {
+                    "not bound by its launching"
+                }
+            ),
+            Ok(()) => tracing::debug!(
+                "{:#x}: ready {} ‰, waiting {} ‰ of the last {period}",
+                e.handle as usize,
+                r.ready,
+                r.waiting
+            ),
+            Err(err) => tracing::warn!(error = %err, "readiness not sent"),
         }
     }
 
@@ -620,6 +696,8 @@ impl Runtime {
             counts: Default::default(),
             told_command_ns: AtomicU64::new(0),
             remeasure: (AtomicU32::new(0), AtomicU64::new(0)),
+            readiness_mark: Default::default(),
+            told_readiness: AtomicU32::new(0),
         }))
     }
 
@@ -651,4 +729,13 @@ impl Runtime {
             ordinal: u32::try_from(ordinal).unwrap_or(0),
         }
     }
+}
+
+/// The readiness `e`'s scheduler was last told ([`Runtime::report_readiness`]), if any.
+pub(crate) fn told_readiness(e: &StreamEntry) -> Option<baton_agent::Readiness> {
+    let t = e.told_readiness.load(Ordering::Relaxed);
+    (t != 0).then_some(baton_agent::Readiness {
+        ready: ((t >> 16) & 0x7fff) as u16,
+        waiting: (t & 0xffff) as u16,
+    })
 }

@@ -52,6 +52,13 @@ pub(crate) struct StreamEntry {
     /// Guard ticks since its queue last finished measuring again, and its command samples
     /// when it began to (`Runtime::remeasure`).
     pub(crate) remeasure: (AtomicU32, AtomicU64),
+    /// At the guard thread's last look at its readiness (`Runtime::report_readiness`): when
+    /// (ns on the runtime's clock, 0 before the first), its queue's ready time and its
+    /// program's waited time then.
+    pub(crate) readiness_mark: [AtomicU64; 3],
+    /// The readiness its scheduler was last told, `ready << 16 | waiting` in ‰, with bit 31
+    /// set once told (0: never).
+    pub(crate) told_readiness: AtomicU32,
 }
 
 /// A stream's scheduling priority: the one it has by default (the process's less its CUDA

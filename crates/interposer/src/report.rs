@@ -100,6 +100,10 @@ struct Queue {
     /// How long one of its commands took on the GPU while it kept the GPU busy (µs, a moving
     /// average), if measured.
     command_us: Option<f64>,
+    /// The readiness its scheduler was last told (`Hint::Readiness`), in ‰ of the period: the
+    /// share the queue had work, and the share its program waited for it.
+    ready_permille: Option<u16>,
+    waiting_permille: Option<u16>,
 }
 
 /// How many queues the report lists, busiest first.
@@ -143,6 +147,8 @@ impl Report {
                     confined_sms: e.xq.hw().confined_sms(),
                     confined_kernels: e.xq.hw().confined_kernels(),
                     command_us: e.xq.command_time().map(|t| t.0 as f64 / 1e3),
+                    ready_permille: crate::queues::told_readiness(e).map(|r| r.ready),
+                    waiting_permille: crate::queues::told_readiness(e).map(|r| r.waiting),
                 }
             })
             .collect();

@@ -354,12 +354,18 @@ impl Runtime {
             .name("baton-guard".into())
             .spawn(move || {
                 let mut clock = StallClock::default();
+                let mut tick: u64 = 0;
                 loop {
                     std::thread::sleep(GUARD_TICK);
+                    tick = tick.wrapping_add(1);
                     let snap = Snapshot::take(self);
+                    let readiness = tick % crate::queues::READINESS_TICKS == 0;
                     for e in &snap.entries {
                         self.remeasure(e);
                         self.report_command_time(e);
+                        if readiness {
+                            self.report_readiness(e);
+                        }
                     }
                     // A queue whose lock stays held has a thread inside the driver for it,
                     // launching: one blocked there waits on the device too.

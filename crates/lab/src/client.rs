@@ -37,6 +37,14 @@ pub(crate) struct Client {
     /// The command time its scheduler was last told, as a process under the interposer tells
     /// it ([`XQueue::command_time_news`](baton_core::XQueue::command_time_news)).
     pub(crate) told_command_time: Option<Nanos>,
+    /// A closed-loop or paced job whose host side is done (all its kernels submitted): since
+    /// when the client has been waiting for it.
+    host_done: Option<Nanos>,
+    /// How long, in all, the client waited for its jobs after submitting their last kernel,
+    /// as a program blocks in a synchronization.
+    pub(crate) waited: Nanos,
+    /// At the runner's last look at its readiness: when, its queue's ready time and `waited`.
+    pub(crate) readiness_mark: (Nanos, Nanos, Nanos),
 }
 
 /// A rank's place at its group's barrier.
@@ -95,6 +103,9 @@ impl Client {
             barrier: Barrier::Working,
             spin: Nanos::ZERO,
             told_command_time: None,
+            host_done: None,
+            waited: Nanos::ZERO,
+            readiness_mark: (Nanos::ZERO, Nanos::ZERO, Nanos::ZERO),
         }
     }
 
@@ -191,6 +202,7 @@ impl Client {
                     self.next_release = None;
                     if r < stop {
                         self.release(r, kernels, kernel, sms);
+                        self.host_done = Some(r);
                     }
                 }
             }
@@ -211,6 +223,9 @@ impl Client {
                 while let Some((id, left, at)) = self.pacing.filter(|p| p.2 <= t) {
                     self.launch(id, kernel, sms);
                     self.pacing = (left > 1).then_some((id, left - 1, at + gap));
+                    if left == 1 {
+                        self.host_done = Some(at);
+                    }
                 }
             }
             Workload::Ranked {
@@ -273,6 +288,9 @@ impl Client {
             Workload::Ranked { .. } => self.barrier = Barrier::Waiting { spinning: false },
             Workload::ClosedLoop { think, .. } | Workload::Paced { think, .. } => {
                 self.next_release = Some(c.ended_at + think);
+                if let Some(h) = self.host_done.take() {
+                    self.waited += c.ended_at.saturating_sub(h);
+                }
             }
             Workload::Flood { .. } => self.outstanding -= 1,
             Workload::Periodic { .. } => {}

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_core::{Drive, Nanos, XQueue};
-use baton_policies::{DeviceId, Hint, QueueHints};
+use baton_policies::{DeviceId, Hint, QueueHints, Readiness};
 use baton_scheduler::{Inbox, LocalScheduler, QueueMeta, StaticProcessInfo};
 use baton_sim::{ContextId, Sim, StreamId, TimeMode};
 
@@ -13,6 +13,10 @@ use baton_demo::Route;
 
 use crate::client::{Barrier, Client};
 use crate::{Action, ClientResult, ContextSpec, LabResult, LabSpec, Workload};
+
+/// How often a client that measures tells its scheduler its readiness, as the interposer's
+/// guard thread does (`READINESS_TICKS` of its ticks).
+const READINESS_PERIOD: Nanos = Nanos::from_millis(500);
 
 /// Runs `spec` to its end and returns what every client measured. Deterministic.
 pub fn run(spec: LabSpec) -> LabResult {
@@ -139,6 +143,20 @@ pub fn run(spec: LabSpec) -> LabResult {
             {
                 c.told_command_time = Some(m);
                 let _ = sched.set_hint(q.id(), Hint::CommandTime(m), t);
+            }
+            // And, every READINESS_PERIOD, how its program used the queue.
+            if let Route::Scheduled(q) = &c.route
+                && c.spec.measures
+                && t >= c.readiness_mark.0 + READINESS_PERIOD
+            {
+                let (at, ready0, waited0) = c.readiness_mark;
+                let ready = q.ready_time();
+                c.readiness_mark = (t, ready, c.waited);
+                if ready > ready0
+                    && let Some(r) = Readiness::over(ready - ready0, c.waited - waited0, t - at)
+                {
+                    let _ = sched.set_hint(q.id(), Hint::Readiness(r), t);
+                }
             }
         }
         if t >= end {

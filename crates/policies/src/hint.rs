@@ -20,6 +20,8 @@
 //! | active window | global | a pid, or none | awf |
 //! | short command | global | 0..=1 s (0: none is short) | hpf |
 //! | command time | queue (measured by its process) | 1 ns..=1 h | hpf and the policies built on its rank order |
+//! | readiness | queue (measured by its process) | 0..=1000 ‰ ready, 0..=1000 ‰ waiting | hpf and the policies built on its rank order |
+//! | time-sliced | queue (from its process) | — | hpf and the policies built on its rank order |
 
 use baton_core::{Nanos, Priority};
 
@@ -53,6 +55,50 @@ impl Share {
     /// The share in thousandths.
     pub fn permille(self) -> u16 {
         self.0
+    }
+}
+
+/// How a queue's program used it over a measuring period, in thousandths of the period: how
+/// long the queue had work (`ready`) and how long the program was blocked waiting for that
+/// work (`waiting`). See [`Hint::Readiness`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Readiness {
+    /// Thousandths of the period the queue had work (0..=1000).
+    pub ready: u16,
+    /// Thousandths of the period its program waited for the queue's work (0..=1000).
+    pub waiting: u16,
+}
+
+impl Readiness {
+    /// A queue ready at least this share of the time (‰) and ...
+    pub const LAUNCH_BOUND_READY: u16 = 750;
+    /// ... whose program waits for it at most this share (‰) is bound by its own launching.
+    pub const LAUNCH_BOUND_WAITING: u16 = 200;
+
+    /// The readiness over `period`, from the time the queue had work (`ready`) and the time its
+    /// program waited for it (`waited`) during the period; `None` for an empty period. Each
+    /// share is capped at the whole period.
+    pub fn over(ready: Nanos, waited: Nanos, period: Nanos) -> Option<Readiness> {
+        if period.0 == 0 {
+            return None;
+        }
+        let permille = |t: Nanos| -> u16 {
+            let p = u128::from(t.0.min(period.0)) * 1000 / u128::from(period.0);
+            u16::try_from(p).unwrap_or(1000)
+        };
+        Some(Readiness {
+            ready: permille(ready),
+            waiting: permille(waited),
+        })
+    }
+
+    /// Whether the queue is bound by its program's launching rather than by the device: it has
+    /// work nearly all the time ([`Readiness::LAUNCH_BOUND_READY`]) while its program rarely
+    /// waits for it ([`Readiness::LAUNCH_BOUND_WAITING`]). An LLM decoder's token loop is: its
+    /// stream has a command queued from the first launch of a token to the synchronization
+    /// that ends it, and that wait is short, as the device is idle most of the time.
+    pub fn launch_bound(self) -> bool {
+        self.ready >= Self::LAUNCH_BOUND_READY && self.waiting <= Self::LAUNCH_BOUND_WAITING
     }
 }
 
@@ -137,6 +183,13 @@ pub enum Hint {
     ///
     /// [`XQueue::command_time`]: baton_core::XQueue::command_time
     CommandTime(Nanos),
+    /// How the queue's program used it over its last measuring period, as its process measured
+    /// it: a measurement, sent again when it changes.
+    Readiness(Readiness),
+    /// The queue's context is time-sliced against other processes' (its own context, no MPS)
+    /// and its process neither yields nor asks to be held: a more urgent process's kernels
+    /// reach the device within one of the driver's slices of this queue's.
+    TimeSliced,
 }
 
 const HOUR: Nanos = Nanos::from_secs(3_600);
@@ -298,6 +351,12 @@ pub struct QueueHints {
     /// How long one of its commands takes on the device while it keeps the device busy, once
     /// its process has measured it.
     pub command_time: Option<Nanos>,
+    /// How its program used it over its last measuring period, once its process has measured
+    /// it.
+    pub readiness: Option<Readiness>,
+    /// Whether its context is time-sliced against other processes' and it neither yields nor
+    /// asks to be held.
+    pub time_sliced: bool,
 }
 
 impl QueueHints {
@@ -328,6 +387,8 @@ impl QueueHints {
             Hint::Yielding(slice) => self.yielding = Some(slice),
             Hint::Confining(sms) => self.confining = Some(sms),
             Hint::CommandTime(t) => self.command_time = Some(t),
+            Hint::Readiness(r) => self.readiness = Some(r),
+            Hint::TimeSliced => self.time_sliced = true,
         }
     }
 }

@@ -64,7 +64,7 @@ pub use guard::{
 pub use hhpf::Hhpf;
 pub use hint::{
     GangId, GlobalHint, GlobalHints, Hint, HintError, Laxity, ProcessHint, ProcessHints,
-    QueueHints, Share, Upcoming,
+    QueueHints, Readiness, Share, Upcoming,
 };
 pub use hpf::{Hpf, SHORT_COMMAND};
 pub use kedf::Kedf;

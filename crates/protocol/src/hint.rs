@@ -119,6 +119,25 @@ pub enum Hint {
         /// SMs its kernels keep to while outranked.
         sms: u32,
     },
+    /// The process's context is time-sliced against other processes' (its own context, no
+    /// MPS) and it neither yields nor asks to be held (`baton run` without `--yield` or
+    /// `--hold`): a more urgent process's kernels reach the GPU within one of the driver's
+    /// time slices of this one's whatever it has launched, so priority policies do not hold it
+    /// back for a more urgent process bound by its own launching ([`Hint::Readiness`]), which
+    /// holding would starve it for. Process only.
+    TimeSliced,
+    /// How the queue's program used it over the last measuring period (about half a second),
+    /// as its process measured it: the share of the time the queue had work (`ready_permille`)
+    /// and the share its program spent blocked in waits for the queue's work
+    /// (`waiting_permille`), each in thousandths of the period. A queue that has work nearly
+    /// all the time but whose program rarely waits for it is bound by its own launching, not
+    /// by the device. Sent again when it changes. Queue only.
+    Readiness {
+        /// Thousandths of the period the queue had work (0..=1000).
+        ready_permille: u16,
+        /// Thousandths of the period its program waited for the queue's work (0..=1000).
+        waiting_permille: u16,
+    },
 }
 
 /// The kinds of [`Hint`], to name one without a value.
@@ -151,11 +170,15 @@ pub enum HintKind {
     CommandTime,
     /// [`Hint::Confining`].
     Confining,
+    /// [`Hint::Readiness`].
+    Readiness,
+    /// [`Hint::TimeSliced`].
+    TimeSliced,
 }
 
 impl HintKind {
     /// Every kind.
-    pub const ALL: [HintKind; 13] = [
+    pub const ALL: [HintKind; 15] = [
         HintKind::Priority,
         HintKind::Utilization,
         HintKind::TimeSlice,
@@ -169,16 +192,20 @@ impl HintKind {
         HintKind::Yielding,
         HintKind::CommandTime,
         HintKind::Confining,
+        HintKind::Readiness,
+        HintKind::TimeSliced,
     ];
 
     /// The scopes a hint of this kind may be given for.
     pub const fn scopes(self) -> &'static [Scope] {
         match self {
             HintKind::KEdf => &[Scope::Device, Scope::All],
-            HintKind::ActiveWindow | HintKind::Gang | HintKind::Isolated | HintKind::Yielding => {
-                &[Scope::Process]
-            }
-            HintKind::CommandTime | HintKind::Confining => &[Scope::Queue],
+            HintKind::ActiveWindow
+            | HintKind::Gang
+            | HintKind::Isolated
+            | HintKind::Yielding
+            | HintKind::TimeSliced => &[Scope::Process],
+            HintKind::CommandTime | HintKind::Confining | HintKind::Readiness => &[Scope::Queue],
             _ => &[Scope::Queue, Scope::Process],
         }
     }
@@ -200,6 +227,8 @@ impl fmt::Display for HintKind {
             HintKind::Yielding => "yielding",
             HintKind::CommandTime => "command time",
             HintKind::Confining => "confining",
+            HintKind::Readiness => "readiness",
+            HintKind::TimeSliced => "time-sliced",
         })
     }
 }
@@ -246,6 +275,8 @@ impl Hint {
             Hint::Yielding { .. } => HintKind::Yielding,
             Hint::CommandTime { .. } => HintKind::CommandTime,
             Hint::Confining { .. } => HintKind::Confining,
+            Hint::Readiness { .. } => HintKind::Readiness,
+            Hint::TimeSliced => HintKind::TimeSliced,
             Hint::Clear(kind) => *kind,
         }
     }
@@ -286,7 +317,9 @@ impl Hint {
                 }
                 Ok(())
             }
-            Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::Clear(_) => Ok(()),
+            Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::TimeSliced | Hint::Clear(_) => {
+                Ok(())
+            }
             Hint::Isolated { sms } | Hint::Confining { sms } => {
                 check::range("sms", sms, 1, MAX_SMS)
             }
@@ -295,6 +328,13 @@ impl Hint {
             }
             Hint::CommandTime { command_ns } => {
                 check::range("command_ns", command_ns, 1, MAX_DURATION_NS)
+            }
+            Hint::Readiness {
+                ready_permille,
+                waiting_permille,
+            } => {
+                check::range("ready_permille", ready_permille, 0, 1000)?;
+                check::range("waiting_permille", waiting_permille, 0, 1000)
             }
             Hint::Upcoming {
                 arrives_in_ns,

@@ -36,6 +36,11 @@ pub fn hints() -> Vec<Hint> {
         Hint::Yielding { slice_ns: 100_000 },
         Hint::Confining { sms: 112 },
         Hint::CommandTime { command_ns: 60_000 },
+        Hint::Readiness {
+            ready_permille: 950,
+            waiting_permille: 40,
+        },
+        Hint::TimeSliced,
     ]
 }
 

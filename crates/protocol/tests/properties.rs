@@ -67,6 +67,13 @@ fn hint() -> impl Strategy<Value = Hint> {
         (1u32..=baton_protocol::MAX_SMS).prop_map(|sms| Hint::Confining { sms }),
         (1..=baton_protocol::MAX_DURATION_NS)
             .prop_map(|command_ns| Hint::CommandTime { command_ns }),
+        Just(Hint::TimeSliced),
+        (0u16..=1000, 0u16..=1000).prop_map(|(ready_permille, waiting_permille)| {
+            Hint::Readiness {
+                ready_permille,
+                waiting_permille,
+            }
+        }),
     ]
 }
 
@@ -158,9 +165,10 @@ fn agent_message() -> impl Strategy<Value = AgentMessage> {
                     HintKind::ActiveWindow
                     | HintKind::Gang
                     | HintKind::Isolated
-                    | HintKind::Yielding,
+                    | HintKind::Yielding
+                    | HintKind::TimeSliced,
                 ) => AgentTarget::Process,
-                (None, HintKind::CommandTime | HintKind::Confining) => {
+                (None, HintKind::CommandTime | HintKind::Confining | HintKind::Readiness) => {
                     AgentTarget::Queue(QueueId(0))
                 }
                 (None, _) => AgentTarget::Process,
@@ -230,14 +238,15 @@ fn request() -> impl Strategy<Value = Request> {
                 HintKind::ActiveWindow
                 | HintKind::Gang
                 | HintKind::Isolated
-                | HintKind::Yielding => Target::Process {
+                | HintKind::Yielding
+                | HintKind::TimeSliced => Target::Process {
                     pid: match t {
                         Target::Queue(q) => q.pid,
                         Target::Process { pid } => pid,
                         _ => 1,
                     },
                 },
-                HintKind::CommandTime | HintKind::Confining => match t {
+                HintKind::CommandTime | HintKind::Confining | HintKind::Readiness => match t {
                     Target::Queue(q) => Target::Queue(q),
                     Target::Process { pid } => Target::Queue(QueueRef {
                         pid,

@@ -210,6 +210,11 @@ fn max_hints(scope: Scope) -> Vec<Hint> {
         Hint::CommandTime {
             command_ns: baton_protocol::MAX_DURATION_NS,
         },
+        Hint::Readiness {
+            ready_permille: 1000,
+            waiting_permille: 1000,
+        },
+        Hint::TimeSliced,
     ]
     .into_iter()
     .filter(|h| h.check_scope(scope).is_ok())

@@ -55,6 +55,11 @@ pub fn hints_text(h: &[Hint]) -> String {
             Hint::Yielding { slice_ns } => format!("yielding={}us", slice_ns / 1000),
             Hint::Confining { sms } => format!("confining={sms}sms"),
             Hint::CommandTime { command_ns } => format!("command={}us", command_ns / 1000),
+            Hint::Readiness {
+                ready_permille,
+                waiting_permille,
+            } => format!("ready={ready_permille}‰ waiting={waiting_permille}‰"),
+            Hint::TimeSliced => "time-sliced".to_string(),
             Hint::Clear(k) => format!("clear {k}"),
         })
         .collect::<Vec<_>>()

@@ -167,6 +167,8 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 pace_mark: None,
                 markers: std::collections::VecDeque::new(),
                 markers_done: 0,
+                ready_ns: 0,
+                ready_since: None,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),
@@ -178,6 +180,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             held_back: self.held_back,
             pace_ns: std::sync::atomic::AtomicU64::new(0),
             pace_samples: std::sync::atomic::AtomicU64::new(0),
+            waited_ns: std::sync::atomic::AtomicU64::new(0),
         });
         let waker: Weak<dyn DemandWaker> = Arc::downgrade(&shared) as Weak<dyn DemandWaker>;
         shared.progress.set_owner(waker);

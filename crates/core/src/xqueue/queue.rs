@@ -60,6 +60,28 @@ impl<H: HwQueue> XQueue<H> {
         }
     }
 
+    /// How long the queue has had work in all (from each transition to Ready to the next to
+    /// Idle), up to now: with [`XQueue::waited_time`], what a process tells its scheduler of
+    /// how its program uses the queue (`Hint::Readiness`), read a period apart. Takes the
+    /// queue's lock.
+    pub fn ready_time(&self) -> crate::Nanos {
+        let st = sync::lock(&self.shared.state);
+        let open = st
+            .ready_since
+            .map_or(0, |s| self.shared.clock.now().0.saturating_sub(s.0));
+        crate::Nanos(st.ready_ns.saturating_add(open))
+    }
+
+    /// How long, in all, the application has been blocked in its own waits for this queue's
+    /// work that reached the queue ([`XQueue::synchronize_with`], [`XQueue::saw_complete`]).
+    pub fn waited_time(&self) -> crate::Nanos {
+        crate::Nanos(
+            self.shared
+                .waited_ns
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
     /// Says that the command submitted at `seq` takes no device time (an event record):
     /// [`XQueue::command_time`] then measures the others only, so a flood of 1.7 ms GEMMs each
     /// followed by an event record measures 1.7 ms, not half that. Markers are followed only

@@ -55,6 +55,12 @@ pub(super) struct Shared<H: HwQueue> {
     pub(super) pace_ns: std::sync::atomic::AtomicU64,
     /// How many samples `pace_ns` has taken in.
     pub(super) pace_samples: std::sync::atomic::AtomicU64,
+    /// How long (ns, in all) the application was blocked in its own waits for this queue's
+    /// work that reached the queue ([`XQueue::synchronize_with`], [`XQueue::saw_complete`]).
+    ///
+    /// [`XQueue::synchronize_with`]: crate::XQueue::synchronize_with
+    /// [`XQueue::saw_complete`]: crate::XQueue::saw_complete
+    pub(super) waited_ns: std::sync::atomic::AtomicU64,
 }
 
 /// A buffered command and what must be launched elsewhere before it.
@@ -138,6 +144,10 @@ pub(super) struct State<H: HwQueue> {
     /// completed so far. A pace sample counts only the others.
     pub(super) markers: VecDeque<u64>,
     pub(super) markers_done: u64,
+    /// How long (ns, in all) the queue had work, up to its last return to Idle; and since
+    /// when it has had work, while it has.
+    pub(super) ready_ns: u64,
+    pub(super) ready_since: Option<crate::Nanos>,
 }
 
 impl<H: HwQueue> State<H> {
@@ -265,6 +275,15 @@ impl<H: HwQueue> Shared<H> {
 
     pub(super) fn transition(&self, st: &mut State<H>, to: QueueState, ev: &mut Pending) {
         st.transitions += 1;
+        let now = self.clock.now();
+        match to {
+            QueueState::Ready => st.ready_since = Some(now),
+            QueueState::Idle => {
+                if let Some(since) = st.ready_since.take() {
+                    st.ready_ns = st.ready_ns.saturating_add(now.0.saturating_sub(since.0));
+                }
+            }
+        }
         if !st.reporting {
             return;
         }
@@ -316,7 +335,10 @@ impl<H: HwQueue> Shared<H> {
     ) {
         let before = st.completed;
         self.complete_to(st, end, ev);
-        if st.completed > before && self.clock.now().0.saturating_sub(asked.0) >= BLOCKED_WAIT.0 {
+        let waited = self.clock.now().0.saturating_sub(asked.0);
+        self.waited_ns
+            .fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
+        if st.completed > before && waited >= BLOCKED_WAIT.0 {
             self.note_pace(st, before);
         }
     }

@@ -1272,3 +1272,35 @@ fn a_program_waiting_on_its_own_records_is_measured_by_its_waits() {
     assert_eq!(q.status().inflight, 2);
     assert_eq!(q.command_time(), Some(Nanos::from_millis(2)));
 }
+
+#[test]
+fn a_queue_counts_how_long_it_had_work_and_how_long_its_program_waited_for_it() {
+    // A token loop: 18 ms of launching, then a 2 ms wait for the last commands, then 1 ms
+    // before the next token's first launch. The queue has work 20 of every 21 ms; its program
+    // waited 2 of them.
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
+    let q = timed(&hw, &clock, 16, 8);
+    assert_eq!(
+        (q.ready_time(), q.waited_time()),
+        (Nanos::ZERO, Nanos::ZERO)
+    );
+    for token in 0..3u64 {
+        let first = token * 4;
+        q.submit(TestCommand(first)).unwrap();
+        clock.advance(Nanos::from_millis(18));
+        submit_n(&q, first + 1, 3);
+        let asked = crate::Clock::now(&*clock);
+        clock.advance(Nanos::from_millis(2));
+        hw.complete(4);
+        q.saw_complete(CommandSeq(first + 3), asked);
+        assert_eq!(q.status().state, QueueState::Idle, "token {token}");
+        clock.advance(Nanos::from_millis(1));
+    }
+    assert_eq!(q.ready_time(), Nanos::from_millis(60));
+    assert_eq!(q.waited_time(), Nanos::from_millis(6));
+    // While it has work, the time so far counts.
+    q.submit(TestCommand(12)).unwrap();
+    clock.advance(Nanos::from_millis(5));
+    assert_eq!(q.ready_time(), Nanos::from_millis(65));
+}
