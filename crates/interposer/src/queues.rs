@@ -357,7 +357,7 @@ impl Runtime {
         ) else {
             return;
         };
-        let was = told_readiness(e);
+        let was = e.told_readiness();
         let changed = was.is_none_or(|w| w.launch_bound() != r.launch_bound());
         if let Some(w) = was
             && !changed
@@ -729,13 +729,4 @@ impl Runtime {
             ordinal: u32::try_from(ordinal).unwrap_or(0),
         }
     }
-}
-
-/// The readiness `e`'s scheduler was last told ([`Runtime::report_readiness`]), if any.
-pub(crate) fn told_readiness(e: &StreamEntry) -> Option<baton_agent::Readiness> {
-    let t = e.told_readiness.load(Ordering::Relaxed);
-    (t != 0).then_some(baton_agent::Readiness {
-        ready: ((t >> 16) & 0x7fff) as u16,
-        waiting: (t & 0xffff) as u16,
-    })
 }

@@ -61,6 +61,19 @@ pub(crate) struct StreamEntry {
     pub(crate) told_readiness: AtomicU32,
 }
 
+impl StreamEntry {
+    /// The readiness its scheduler was last told (`Runtime::report_readiness`), if any.
+    pub(crate) fn told_readiness(&self) -> Option<baton_agent::Readiness> {
+        let t = self
+            .told_readiness
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (t != 0).then_some(baton_agent::Readiness {
+            ready: ((t >> 16) & 0x7fff) as u16,
+            waiting: (t & 0xffff) as u16,
+        })
+    }
+}
+
 /// A stream's scheduling priority: the one it has by default (the process's less its CUDA
 /// priority), its own when code gave it one, and the one its queue is scheduled at now, which
 /// a thread's priority may have set while that thread issued work on it.

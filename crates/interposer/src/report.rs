@@ -147,8 +147,8 @@ impl Report {
                     confined_sms: e.xq.hw().confined_sms(),
                     confined_kernels: e.xq.hw().confined_kernels(),
                     command_us: e.xq.command_time().map(|t| t.0 as f64 / 1e3),
-                    ready_permille: crate::queues::told_readiness(e).map(|r| r.ready),
-                    waiting_permille: crate::queues::told_readiness(e).map(|r| r.waiting),
+                    ready_permille: e.told_readiness().map(|r| r.ready),
+                    waiting_permille: e.told_readiness().map(|r| r.waiting),
                 }
             })
             .collect();
