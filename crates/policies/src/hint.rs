@@ -73,7 +73,7 @@ impl Readiness {
     /// A queue ready at least this share of the time (‰) and ...
     pub const LAUNCH_BOUND_READY: u16 = 750;
     /// ... whose program waits for it at most this share (‰) is bound by its own launching.
-    pub const LAUNCH_BOUND_WAITING: u16 = 200;
+    pub const LAUNCH_BOUND_WAITING: u16 = 300;
 
     /// The readiness over `period`, from the time the queue had work (`ready`) and the time its
     /// program waited for it (`waited`) during the period; `None` for an empty period. Each

@@ -13,7 +13,8 @@ default gives way by SMs, as baton-yield); baton-l3 (BE at `--level 3`, S only).
 --modes names them: baton-yield (BE at `--priority 0 --yield`: never held back for HP; in S its
 context's time slice short instead, in M its kernels on 85 % of the SMs while HP's process
 exists; S and M), baton-hold (BE at `--priority 0 --hold`: held back whenever HP has work, as
-the default was in M before; M),
+the default was in M before, and in S beside a launch-bound service before Hint::TimeSliced;
+S and M),
 baton-w2 (BE at `--priority 0 --threshold 2 --batch 1`: held as by default, with two commands
 in flight instead of sixteen; S), baton-unmeasured (BE with `BATON_COMMAND_TIME=off`: its
 command time never told, so held back whenever HP has work even when its commands are short,
@@ -56,7 +57,7 @@ MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["
 # `--sms`, never held: the spatial reservation alone, where HP and BE overlap); baton-reserve
 # (MPS only: BE at `--priority 0 --sms`, under the daemon, which sees it isolated and does not
 # hold it for HP).
-EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256"],
+EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256", "baton-hold"],
                "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256", "baton-yield",
                      "baton-hold", "baton-low"],
                "P": ["baton-sms", "baton-block"]}
