@@ -20,7 +20,7 @@ mod scheduler;
 mod socket;
 
 pub use baton_policies::{DeviceId, QueueHints, Readiness};
-pub use baton_protocol::{Backend, DeviceRef, Hint as WireHint, MAX_SMS};
+pub use baton_protocol::{Backend, DeviceRef, Hint as WireHint, HintKind as WireHintKind, MAX_SMS};
 pub use baton_scheduler::{QueueMeta, SchedulerThread};
 pub use config::{AgentConfig, SchedulerMode, SmShare};
 pub use daemon_client::{ClientConfig, DaemonClient, QueueInfo};

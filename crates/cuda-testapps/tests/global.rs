@@ -297,14 +297,7 @@ fn short_flood(name: &str, flood_env: &[(&str, &str)]) -> (Burst, Child) {
 
 /// The command time the daemon at `socket` lists for a queue, if one was told.
 fn told_command_ns(socket: &Path) -> Option<u64> {
-    let list = listed(socket);
-    list["processes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|p| p["queues"].as_array().into_iter().flatten())
-        .flat_map(|q| q["hints"].as_array().into_iter().flatten())
-        .find_map(|h| h["command_time"]["command_ns"].as_u64())
+    hint_of(&listed(socket), "command_time")["command_ns"].as_u64()
 }
 
 /// Lets the burst go and both programs finish, then returns the flood's launches that reached
@@ -512,5 +505,94 @@ fn told_short_then_long_and_held(name: &str, flood_env: &[(&str, &str)]) {
         "{} flood launches reached the driver while the burst ran ({window_ms} ms window): the \
          long commands were not held back",
         during.len()
+    );
+}
+
+/// A launch-bound service (`paced`, priority 10: 5 µs kernels launched 200 µs apart, a
+/// synchronization every 200) beside a flood of 2 ms kernels (priority 0) in a time-sliced
+/// process of its own, with `flood_env` added; returns the service's readiness as the daemon
+/// listed it, the flood's process hints, and how many of the flood's launches reached its
+/// driver in the second half of the service's run.
+fn beside_paced_service(name: &str, flood_env: &[(&str, &str)]) -> (Value, String, usize) {
+    let dir = temp_dir(name);
+    let socket = dir.join("baton.sock");
+    let go = dir.join("go");
+    let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
+    let hp_env = [("FAKE_CUDA_KERNEL_US", "0"), ("BATON_TEST_PACED_S", "6")];
+    let hp = under_baton("10", "paced", &hp_log, &socket, &go, &hp_env);
+    wait_registered(&socket, hp.id());
+    let mut be_env = vec![
+        ("FAKE_CUDA_KERNEL_US", "0"),
+        ("BATON_TEST_FLOOD_US", "2000"),
+        ("BATON_TEST_FLOOD_DEPTH", "4"),
+        ("BATON_TEST_FLOOD_S", "8"),
+        ("BATON_MPS", "off"),
+    ];
+    be_env.extend_from_slice(flood_env);
+    let be = under_baton("0", "be-flood", &be_log, &socket, &go, &be_env);
+    let mut readiness = Value::Null;
+    wait_until(
+        "the service's readiness and the flood at the daemon",
+        Duration::from_secs(20),
+        || {
+            let list = listed(&socket);
+            readiness = hint_of(&list, "readiness");
+            !readiness.is_null() && list["processes"].as_array().is_some_and(|p| p.len() == 2)
+        },
+    );
+    let hints = listed(&socket)["processes"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["pid"] == be.id()))
+        .map(|p| p["hints"].to_string())
+        .unwrap_or_default();
+    assert!(finish(hp, "paced").starts_with("paced ok"));
+    assert!(finish(be, "be-flood").starts_with("be-flood ok"));
+    stop_daemon(&socket);
+    let service = launch_calls(&log_lines(&hp_log));
+    let (first, last) = (service[0], service[service.len() - 1]);
+    let from = first + (last - first) / 2;
+    let during = launch_calls(&log_lines(&be_log))
+        .into_iter()
+        .filter(|t| *t > from && *t < last)
+        .count();
+    (readiness, hints, during)
+}
+
+/// The first hint of kind `kind` any queue in the daemon's `list` carries (null if none).
+fn hint_of(list: &Value, kind: &str) -> Value {
+    list["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["queues"].as_array().into_iter().flatten())
+        .flat_map(|q| q["hints"].as_array().into_iter().flatten())
+        .find_map(|h| h.get(kind).cloned())
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_time_sliced_flood_is_not_held_back_for_a_service_bound_by_its_launching() {
+    // The service tells the daemon its queue is ready nearly all the time and rarely waited
+    // for; the flood, time-sliced by default, says so: the daemon leaves it running beside
+    // the service instead of holding it back for the service's whole run. Asked to be held
+    // (`--hold`), the same flood gets only the service's brief gaps.
+    let (readiness, hints, sliced) = beside_paced_service("global-paced", &[]);
+    let ready = readiness["ready_permille"].as_u64().unwrap_or(0);
+    let waiting = readiness["waiting_permille"].as_u64().unwrap_or(1000);
+    assert!(
+        ready >= 750 && waiting <= 300,
+        "the service's readiness as listed: {readiness}"
+    );
+    assert!(hints.contains("time_sliced"), "the flood's hints: {hints}");
+    let (_, hold_hints, held) =
+        beside_paced_service("global-paced-hold", &[("BATON_YIELD", "off")]);
+    assert!(!hold_hints.contains("time_sliced"), "{hold_hints}");
+    eprintln!(
+        "flood launches in the second half of the service's run: {sliced} time-sliced, {held} held"
+    );
+    assert!(
+        sliced >= 300 && sliced > 3 * held,
+        "time-sliced, the flood launched {sliced} times in the second half of the service's \
+         3 s, held {held}: it was held back for the launch-bound service"
     );
 }

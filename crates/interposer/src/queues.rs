@@ -28,9 +28,6 @@ pub(crate) const REMEASURE_SAMPLES: u64 = 8;
 /// The longest it keeps its window to be measured, in guard ticks: two seconds (eight samples
 /// of a batch of eight 8 ms commands, after what it launched unbounded).
 pub(crate) const REMEASURE_LONGEST: u32 = 80;
-/// Guard ticks between two looks at a queue's readiness (`Runtime::report_readiness`): 500 ms,
-/// several of a decoder's tokens and dozens of a small service's requests.
-pub(crate) const READINESS_TICKS: u64 = 20;
 /// How far (‰) a queue's readiness must move from what its scheduler was told to be told
 /// again (a change of whether it is bound by its launching is told at once).
 pub(crate) const READINESS_STEP: u16 = 50;
@@ -326,7 +323,8 @@ impl Runtime {
         }
     }
 
-    /// Called every [`READINESS_TICKS`] ticks of the guard thread: tells the scheduler how
+    /// Called every [`READINESS_TICKS`](crate::runtime::READINESS_TICKS) ticks of the guard
+    /// thread: tells the scheduler how
     /// `e`'s program used its queue since the last look (`Hint::Readiness`: the share of the
     /// time the queue had work, and the share its program spent blocked in its own waits for
     /// that work), when the queue had work and the figures moved by [`READINESS_STEP`] or
@@ -338,15 +336,34 @@ impl Runtime {
             return;
         };
         let now = baton_cuda::core::Clock::now(&*self.clock).0.max(1);
-        let (ready, waited) = (e.xq.ready_time().0, e.xq.waited_time().0);
-        let [at, r0, w0] = &e.readiness_mark;
-        let (then, ready0, waited0) = (
+        let (ready, waited, waits) = (e.xq.ready_time().0, e.xq.waited_time().0, e.xq.app_waits());
+        let [at, r0, w0, n0] = &e.readiness_mark;
+        let (then, ready0, waited0, waits0) = (
             at.swap(now, Ordering::Relaxed),
             r0.swap(ready, Ordering::Relaxed),
             w0.swap(waited, Ordering::Relaxed),
+            n0.swap(waits, Ordering::Relaxed),
         );
         if then == 0 || ready == ready0 {
             // First look, or no work since the last: nothing to tell.
+            return;
+        }
+        if waits == waits0 {
+            // Work, but the program never waited for it: no evidence that the device keeps
+            // up with it (a kernel that runs for ever, a program that polls). Whatever was
+            // told before no longer holds.
+            if e.told_readiness.swap(0, Ordering::Relaxed) != 0 {
+                let wire = baton_agent::WireHint::Clear(baton_agent::WireHintKind::Readiness);
+                match s.hint_queue(e.xq.id(), |h, _| h.readiness = None, wire) {
+                    Ok(()) => tracing::info!(
+                        "{:#x}: had work the last {}, its program never waited for it: \
+                         readiness withdrawn",
+                        e.handle as usize,
+                        baton_cuda::core::Nanos(now.saturating_sub(then))
+                    ),
+                    Err(err) => tracing::warn!(error = %err, "readiness not withdrawn"),
+                }
+            }
             return;
         }
         let period = baton_cuda::core::Nanos(now.saturating_sub(then));

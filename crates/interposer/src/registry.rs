@@ -54,8 +54,8 @@ pub(crate) struct StreamEntry {
     pub(crate) remeasure: (AtomicU32, AtomicU64),
     /// At the guard thread's last look at its readiness (`Runtime::report_readiness`): when
     /// (ns on the runtime's clock, 0 before the first), its queue's ready time and its
-    /// program's waited time then.
-    pub(crate) readiness_mark: [AtomicU64; 3],
+    /// program's waited time and number of waits then.
+    pub(crate) readiness_mark: [AtomicU64; 4],
     /// The readiness its scheduler was last told, `ready << 16 | waiting` in ‰, with bit 31
     /// set once told (0: never).
     pub(crate) told_readiness: AtomicU32,

@@ -279,6 +279,9 @@ const LIVENESS_AFTER: std::time::Duration = std::time::Duration::from_millis(200
 
 /// How often the guard thread looks at the process's queues.
 pub(crate) const GUARD_TICK: std::time::Duration = std::time::Duration::from_millis(25);
+/// Guard ticks between two looks at a queue's readiness (`Runtime::report_readiness`): 500 ms,
+/// several of a decoder's tokens and dozens of a small service's requests.
+pub(crate) const READINESS_TICKS: u64 = 20;
 
 /// Every queue's state at one moment, for the watch threads. A queue whose lock is held stays
 /// unread (`None`): the holder may be stuck in the driver, and a watcher must not get stuck
@@ -365,7 +368,7 @@ impl Runtime {
                     std::thread::sleep(GUARD_TICK);
                     tick = tick.wrapping_add(1);
                     let snap = Snapshot::take(self);
-                    let readiness = tick % crate::queues::READINESS_TICKS == 0;
+                    let readiness = tick % READINESS_TICKS == 0;
                     for e in &snap.entries {
                         self.remeasure(e);
                         self.report_command_time(e);

@@ -43,8 +43,9 @@ pub(crate) struct Client {
     /// How long, in all, the client waited for its jobs after submitting their last kernel,
     /// as a program blocks in a synchronization.
     pub(crate) waited: Nanos,
-    /// At the runner's last look at its readiness: when, its queue's ready time and `waited`.
-    pub(crate) readiness_mark: (Nanos, Nanos, Nanos),
+    /// At the runner's last look at its readiness: when, its queue's ready time, `waited`, and
+    /// how many jobs it had completed (each one a wait).
+    pub(crate) readiness_mark: (Nanos, Nanos, Nanos, usize),
 }
 
 /// A rank's place at its group's barrier.
@@ -105,7 +106,7 @@ impl Client {
             told_command_time: None,
             host_done: None,
             waited: Nanos::ZERO,
-            readiness_mark: (Nanos::ZERO, Nanos::ZERO, Nanos::ZERO),
+            readiness_mark: (Nanos::ZERO, Nanos::ZERO, Nanos::ZERO, 0),
         }
     }
 

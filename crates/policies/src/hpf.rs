@@ -34,7 +34,11 @@ pub const SHORT_COMMAND: Nanos = Nanos::from_micros(250);
 /// another process is still reported suspendable, which keeps its slice short or its kernels
 /// on their part of the SMs; an isolated queue or one of short commands is not, so it runs
 /// without its launch window (a measured queue's process has it keep the window now and then
-/// to measure it again). Work-conserving: some ready queue on each device always runs.
+/// to measure it again). Also [`Hint::TimeSliced`](crate::Hint::TimeSliced) and
+/// [`Hint::Readiness`](crate::Hint::Readiness): a time-sliced queue is not held back for
+/// other processes while every ready queue of theirs that outranks it is bound by its own
+/// launching ([`Readiness::launch_bound`](crate::Readiness::launch_bound)); it keeps its
+/// window. Work-conserving: some ready queue on each device always runs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hpf;
 
@@ -149,7 +153,8 @@ fn unbounded_across(queue: &QueueView, snap: &Snapshot<'_>, short: bool) -> bool
 /// context's, whatever that one launched, a wait its rare synchronizations bound. Measured on
 /// H100 and H200 VMs with a GPT-2-medium-shaped decoder beside a bf16 GEMM flood, three runs:
 /// held, the decoder's p99 was ×1.10–1.23 of alone and the flood kept 36–46 % of alone;
-/// natively, ×1.05–1.14 and 82–85 %.
+/// natively, ×1.05–1.14 and 82–85 %; under this rule (four H200s, nine repeats), ×1.02 and
+/// 85 % (`docs/benchmarks/matrix/launch-bound/`).
 fn beside_launch_bound(queue: &QueueView, snap: &Snapshot<'_>) -> bool {
     if !queue.hints.time_sliced {
         return false;

@@ -150,7 +150,8 @@ pub fn agent_messages() -> Vec<AgentMessage> {
             Hint::ActiveWindow { .. }
             | Hint::Gang { .. }
             | Hint::Isolated { .. }
-            | Hint::Yielding { .. } => AgentTarget::Process,
+            | Hint::Yielding { .. }
+            | Hint::TimeSliced => AgentTarget::Process,
             Hint::KEdf { .. } => continue,
             _ => AgentTarget::Queue(QueueId(3)),
         };
@@ -229,7 +230,8 @@ pub fn requests() -> Vec<Request> {
             Hint::ActiveWindow { .. }
             | Hint::Gang { .. }
             | Hint::Isolated { .. }
-            | Hint::Yielding { .. } => Target::Process { pid: 4242 },
+            | Hint::Yielding { .. }
+            | Hint::TimeSliced => Target::Process { pid: 4242 },
             Hint::KEdf { .. } => Target::Device { id: device().id },
             Hint::Clear(_) => Target::All,
             _ => Target::Queue(queue_ref()),

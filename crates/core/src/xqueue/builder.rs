@@ -181,6 +181,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             pace_ns: std::sync::atomic::AtomicU64::new(0),
             pace_samples: std::sync::atomic::AtomicU64::new(0),
             waited_ns: std::sync::atomic::AtomicU64::new(0),
+            waits: std::sync::atomic::AtomicU64::new(0),
         });
         let waker: Weak<dyn DemandWaker> = Arc::downgrade(&shared) as Weak<dyn DemandWaker>;
         shared.progress.set_owner(waker);

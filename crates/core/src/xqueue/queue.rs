@@ -82,6 +82,13 @@ impl<H: HwQueue> XQueue<H> {
         )
     }
 
+    /// How many of the application's own waits for this queue's work reached the queue (see
+    /// [`XQueue::waited_time`]): a program that never waits for its queue gives no evidence of
+    /// whether the device keeps up with it.
+    pub fn app_waits(&self) -> u64 {
+        self.shared.waits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Says that the command submitted at `seq` takes no device time (an event record):
     /// [`XQueue::command_time`] then measures the others only, so a flood of 1.7 ms GEMMs each
     /// followed by an event record measures 1.7 ms, not half that. Markers are followed only

@@ -61,6 +61,8 @@ pub(super) struct Shared<H: HwQueue> {
     /// [`XQueue::synchronize_with`]: crate::XQueue::synchronize_with
     /// [`XQueue::saw_complete`]: crate::XQueue::saw_complete
     pub(super) waited_ns: std::sync::atomic::AtomicU64,
+    /// How many such waits there were.
+    pub(super) waits: std::sync::atomic::AtomicU64,
 }
 
 /// A buffered command and what must be launched elsewhere before it.
@@ -338,6 +340,8 @@ impl<H: HwQueue> Shared<H> {
         let waited = self.clock.now().0.saturating_sub(asked.0);
         self.waited_ns
             .fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
+        self.waits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if st.completed > before && waited >= BLOCKED_WAIT.0 {
             self.note_pace(st, before);
         }

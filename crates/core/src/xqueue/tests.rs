@@ -1299,6 +1299,7 @@ fn a_queue_counts_how_long_it_had_work_and_how_long_its_program_waited_for_it() 
     }
     assert_eq!(q.ready_time(), Nanos::from_millis(60));
     assert_eq!(q.waited_time(), Nanos::from_millis(6));
+    assert_eq!(q.app_waits(), 3);
     // While it has work, the time so far counts.
     q.submit(TestCommand(12)).unwrap();
     clock.advance(Nanos::from_millis(5));

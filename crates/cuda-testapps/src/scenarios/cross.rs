@@ -149,3 +149,28 @@ pub fn be_flood(s: &Session) -> Result<String, AppError> {
     g.destroy_stream(stream)?;
     Ok(format!("be-flood ok n={n}"))
 }
+
+/// A latency-critical service bound by its own launching, as an LLM decoder's token loop is:
+/// short kernels launched `$BATON_TEST_PACED_GAP_US` µs apart (default 200) by the host, the
+/// stream synchronized after every `$BATON_TEST_PACED_STEP` of them (default 200, a token),
+/// for `$BATON_TEST_PACED_S` seconds (default 6). Its stream has work nearly all the time
+/// while the device is mostly idle, and it rarely waits for it.
+pub fn paced(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let gap = Duration::from_micros(env_u64("BATON_TEST_PACED_GAP_US", 200));
+    let step = env_u64("BATON_TEST_PACED_STEP", 200).max(1);
+    let until = Instant::now() + Duration::from_secs(env_u64("BATON_TEST_PACED_S", 6));
+    let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
+    let mut n = 0u64;
+    while Instant::now() < until {
+        g.launch(k.spin, stream, &[crate::gpu::KArg::U64(5)])?;
+        n += 1;
+        if n % step == 0 {
+            g.sync(stream)?;
+        }
+        std::thread::sleep(gap);
+    }
+    g.sync(stream)?;
+    g.destroy_stream(stream)?;
+    Ok(format!("paced ok n={n}"))
+}

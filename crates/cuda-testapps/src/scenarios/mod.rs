@@ -57,6 +57,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("flood", cross::flood),
     ("be-flood", cross::be_flood),
     ("burst", cross::burst),
+    ("paced", cross::paced),
     ("flood-ctx-sync", cross::flood_ctx_sync),
     ("launch-rate", launches::launch_rate),
     ("mix", mix::mix),
