@@ -144,9 +144,10 @@ fn unbounded_across(queue: &QueueView, snap: &Snapshot<'_>, short: bool) -> bool
 
 /// Whether `queue` is time-sliced against other processes ([`Hint::TimeSliced`](crate::Hint::TimeSliced))
 /// and every ready queue of another process that outranks it on its device is bound by its
-/// own launching ([`Readiness::launch_bound`](crate::Readiness::launch_bound)): HPF, the
-/// default policy, then does not hold it back for them (it keeps its launch window, and is
-/// held again as soon as a more urgent queue that is not so bound has work). Such a service
+/// own launching ([`Readiness::launch_bound`](crate::Readiness::launch_bound); once it runs
+/// beside them, [`Readiness::still_launch_bound`](crate::Readiness::still_launch_bound)):
+/// HPF, the default policy, then does not hold it back for them (it keeps its launch window,
+/// and is held again as soon as a more urgent queue that is not so bound has work). Such a service
 /// has a command queued nearly all the time while the device is mostly idle, so holding
 /// lower work whenever it is ready starves that work, and does not help the service: between
 /// time-sliced contexts its kernels reach the device within one slice of the lower
@@ -165,11 +166,16 @@ fn beside_launch_bound(queue: &QueueView, snap: &Snapshot<'_>) -> bool {
     let Some(first) = services.next() else {
         return false;
     };
-    std::iter::once(first).chain(services).all(|q| {
-        q.hints
-            .readiness
-            .is_some_and(crate::Readiness::launch_bound)
-    })
+    // Running beside them, it stays so until a service is clearly not launch-bound any more;
+    // held, it is let go only once every service clearly is.
+    let bound = if queue.suspended {
+        crate::Readiness::launch_bound
+    } else {
+        crate::Readiness::still_launch_bound
+    };
+    std::iter::once(first)
+        .chain(services)
+        .all(|q| q.hints.readiness.is_some_and(bound))
 }
 
 /// Whether other processes' work never holds `queue` back under any priority policy: it is
@@ -467,8 +473,26 @@ mod tests {
         assert!(!Hpf.decide(&snap).suspend.contains(&qs[1].id));
         // It keeps its window: a more urgent queue not so bound may hold it at any moment.
         assert!(Hpf.may_suspend(&snap, &qs[1]));
+        // Near the bounds: a flood held back is let go only at the bounds, one running is held
+        // again only past them by the margin.
+        qs[0].hints.readiness = Some(crate::Readiness {
+            ready: 700,
+            waiting: 350,
+        });
+        qs[1].suspended = true;
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(
+            Hpf.decide(&snap).suspend.contains(&qs[1].id),
+            "held: stays held"
+        );
+        qs[1].suspended = false;
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(
+            !Hpf.decide(&snap).suspend.contains(&qs[1].id),
+            "running: keeps running"
+        );
         // A service that waits for the device, or leaves it gaps, still holds the flood back.
-        for (ready, waiting) in [(950, 400), (550, 40)] {
+        for (ready, waiting) in [(950, 450), (550, 40)] {
             qs[0].hints.readiness = Some(crate::Readiness { ready, waiting });
             let snap = Snapshot::new(Nanos::ZERO, &qs);
             assert!(
@@ -526,6 +550,18 @@ mod tests {
             waiting: crate::Readiness::LAUNCH_BOUND_WAITING,
         };
         assert!(edge.launch_bound());
+        let near = crate::Readiness {
+            ready: edge.ready - crate::Readiness::MARGIN,
+            waiting: edge.waiting + crate::Readiness::MARGIN,
+        };
+        assert!(!near.launch_bound() && near.still_launch_bound());
+        assert!(
+            !crate::Readiness {
+                ready: near.ready - 1,
+                ..near
+            }
+            .still_launch_bound()
+        );
         assert!(
             !crate::Readiness {
                 ready: edge.ready - 1,
