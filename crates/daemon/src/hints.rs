@@ -168,6 +168,28 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_s_readiness_and_its_process_s_time_slicing_reach_the_policies_and_clear() {
+        let mut q = HintSet::of(vec![Hint::Readiness {
+            ready_permille: 950,
+            waiting_permille: 40,
+        }]);
+        let p = HintSet::of(vec![Hint::TimeSliced]);
+        let h = effective(&q, &p);
+        assert_eq!(
+            h.readiness,
+            Some(Readiness {
+                ready: 950,
+                waiting: 40
+            })
+        );
+        assert!(h.time_sliced);
+        // A program that stopped waiting for its queue withdraws what it told.
+        q.apply(Hint::Clear(HintKind::Readiness));
+        assert_eq!(effective(&q, &p).readiness, None);
+        assert!(!effective(&q, &HintSet::default()).time_sliced);
+    }
+
+    #[test]
     fn every_hint_the_policies_read_reaches_them() {
         let q = HintSet::of(vec![
             Hint::Deadline {

@@ -154,7 +154,9 @@ pub fn be_flood(s: &Session) -> Result<String, AppError> {
 /// short kernels launched `$BATON_TEST_PACED_GAP_US` µs apart (default 200) by the host, the
 /// stream synchronized after every `$BATON_TEST_PACED_STEP` of them (default 200, a token),
 /// for `$BATON_TEST_PACED_S` seconds (default 6). Its stream has work nearly all the time
-/// while the device is mostly idle, and it rarely waits for it.
+/// while the device is mostly idle, and it rarely waits for it. With
+/// `$BATON_TEST_PACED_THEN_KERNEL_US` set, it then launches one kernel that long and sleeps
+/// through it without waiting for it (a service turned to long device work that it polls).
 pub fn paced(s: &Session) -> Result<String, AppError> {
     let (g, k) = (&s.gpu, &s.k);
     let gap = Duration::from_micros(env_u64("BATON_TEST_PACED_GAP_US", 200));
@@ -171,6 +173,14 @@ pub fn paced(s: &Session) -> Result<String, AppError> {
         std::thread::sleep(gap);
     }
     g.sync(stream)?;
+    if let Some(us) = std::env::var("BATON_TEST_PACED_THEN_KERNEL_US")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        g.launch(k.spin, stream, &[crate::gpu::KArg::U64(us)])?;
+        std::thread::sleep(Duration::from_micros(us));
+        g.sync(stream)?;
+    }
     g.destroy_stream(stream)?;
     Ok(format!("paced ok n={n}"))
 }
