@@ -771,3 +771,37 @@ fn baton_run_schedules_a_program_and_exits_with_its_status() {
         "the program must not have started"
     );
 }
+
+#[test]
+fn a_report_path_ending_with_a_slash_gets_one_file_per_process() {
+    // Two processes of one run given the same `BATON_REPORT=DIR/`: the directory is made and
+    // each writes its own report, instead of the second overwriting the first.
+    let dir = temp_dir("report-dir").join("reports/");
+    let dir_s = dir.to_str().expect("a UTF-8 path").to_owned();
+    let preload = interposer_library()
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
+    let env = [
+        ("LD_PRELOAD", preload.as_str()),
+        ("BATON_REPORT", dir_s.as_str()),
+    ];
+    for _ in 0..2 {
+        run(RUNTIME_LIKE, &["order"], &env).line();
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("the report directory was made")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    for n in &names {
+        assert!(
+            n.starts_with("baton-report-") && n.ends_with(".json"),
+            "{n}"
+        );
+        let text = std::fs::read_to_string(dir.join(n)).unwrap();
+        let rep: Value = serde_json::from_str(text.trim()).unwrap();
+        assert!(rep["kernels"].as_u64().unwrap_or(0) > 0, "{rep}");
+    }
+}

@@ -3,7 +3,8 @@
 //! Totals (kernels, commands, how many were deferred, launched in order or bypassed), the
 //! hooks' profile when `BATON_PROFILE` is on, how long submitting threads were held back, the
 //! Level-3 contexts' time-slice changes, and the busiest queues. `BATON_REPORT` names a file,
-//! or a directory that gets `baton-report-<pid>.json`.
+//! or a directory that gets `baton-report-<pid>.json` (made if need be when the name ends with
+//! `/`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -212,7 +213,12 @@ impl Report {
         let Some(path) = std::env::var_os("BATON_REPORT") else {
             return;
         };
-        let mut p = std::path::PathBuf::from(path);
+        let mut p = std::path::PathBuf::from(&path);
+        // A trailing slash names a directory, made if need be: one file per process, so that
+        // the processes of one run do not overwrite each other's report.
+        if std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).ends_with(b"/") {
+            let _ = std::fs::create_dir_all(&p);
+        }
         if p.is_dir() {
             p.push(format!("baton-report-{}.json", std::process::id()));
         }
