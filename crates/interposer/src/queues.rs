@@ -335,58 +335,54 @@ impl Runtime {
         let Some(s) = self.sched.as_ref().filter(|_| self.cfg.command_time) else {
             return;
         };
-        let now = baton_cuda::core::Clock::now(&*self.clock).0.max(1);
-        let (ready, waited, waits) = (e.xq.ready_time().0, e.xq.waited_time().0, e.xq.app_waits());
-        let [at, r0, w0, n0] = &e.readiness_mark;
-        let (then, ready0, waited0, waits0) = (
-            at.swap(now, Ordering::Relaxed),
-            r0.swap(ready, Ordering::Relaxed),
-            w0.swap(waited, Ordering::Relaxed),
-            n0.swap(waits, Ordering::Relaxed),
-        );
-        if then == 0 || ready == ready0 {
+        let now = baton_cuda::core::Clock::now(&*self.clock);
+        let (ready, waited, waits) = (e.xq.ready_time(), e.xq.waited_time(), e.xq.app_waits());
+        let mut look = locks::lock(&e.readiness);
+        let then = look.at.replace(now);
+        let (ready0, waited0, waits0) = (look.ready, look.waited, look.waits);
+        (look.ready, look.waited, look.waits) = (ready, waited, waits);
+        let Some(then) = then.filter(|_| ready != ready0) else {
             // First look, or no work since the last: nothing to tell.
             return;
-        }
+        };
+        let period = baton_cuda::core::Nanos(now.0.saturating_sub(then.0));
         if waits == waits0 {
             // Work, but the program never waited for it: no evidence that the device keeps
             // up with it (a kernel that runs for ever, a program that polls). Whatever was
             // told before no longer holds.
-            if e.told_readiness.swap(0, Ordering::Relaxed) != 0 {
+            if look.told.take().is_some() {
+                drop(look);
                 let wire = baton_agent::WireHint::Clear(baton_agent::WireHintKind::Readiness);
                 match s.hint_queue(e.xq.id(), |h, _| h.readiness = None, wire) {
                     Ok(()) => tracing::info!(
-                        "{:#x}: had work the last {}, its program never waited for it: \
+                        "{:#x}: had work the last {period}, its program never waited for it: \
                          readiness withdrawn",
                         e.handle as usize,
-                        baton_cuda::core::Nanos(now.saturating_sub(then))
                     ),
                     Err(err) => tracing::warn!(error = %err, "readiness not withdrawn"),
                 }
             }
             return;
         }
-        let period = baton_cuda::core::Nanos(now.saturating_sub(then));
         let Some(r) = baton_agent::Readiness::over(
-            baton_cuda::core::Nanos(ready.saturating_sub(ready0)),
-            baton_cuda::core::Nanos(waited.saturating_sub(waited0)),
+            baton_cuda::core::Nanos(ready.0.saturating_sub(ready0.0)),
+            baton_cuda::core::Nanos(waited.0.saturating_sub(waited0.0)),
             period,
         ) else {
             return;
         };
-        let was = e.told_readiness();
-        let changed = was.is_none_or(|w| w.launch_bound() != r.launch_bound());
-        if let Some(w) = was
+        let changed = look
+            .told
+            .is_none_or(|w| w.launch_bound() != r.launch_bound());
+        if let Some(w) = look.told
             && !changed
             && w.ready.abs_diff(r.ready) < READINESS_STEP
             && w.waiting.abs_diff(r.waiting) < READINESS_STEP
         {
             return;
         }
-        e.told_readiness.store(
-            1 << 31 | u32::from(r.ready) << 16 | u32::from(r.waiting),
-            Ordering::Relaxed,
-        );
+        look.told = Some(r);
+        drop(look);
         let wire = baton_agent::WireHint::Readiness {
             ready_permille: r.ready,
             waiting_permille: r.waiting,
@@ -713,8 +709,7 @@ impl Runtime {
             counts: Default::default(),
             told_command_ns: AtomicU64::new(0),
             remeasure: (AtomicU32::new(0), AtomicU64::new(0)),
-            readiness_mark: Default::default(),
-            told_readiness: AtomicU32::new(0),
+            readiness: Default::default(),
         }))
     }
 

@@ -52,25 +52,27 @@ pub(crate) struct StreamEntry {
     /// Guard ticks since its queue last finished measuring again, and its command samples
     /// when it began to (`Runtime::remeasure`).
     pub(crate) remeasure: (AtomicU32, AtomicU64),
-    /// At the guard thread's last look at its readiness (`Runtime::report_readiness`): when
-    /// (ns on the runtime's clock, 0 before the first), its queue's ready time and its
-    /// program's waited time and number of waits then.
-    pub(crate) readiness_mark: [AtomicU64; 4],
-    /// The readiness its scheduler was last told, `ready << 16 | waiting` in ‰, with bit 31
-    /// set once told (0: never).
-    pub(crate) told_readiness: AtomicU32,
+    /// The guard thread's last look at its readiness (`Runtime::report_readiness`).
+    pub(crate) readiness: std::sync::Mutex<ReadinessLook>,
+}
+
+/// What the guard thread saw of a stream's queue at its last look, and what it told.
+#[derive(Default)]
+pub(crate) struct ReadinessLook {
+    /// When (on the runtime's clock; `None` before the first look).
+    pub(crate) at: Option<baton_cuda::core::Nanos>,
+    /// The queue's ready time, its program's waited time and number of waits then.
+    pub(crate) ready: baton_cuda::core::Nanos,
+    pub(crate) waited: baton_cuda::core::Nanos,
+    pub(crate) waits: u64,
+    /// The readiness its scheduler was last told, if any (withdrawn: none).
+    pub(crate) told: Option<baton_agent::Readiness>,
 }
 
 impl StreamEntry {
     /// The readiness its scheduler was last told (`Runtime::report_readiness`), if any.
     pub(crate) fn told_readiness(&self) -> Option<baton_agent::Readiness> {
-        let t = self
-            .told_readiness
-            .load(std::sync::atomic::Ordering::Relaxed);
-        (t != 0).then_some(baton_agent::Readiness {
-            ready: ((t >> 16) & 0x7fff) as u16,
-            waiting: (t & 0xffff) as u16,
-        })
+        locks::lock(&self.readiness).told
     }
 }
 

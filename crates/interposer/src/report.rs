@@ -136,6 +136,7 @@ impl Report {
             .take(QUEUES_SHOWN)
             .map(|([commands, deferred, behind, held_with_gil], e)| {
                 let (held, held_ns) = e.xq.submitter_held();
+                let told = e.told_readiness();
                 Queue {
                     stream: format!("{:?} {:#x}", e.kind, e.handle as usize),
                     priority: e.priority.current(),
@@ -148,8 +149,8 @@ impl Report {
                     confined_sms: e.xq.hw().confined_sms(),
                     confined_kernels: e.xq.hw().confined_kernels(),
                     command_us: e.xq.command_time().map(|t| t.0 as f64 / 1e3),
-                    ready_permille: e.told_readiness().map(|r| r.ready),
-                    waiting_permille: e.told_readiness().map(|r| r.waiting),
+                    ready_permille: told.map(|r| r.ready),
+                    waiting_permille: told.map(|r| r.waiting),
                 }
             })
             .collect();

@@ -160,12 +160,6 @@ fn beside_launch_bound(queue: &QueueView, snap: &Snapshot<'_>) -> bool {
     if !queue.hints.time_sliced {
         return false;
     }
-    let mut services = snap
-        .on_device(queue.device)
-        .filter(|q| q.ready && q.pid != queue.pid && q.hints.priority > queue.hints.priority);
-    let Some(first) = services.next() else {
-        return false;
-    };
     // Running beside them, it stays so until a service is clearly not launch-bound any more;
     // held, it is let go only once every service clearly is.
     let bound = if queue.suspended {
@@ -173,9 +167,11 @@ fn beside_launch_bound(queue: &QueueView, snap: &Snapshot<'_>) -> bool {
     } else {
         crate::Readiness::still_launch_bound
     };
-    std::iter::once(first)
-        .chain(services)
-        .all(|q| q.hints.readiness.is_some_and(bound))
+    let mut services = snap
+        .on_device(queue.device)
+        .filter(|q| q.ready && q.pid != queue.pid && q.hints.priority > queue.hints.priority)
+        .peekable();
+    services.peek().is_some() && services.all(|q| q.hints.readiness.is_some_and(bound))
 }
 
 /// Whether other processes' work never holds `queue` back under any priority policy: it is

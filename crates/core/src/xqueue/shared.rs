@@ -292,7 +292,7 @@ impl<H: HwQueue> Shared<H> {
         ev.push(QueueEvent {
             queue: self.id,
             state: to,
-            at: self.clock.now(),
+            at: now,
             transition: st.transitions,
         });
     }
