@@ -26,7 +26,10 @@ CUDA_MPS_CLIENT_PRIORITY=1: the service's thread blocks are dispatched first; M)
 baton-sms (BE on part of the SMs, nothing held; M and P), baton-reserve (BE at `--priority 0
 --sms`, isolated under MPS; M) and baton-block (as baton, with BATON_MAX_BUFFERED=1: a thread
 launching into a held stream waits instead of running ahead, so a held training thread stops
-contending for the interpreter lock and the CPU; P).
+contending for the interpreter lock and the CPU; P) and native-split (P, the control for sharing a
+process: natively, the job's thread in the service's process with its work on a second GPU,
+MATRIX_SPLIT_DEVICE or cuda:1, so the two share the interpreter, the CPUs and the runtime and
+not the GPU; needs two GPUs visible).
 
 Method (see docs/benchmarks/matrix/README.md): the workers (workers.py) are started once per
 setup and stay warm, so model loading is never timed; every repeat measures HP alone (native,
@@ -60,10 +63,12 @@ MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["
 EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256", "baton-hold"],
                "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256", "baton-yield",
                      "baton-hold", "baton-low"],
-               "P": ["baton-sms", "baton-block"]}
+               "P": ["baton-sms", "baton-block", "native-split"]}
 # Modes whose BE runs beside baton's HP process (they share it).
 SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve", "baton-unmeasured",
              "baton-w256", "baton-hold", "baton-low")
+# Where native-split puts the job's work: a second GPU of the same machine.
+SPLIT_DEVICE = os.environ.get("MATRIX_SPLIT_DEVICE", "cuda:1")
 # SMs left to BE in baton-sms (of 132 on an H100).
 BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
 # Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
@@ -257,7 +262,7 @@ class Matrix:
     # --- processes -------------------------------------------------------------------------
 
     def wrapper(self, setup, mode, role):
-        if mode == "native":
+        if mode in ("native", "native-split"):
             return []
         pol = ["--policy", self.a.policy] if self.a.policy else []
         if mode == "baton-sms":
@@ -287,8 +292,9 @@ class Matrix:
         ws = {}
         for mode in self.modes(setup):
             if setup == "P":
+                penv = dict(env, MATRIX_BE_DEVICE=SPLIT_DEVICE) if mode == "native-split" else env
                 w = Worker(f"P/{mode}", self.wrapper(setup, mode, "hp") + me + ["both"],
-                           with_cpus(env, BOTH_CPUS), self.log)
+                           with_cpus(penv, BOTH_CPUS), self.log)
                 ws[("hp", mode)] = ws[("be", mode)] = w
                 continue
             if mode not in SHARED_HP:

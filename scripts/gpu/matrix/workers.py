@@ -6,7 +6,9 @@ the libraries print goes to stderr).
   workers.py hp     R, B and D loaded and warmed up, served on a non-default stream
   workers.py be     G and T loaded and warmed up, flooding on a non-default stream
   workers.py both   all five in one process: HP on a high-priority stream, BE in a thread on
-                    a normal-priority one (the ordinary in-process signal)
+                    a normal-priority one (the ordinary in-process signal); with
+                    MATRIX_BE_DEVICE=cuda:1 the BE thread's work goes to a second GPU, so the
+                    two share the process (interpreter, CPUs, runtime) and not the GPU
 
 Workloads (random weights, nothing downloaded):
   R  ResNet-50 fp16, batch 8, inference             B  BERT-base fp16, batch 1, sequence 128
@@ -109,21 +111,21 @@ def build_hp(stream):
     return fns
 
 
-def build_be(stream):
-    """The two floods: (step function, units per step, steps in flight, unit)."""
+def build_be(stream, dev):
+    """The two floods on DEV: (step function, units per step, steps in flight, unit)."""
     torch.manual_seed(1)
     bes = {}
     with torch.cuda.stream(stream):
         n = 8192
-        p = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
-        q = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
+        p = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+        q = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
         bes["G"] = (lambda: torch.mm(p, q), 2 * n ** 3 / 1e12, 4, "TFLOP")
 
         torch.backends.cudnn.benchmark = True
-        m = resnet50().to(DEV).train()
+        m = resnet50().to(dev).train()
         opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-        x = torch.randn(64, 3, 224, 224, device=DEV)
-        y = torch.randint(0, 1000, (64,), device=DEV)
+        x = torch.randn(64, 3, 224, 224, device=dev)
+        y = torch.randint(0, 1000, (64,), device=dev)
         lossf = nn.CrossEntropyLoss()
 
         def train_step():
@@ -143,12 +145,16 @@ class Worker:
     def __init__(self, role):
         self.fns, self.bes = {}, {}
         hp_prio = -1 if role == "both" else 0
+        # The control for sharing a process without sharing the GPU (matrix mode native-split).
+        be_dev = torch.device(os.environ.get("MATRIX_BE_DEVICE", "cuda")) if role == "both" else DEV
+        if (be_dev.index or 0) >= torch.cuda.device_count():
+            raise SystemExit(f"MATRIX_BE_DEVICE={be_dev}: this process sees {torch.cuda.device_count()} GPU(s)")
         self.hs = torch.cuda.Stream(priority=hp_prio)
-        self.bs = torch.cuda.Stream(priority=0)
+        self.bs = torch.cuda.Stream(device=be_dev, priority=0)
         if role in ("hp", "both"):
             self.fns = build_hp(self.hs)
         if role in ("be", "both"):
-            self.bes = build_be(self.bs)
+            self.bes = build_be(self.bs, be_dev)
         self.flood_thread, self.stop_flag, self.flood_log, self.flood_unit = None, None, [], ""
         self.flood_error = None
         # Pausing: `go` is set while the flood may launch; `drained` once a pause took effect.
