@@ -282,7 +282,9 @@ def cells(raws):
                         "per_repeat": reps})
     by = {(c["hp"], c["be"], c["setup"], c["mode"]): c for c in out}
     for c in out:
-        judge(c, by.get((c["hp"], c["be"], c["setup"], "native")))
+        nat = by.get((c["hp"], c["be"], c["setup"], "native"))
+        judge(c, nat)
+        c["beyond_noise"] = beyond_noise(c, nat)
     return out, costs
 
 
@@ -339,6 +341,39 @@ def judge(c, nat):
             c["work_conserving"] = "invalid"
         else:
             c["work_conserving"] = "PASS" if share >= SHARE_OF_IDLE * (1 - busy) else "FAIL"
+
+
+def beyond_noise(c, nat):
+    """Which of the rules cell C fails by more than its own noise, or None where it fails none
+    (or cannot be judged). The rules compare medians of three or more repeats whose HP p99
+    ratios spread by tens of per cent, so a failed comparison may be no effect at all:
+      protect (x1.10)   fails beyond the noise when the 90 % interval of the pooled p99 ratio
+                        lies above x1.10;
+      protect (native)  when that interval lies above native's;
+      no harm           when every repeat kept BE under 90 % of native's;
+      work-conserving   when every repeat kept BE under the bound.
+    Without a pooled interval (fewer than two valid repeats) a failed protect counts as real."""
+    if "invalid" in (c["protect"], c["no_harm"], c["work_conserving"]):
+        return None
+    out = []
+    if c["protect"] == "FAIL":
+        lo = c.get("hp_p99_ratio_pooled_lo")
+        r, nr = c["hp_p99_ratio_median"], nat["hp_p99_ratio_median"]
+        if r > PROTECT and (lo is None or lo > PROTECT):
+            out.append("protect (×1.10)")
+        nat_hi = nat.get("hp_p99_ratio_pooled_hi")
+        if r > nr + 1e-9 and (lo is None or nat_hi is None or lo > nat_hi):
+            out.append("protect (native)")
+    shares = [r for r in c["per_repeat"] if r["valid"]]
+    if c["no_harm"] == "FAIL":
+        got = [r.get("be_share_native") for r in shares if r.get("be_share_native") is not None]
+        if not got or max(got) < NO_HARM:
+            out.append("no harm")
+    if c["work_conserving"] == "FAIL":
+        bound = SHARE_OF_IDLE * (1 - c["hp_gpu_busy"])
+        if max(r["be_share_alone"] for r in shares) < bound:
+            out.append("work-conserving")
+    return out
 
 
 def fx(v, digits=2):
@@ -447,6 +482,27 @@ def passes(summary, mode="baton"):
     return len(good), len(cs)
 
 
+def noise_verdicts(summary, mode="baton"):
+    """Per failing cell of MODE: which rules it fails beyond the noise (beyond_noise)."""
+    cs = [c for c in in_order(summary["cells"]) if c["mode"] == mode and c.get("beyond_noise") is not None
+          and ("FAIL" in (c["protect"], c["no_harm"], c["work_conserving"]))]
+    if not cs:
+        return ""
+    lines = ["| setup | HP / BE | rules failed | failed beyond the noise |", "| --- | --- | --- | --- |"]
+    for c in cs:
+        failed = [name for k, name in (("protect", "protect"), ("no_harm", "no harm"),
+                                       ("work_conserving", "work-conserving")) if c[k] == "FAIL"]
+        lines.append(f"| {c['setup']} | {c['hp']} / {c['be']} | {', '.join(failed)} "
+                     f"| {', '.join(c['beyond_noise']) or 'none'} |")
+    return "\n".join(lines)
+
+
+def within_noise(summary, mode="baton"):
+    """How many cells of MODE fail no rule beyond the noise (passing ones included)."""
+    cs = [c for c in summary["cells"] if c["mode"] == mode]
+    return len([c for c in cs if c.get("beyond_noise") == []]), len(cs)
+
+
 def pareto_svg(summary, setup):
     """x: HP p99 × alone; y: BE % of alone; one arrow per cell from native to each Baton mode."""
     by = {(c["hp"], c["be"], c["mode"]): c for c in summary["cells"] if c["setup"] == setup}
@@ -543,9 +599,17 @@ def main(argv):
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     good, n = passes(summary)
+    quiet, _ = within_noise(summary)
     text = ["## Headline (Baton's default flags)", "", headline(summary), "",
-            f"Baton cells holding all three rules: {good} of {n}.", "",
-            "## Every cell", "", table(summary), "", "## Baton's own cost (HP alone under Baton ÷ HP alone native)", "",
+            f"Baton cells holding all three rules: {good} of {n}.", ""]
+    verdicts = noise_verdicts(summary)
+    if verdicts:
+        text += ["### The failures against the noise", "",
+                 "A failed comparison of medians may be no effect at all. Beyond the noise: protect's "
+                 "pooled p99 ratio with its whole 90 % interval above ×1.10, or above native's "
+                 "interval; a BE rule failed in every repeat.", "", verdicts, "",
+                 f"Baton cells failing no rule beyond the noise: {quiet} of {n} (holding all three: {good}).", ""]
+    text += ["## Every cell", "", table(summary), "", "## Baton's own cost (HP alone under Baton ÷ HP alone native)", "",
             "| setup | HP | p50 ratio, median (min–max) | mean ratio | p99 ratio | repeats |", "| --- | --- | --- | --- | --- | --- |"]
     for c in summary["baton_alone_cost"]:
         text.append(f"| {c['setup']} | {c['hp']} | {fx(c['p50_ratio_median'], 3)} ({c['p50_ratio_min']:.3f}–"
@@ -609,6 +673,9 @@ def self_test():
     assert not l3["valid"] and l3["repeats"] == 1 and l3["protect"] == "invalid"
     assert passes(s) == (0, 1)
     assert "×1.05" in table(s) and "| S | R / G |" in headline(s)
+    # Baton's BE share failed the bound in both repeats: a failure beyond the noise.
+    assert b["beyond_noise"] == ["work-conserving"] and within_noise(s) == (0, 1)
+    assert "| S | R / G | work-conserving | work-conserving |" in noise_verdicts(s)
     assert pareto_svg(s, "S").startswith("<svg") and pareto_svg(s, "M") is None
 
     # A third repeat from another run (--first-rep 2) joins the cells, with its own baselines.
