@@ -351,7 +351,9 @@ def beyond_noise(c, nat):
                         lies above x1.10;
       protect (native)  when that interval lies above native's;
       no harm           when every repeat kept BE under 90 % of native's;
-      work-conserving   when every repeat kept BE under the bound.
+      work-conserving   when every repeat kept BE under the bound;
+    and a job's rule not where native's pooled interval contains x1.10 and the other job's rule
+    holds: which of the two applies then turns on native's noise (`rule_in_doubt`).
     Without a pooled interval (fewer than two valid repeats) a failed protect counts as real."""
     if "invalid" in (c["protect"], c["no_harm"], c["work_conserving"]):
         return None
@@ -365,15 +367,32 @@ def beyond_noise(c, nat):
         if r > nr + 1e-9 and (lo is None or nat_hi is None or lo > nat_hi):
             out.append("protect (native)")
     shares = [r for r in c["per_repeat"] if r["valid"]]
-    if c["no_harm"] == "FAIL":
+    c["rule_in_doubt"] = other_rule_holds(c, nat)
+    if c["no_harm"] == "FAIL" and not c["rule_in_doubt"]:
         got = [r.get("be_share_native") for r in shares if r.get("be_share_native") is not None]
         if not got or max(got) < NO_HARM:
             out.append("no harm")
-    if c["work_conserving"] == "FAIL":
+    if c["work_conserving"] == "FAIL" and not c["rule_in_doubt"]:
         bound = SHARE_OF_IDLE * (1 - c["hp_gpu_busy"])
         if max(r["be_share_alone"] for r in shares) < bound:
             out.append("work-conserving")
     return out
+
+
+def other_rule_holds(c, nat):
+    """Whether cell C fails the job's rule that native's median p99 chose while native's pooled
+    p99 interval contains x1.10, and the other job's rule holds: no harm (90 % of native's
+    share) where work-conserving was applied, or the reverse."""
+    lo, hi = nat.get("hp_p99_ratio_pooled_lo"), nat.get("hp_p99_ratio_pooled_hi")
+    if lo is None or hi is None or not lo <= PROTECT <= hi:
+        return False
+    if c["work_conserving"] == "FAIL":
+        share = c["be_share_native_median"]
+        return share is not None and share >= NO_HARM
+    if c["no_harm"] == "FAIL":
+        busy, share = c["hp_gpu_busy"], c["be_share_alone_median"]
+        return busy is not None and share is not None and share >= SHARE_OF_IDLE * (1 - busy)
+    return False
 
 
 def fx(v, digits=2):
@@ -492,8 +511,10 @@ def noise_verdicts(summary, mode="baton"):
     for c in cs:
         failed = [name for k, name in (("protect", "protect"), ("no_harm", "no harm"),
                                        ("work_conserving", "work-conserving")) if c[k] == "FAIL"]
+        doubt = " (the job's rule turns on native's p99, whose interval contains ×1.10; the other holds)" \
+            if c.get("rule_in_doubt") else ""
         lines.append(f"| {c['setup']} | {c['hp']} / {c['be']} | {', '.join(failed)} "
-                     f"| {', '.join(c['beyond_noise']) or 'none'} |")
+                     f"| {', '.join(c['beyond_noise']) or 'none'}{doubt} |")
     return "\n".join(lines)
 
 
@@ -607,7 +628,9 @@ def main(argv):
         text += ["### The failures against the noise", "",
                  "A failed comparison of medians may be no effect at all. Beyond the noise: protect's "
                  "pooled p99 ratio with its whole 90 % interval above ×1.10, or above native's "
-                 "interval; a BE rule failed in every repeat.", "", verdicts, "",
+                 "interval; a BE rule failed in every repeat, unless native's pooled p99 interval "
+                 "contains ×1.10 (then which BE rule applies is itself noise) and the other BE rule "
+                 "holds.", "", verdicts, "",
                  f"Baton cells failing no rule beyond the noise: {quiet} of {n} (holding all three: {good}).", ""]
     text += ["## Every cell", "", table(summary), "", "## Baton's own cost (HP alone under Baton ÷ HP alone native)", "",
             "| setup | HP | p50 ratio, median (min–max) | mean ratio | p99 ratio | repeats |", "| --- | --- | --- | --- | --- | --- |"]
@@ -673,8 +696,17 @@ def self_test():
     assert not l3["valid"] and l3["repeats"] == 1 and l3["protect"] == "invalid"
     assert passes(s) == (0, 1)
     assert "×1.05" in table(s) and "| S | R / G |" in headline(s)
-    # Baton's BE share failed the bound in both repeats: a failure beyond the noise.
+    # Baton's BE share failed the bound in both repeats: a failure beyond the noise (native's
+    # p99, x2.0 in every request's tail, leaves no doubt which BE rule applies).
     assert b["beyond_noise"] == ["work-conserving"] and within_noise(s) == (0, 1)
+    assert not b["rule_in_doubt"]
+    # Where native's interval contains x1.10, a job's rule that fails while the other holds
+    # is in doubt, not a failure beyond the noise.
+    doubt = dict(b, work_conserving="FAIL", no_harm="n/a", be_share_native_median=0.95)
+    assert other_rule_holds(doubt, {"hp_p99_ratio_pooled_lo": 1.05, "hp_p99_ratio_pooled_hi": 1.2})
+    assert not other_rule_holds(doubt, {"hp_p99_ratio_pooled_lo": 1.12, "hp_p99_ratio_pooled_hi": 1.2})
+    assert not other_rule_holds(dict(doubt, be_share_native_median=0.8),
+                                {"hp_p99_ratio_pooled_lo": 1.05, "hp_p99_ratio_pooled_hi": 1.2})
     assert "| S | R / G | work-conserving | work-conserving |" in noise_verdicts(s)
     assert pareto_svg(s, "S").startswith("<svg") and pareto_svg(s, "M") is None
 
