@@ -77,31 +77,73 @@ BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
 ALONE_MODES = {"S": ["native", "baton"], "M": ["native"], "P": ["native"]}
 
 
-def machine_slice():
+def parse_cpu_list(text):
+    """A kernel CPU list ("0-3,8,10-11") as a sorted list of CPUs."""
+    out = set()
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return sorted(out)
+
+
+def cpu_siblings(n):
+    """Each CPU's hardware threads (its physical core's CPUs, itself included), as the kernel
+    lists them; a CPU alone where the kernel does not say."""
+    out = {}
+    for c in range(n):
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list") as f:
+                out[c] = [x for x in parse_cpu_list(f.read()) if x < n] or [c]
+        except (OSError, ValueError):
+            out[c] = [c]
+    return out
+
+
+def cores(cpus, siblings):
+    """CPUS as physical cores: one list of CPUs a core, cores in the order of their first CPU."""
+    seen, out = set(), []
+    for c in sorted(cpus):
+        if c in seen:
+            continue
+        core = [x for x in siblings.get(c, [c]) if x in cpus] or [c]
+        seen.update(core)
+        out.append(core)
+    return out
+
+
+def machine_slice(n=None, spec=None, siblings=None):
     """The CPUs this run may use: all of the machine's, or with MATRIX_SLICE=K/N (runs side by
-    side on one machine, one GPU each: side_by_side.py) the K-th of N equal parts (all of them
-    where the machine has fewer CPUs than parts: nothing is pinned there anyway)."""
-    n = os.cpu_count() or 1
-    spec = os.environ.get("MATRIX_SLICE")
+    side on one machine, one GPU each: side_by_side.py) the K-th of N equal parts of its
+    physical cores, every hardware thread of a core in the same part, so that no two parts
+    share a core (all of them where the machine has fewer cores than parts: nothing is pinned
+    there anyway). Without SMT a part is N-th of the CPUs in order."""
+    n = n or os.cpu_count() or 1
+    spec = os.environ.get("MATRIX_SLICE") if spec is None else spec
     if not spec:
         return list(range(n))
     k, parts = (int(x) for x in spec.split("/"))
     if not 0 <= k < parts:
         raise SystemExit(f"MATRIX_SLICE={spec}: want K/N with 0 <= K < N")
-    if parts > n:
+    cs = cores(range(n), siblings or cpu_siblings(n))
+    if parts > len(cs):
         return list(range(n))
-    size = n // parts
-    return list(range(k * size, (k + 1) * size))
+    size = len(cs) // parts
+    return sorted(c for core in cs[k * size:(k + 1) * size] for c in core)
 
 
-def cpu_sets(cpus):
-    """HP's and BE's cores: the upper half of CPUS, a quarter each, away from the first CPU
-    (where interrupts land) and from the daemon; none when CPUS are fewer than 8."""
-    n = len(cpus)
-    if n < 8:
+def cpu_sets(cpus, siblings=None):
+    """HP's and BE's cores: the upper half of CPUS's physical cores, a quarter each, away from
+    the first CPU (where interrupts land) and from the daemon, so that HP and BE never share a
+    core; none when CPUS are fewer than 8."""
+    if len(cpus) < 8:
         return None, None, None
-    hp = ",".join(str(c) for c in cpus[n // 2:n // 2 + n // 4])
-    be = ",".join(str(c) for c in cpus[n // 2 + n // 4:])
+    cs = cores(cpus, siblings or cpu_siblings(max(cpus) + 1))
+    m = len(cs)
+
+    def flat(group):
+        return ",".join(str(c) for core in group for c in core)
+    hp, be = flat(cs[m // 2:m // 2 + m // 4]), flat(cs[m // 2 + m // 4:])
     return hp, be, f"{hp},{be}"
 
 
@@ -185,7 +227,10 @@ def machine():
             return importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
             return None
+    n = os.cpu_count() or 1
+    threads = {len(v) for v in cpu_siblings(n).values()}
     return {"gpu": smi, "kernel": platform.release(), "cpus": os.cpu_count(),
+            "threads_per_core": max(threads), "cores": len(cores(range(n), cpu_siblings(n))),
             "python": platform.python_version(), "torch": version("torch"),
             "transformers": version("transformers")}
 

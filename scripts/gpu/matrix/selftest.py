@@ -38,8 +38,32 @@ def main():
             assert 1.2 < c["hp_p50_ratio_median"] < 2.0, c
         assert c["be_share_alone_median"] and 0.5 < c["be_share_alone_median"] < 1.5, c
     assert os.path.exists(os.path.join(out, "pareto-S.svg")) and os.path.exists(os.path.join(out, "table.md"))
+    assert raw["machine"]["threads_per_core"] >= 1 and raw["machine"]["cores"] >= 1, raw["machine"]
     print(f"matrix controller self-test: ok ({len(cells)} cells, {len(raw['records'])} records)")
     side_by_side(tmp, env)
+    slicing()
+
+
+def slicing():
+    """CPU slices are whole physical cores: parts side by side never share a core, nor do HP
+    and BE; without SMT the slices are the CPUs in order, as before."""
+    sys.path.insert(0, HERE)
+    import matrix
+    assert matrix.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    flat = {c: [c] for c in range(16)}
+    assert matrix.machine_slice(16, "1/2", flat) == list(range(8, 16))
+    assert matrix.cpu_sets(list(range(16)), flat) == ("8,9,10,11", "12,13,14,15", "8,9,10,11,12,13,14,15")
+    # Two threads a core, CPU n and n + 16 on one core (a common VM layout).
+    smt = {c: sorted({c % 16, c % 16 + 16}) for c in range(32)}
+    a, b = matrix.machine_slice(32, "0/2", smt), matrix.machine_slice(32, "1/2", smt)
+    assert a == [*range(0, 8), *range(16, 24)] and b == [*range(8, 16), *range(24, 32)], (a, b)
+    hp, be, both = matrix.cpu_sets(a, smt)
+    hp, be = {int(c) for c in hp.split(",")}, {int(c) for c in be.split(",")}
+    assert hp == {4, 5, 20, 21} and be == {6, 7, 22, 23}, (hp, be)
+    assert not {smt[c][0] for c in hp} & {smt[c][0] for c in be}
+    # Fewer cores than parts: the whole machine, unpinned.
+    assert matrix.machine_slice(2, "1/4", {0: [0], 1: [1]}) == [0, 1]
+    print("matrix CPU slicing self-test: ok")
 
 
 def side_by_side(tmp, env):

@@ -4,8 +4,9 @@
   side_by_side.py --out DIR [--pack FILE.tgz] -- 'MATRIX ARGS' 'MATRIX ARGS' ...
 
 Part K runs `matrix.py --out DIR/part-K MATRIX ARGS` with CUDA_VISIBLE_DEVICES=K and
-MATRIX_SLICE=K/N: its own GPU, its own N-th of the CPUs (matrix.py pins HP and BE inside it and
-watches only those CPUs for stalls), its own daemon socket and MPS control daemon (both under
+MATRIX_SLICE=K/N: its own GPU, its own N-th of the physical cores with all their hardware threads
+(matrix.py pins HP and BE inside it, on cores of their own, and watches only those CPUs for
+stalls), its own daemon socket and MPS control daemon (both under
 its own temporary directory). Every ratio the matrix reports is taken inside one part (each
 repeat measures its own alone baselines), so parts never compare across GPUs. The parts' raw
 files are copied into DIR (their names must differ: give the parts different --setups, --bes
