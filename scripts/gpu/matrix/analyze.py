@@ -284,6 +284,7 @@ def cells(raws):
     for c in out:
         nat = by.get((c["hp"], c["be"], c["setup"], "native"))
         judge(c, nat)
+        c["rule_in_doubt"] = nat is not None and other_rule_holds(c, nat)
         c["beyond_noise"] = beyond_noise(c, nat)
     return out, costs
 
@@ -331,16 +332,28 @@ def judge(c, nat):
     r, nr = c["hp_p99_ratio_median"], nat["hp_p99_ratio_median"]
     c["protect"] = "PASS" if r <= PROTECT and r <= nr + 1e-9 else "FAIL"
     if nr <= PROTECT:
-        share = c["be_share_native_median"]
-        c["no_harm"] = "PASS" if share is not None and share >= NO_HARM else "FAIL"
+        c["no_harm"] = "PASS" if holds(c, "no_harm") else "FAIL"
         c["work_conserving"] = "n/a"
     else:
         c["no_harm"] = "n/a"
-        busy, share = c["hp_gpu_busy"], c["be_share_alone_median"]
-        if busy is None or share is None:
-            c["work_conserving"] = "invalid"
-        else:
-            c["work_conserving"] = "PASS" if share >= SHARE_OF_IDLE * (1 - busy) else "FAIL"
+        wc = holds(c, "work_conserving")
+        c["work_conserving"] = "invalid" if wc is None else "PASS" if wc else "FAIL"
+
+
+def wc_bound(busy):
+    """The work-conserving rule's bound on the job's share of alone beside a service that keeps
+    the GPU busy BUSY of the time."""
+    return SHARE_OF_IDLE * (1 - busy)
+
+
+def holds(c, rule):
+    """Whether cell C's job meets RULE (`no_harm` or `work_conserving`) on its medians; None
+    where the figures it needs are missing."""
+    if rule == "no_harm":
+        share = c["be_share_native_median"]
+        return None if share is None else share >= NO_HARM
+    busy, share = c["hp_gpu_busy"], c["be_share_alone_median"]
+    return None if busy is None or share is None else share >= wc_bound(busy)
 
 
 def beyond_noise(c, nat):
@@ -353,7 +366,7 @@ def beyond_noise(c, nat):
       no harm           when every repeat kept BE under 90 % of native's;
       work-conserving   when every repeat kept BE under the bound;
     and a job's rule not where native's pooled interval contains x1.10 and the other job's rule
-    holds: which of the two applies then turns on native's noise (`rule_in_doubt`).
+    holds: which of the two applies then turns on native's noise (`rule_in_doubt`, set before).
     Without a pooled interval (fewer than two valid repeats) a failed protect counts as real."""
     if "invalid" in (c["protect"], c["no_harm"], c["work_conserving"]):
         return None
@@ -367,14 +380,12 @@ def beyond_noise(c, nat):
         if r > nr + 1e-9 and (lo is None or nat_hi is None or lo > nat_hi):
             out.append("protect (native)")
     shares = [r for r in c["per_repeat"] if r["valid"]]
-    c["rule_in_doubt"] = other_rule_holds(c, nat)
     if c["no_harm"] == "FAIL" and not c["rule_in_doubt"]:
         got = [r.get("be_share_native") for r in shares if r.get("be_share_native") is not None]
         if not got or max(got) < NO_HARM:
             out.append("no harm")
     if c["work_conserving"] == "FAIL" and not c["rule_in_doubt"]:
-        bound = SHARE_OF_IDLE * (1 - c["hp_gpu_busy"])
-        if max(r["be_share_alone"] for r in shares) < bound:
+        if max(r["be_share_alone"] for r in shares) < wc_bound(c["hp_gpu_busy"]):
             out.append("work-conserving")
     return out
 
@@ -387,11 +398,9 @@ def other_rule_holds(c, nat):
     if lo is None or hi is None or not lo <= PROTECT <= hi:
         return False
     if c["work_conserving"] == "FAIL":
-        share = c["be_share_native_median"]
-        return share is not None and share >= NO_HARM
+        return bool(holds(c, "no_harm"))
     if c["no_harm"] == "FAIL":
-        busy, share = c["hp_gpu_busy"], c["be_share_alone_median"]
-        return busy is not None and share is not None and share >= SHARE_OF_IDLE * (1 - busy)
+        return bool(holds(c, "work_conserving"))
     return False
 
 
@@ -527,7 +536,7 @@ def native_against_bound(c, nat):
     scheduling decision); "—" for other cells."""
     if c["work_conserving"] != "FAIL" or nat is None or nat.get("be_share_alone_median") is None:
         return "—"
-    bound, share = SHARE_OF_IDLE * (1 - c["hp_gpu_busy"]), nat["be_share_alone_median"]
+    bound, share = wc_bound(c["hp_gpu_busy"]), nat["be_share_alone_median"]
     verdict = "reaches it" if share >= bound else "misses it too"
     return f"{verdict}: {fpct(share)} against {fpct(bound)}"
 

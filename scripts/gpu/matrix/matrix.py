@@ -228,9 +228,10 @@ def machine():
         except importlib.metadata.PackageNotFoundError:
             return None
     n = os.cpu_count() or 1
-    threads = {len(v) for v in cpu_siblings(n).values()}
+    siblings = cpu_siblings(n)
     return {"gpu": smi, "kernel": platform.release(), "cpus": os.cpu_count(),
-            "threads_per_core": max(threads), "cores": len(cores(range(n), cpu_siblings(n))),
+            "threads_per_core": max(len(v) for v in siblings.values()),
+            "cores": len(cores(range(n), siblings)),
             "python": platform.python_version(), "torch": version("torch"),
             "transformers": version("transformers")}
 
