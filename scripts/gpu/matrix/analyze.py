@@ -30,10 +30,13 @@ HPS, BES, SETUPS = "RBD", "GT", "SMP"
 # baton-low: M with BE an MPS client of below-normal priority (CUDA_MPS_CLIENT_PRIORITY=1).
 # native-split: P's control, natively, with the job's work on a second GPU (the two threads share
 # the process, not the GPU).
+# baton-hp, baton-be: S and M with only the service (baton-hp) or only the job (baton-be) under
+# `baton run`, the other native: which side of Baton a difference from native comes from.
 MODES = ["native", "baton", "baton-l3", "baton-yield", "baton-w2", "baton-hold", "baton-unmeasured",
-         "baton-w256", "baton-sms", "baton-reserve", "baton-block", "baton-low", "native-split"]
+         "baton-w256", "baton-sms", "baton-reserve", "baton-block", "baton-low", "native-split",
+         "baton-hp", "baton-be"]
 # Each mode's colour in the pictures (the self-test checks that every mode has one).
-MODE_COLORS = {"native": "#777777", "baton": "#1f77b4", "baton-l3": "#d62728", "baton-yield": "#ff7f0e", "baton-w2": "#17becf", "baton-hold": "#8c564b", "baton-unmeasured": "#bcbd22", "baton-w256": "#e377c2", "baton-sms": "#2ca02c", "baton-reserve": "#9467bd", "baton-block": "#7f7f7f", "baton-low": "#aec7e8", "native-split": "#c49c94"}
+MODE_COLORS = {"native": "#777777", "baton": "#1f77b4", "baton-l3": "#d62728", "baton-yield": "#ff7f0e", "baton-w2": "#17becf", "baton-hold": "#8c564b", "baton-unmeasured": "#bcbd22", "baton-w256": "#e377c2", "baton-sms": "#2ca02c", "baton-reserve": "#9467bd", "baton-block": "#7f7f7f", "baton-low": "#aec7e8", "native-split": "#c49c94", "baton-hp": "#98df8a", "baton-be": "#ff9896"}
 HP_NAMES = {"R": "ResNet-50 b8", "B": "BERT-base b1", "D": "GPT-2-medium decode"}
 BE_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training"}
 SETUP_NAMES = {"S": "separate processes, time-sliced", "M": "separate processes, MPS",

@@ -60,13 +60,17 @@ MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["
 # `--sms`, never held: the spatial reservation alone, where HP and BE overlap); baton-reserve
 # (MPS only: BE at `--priority 0 --sms`, under the daemon, which sees it isolated and does not
 # hold it for HP).
-EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256", "baton-hold"],
+EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256", "baton-hold",
+                     "baton-hp", "baton-be"],
                "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256", "baton-yield",
-                     "baton-hold", "baton-low"],
+                     "baton-hold", "baton-low", "baton-hp", "baton-be"],
                "P": ["baton-sms", "baton-block", "native-split"]}
 # Modes whose BE runs beside baton's HP process (they share it).
 SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve", "baton-unmeasured",
              "baton-w256", "baton-hold", "baton-low")
+# Modes with one role under `baton run` and the other native: that role's native worker serves
+# them (the role under Baton has a worker of its own).
+ONE_SIDED = {"baton-hp": "be", "baton-be": "hp"}
 # Where native-split puts the job's work: a second GPU of the same machine.
 SPLIT_DEVICE = os.environ.get("MATRIX_SPLIT_DEVICE", "cuda:1")
 # SMs left to BE in baton-sms (of 132 on an H100).
@@ -308,7 +312,7 @@ class Matrix:
     # --- processes -------------------------------------------------------------------------
 
     def wrapper(self, setup, mode, role):
-        if mode in ("native", "native-split"):
+        if mode in ("native", "native-split") or ONE_SIDED.get(mode) == role:
             return []
         pol = ["--policy", self.a.policy] if self.a.policy else []
         if mode == "baton-sms":
@@ -342,6 +346,13 @@ class Matrix:
                 w = Worker(f"P/{mode}", self.wrapper(setup, mode, "hp") + me + ["both"],
                            with_cpus(penv, BOTH_CPUS), self.log)
                 ws[("hp", mode)] = ws[("be", mode)] = w
+                continue
+            if mode in ONE_SIDED:
+                native = ONE_SIDED[mode]
+                ws[(native, mode)] = ws[(native, "native")]
+                baton = "be" if native == "hp" else "hp"
+                ws[(baton, mode)] = Worker(f"{setup}/{mode}/{baton}", self.wrapper(setup, mode, baton) + me + [baton],
+                                           with_cpus(env, HP_CPUS if baton == "hp" else BE_CPUS), self.log)
                 continue
             if mode not in SHARED_HP:
                 ws[("hp", mode)] = Worker(f"{setup}/{mode}/hp", self.wrapper(setup, mode, "hp") + me + ["hp"],

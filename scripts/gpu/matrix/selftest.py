@@ -42,6 +42,34 @@ def main():
     print(f"matrix controller self-test: ok ({len(cells)} cells, {len(raw['records'])} records)")
     side_by_side(tmp, env)
     slicing()
+    one_sided(tmp, env)
+
+
+def one_sided(tmp, env):
+    """baton-hp and baton-be put one role under `baton run` and leave the other native, served
+    by the native worker; both run as cells of their own."""
+    sys.path.insert(0, HERE)
+    import matrix
+
+    class A:
+        policy, be_sms = None, "112"
+    m = matrix.Matrix.__new__(matrix.Matrix)
+    m.a, m.baton = A(), "/b"
+    assert m.wrapper("S", "baton-hp", "hp") == ["/b", "run", "--priority", "10", "--"]
+    assert m.wrapper("S", "baton-hp", "be") == []
+    assert m.wrapper("M", "baton-be", "be") == ["/b", "run", "--priority", "0", "--"]
+    assert m.wrapper("M", "baton-be", "hp") == []
+    out = os.path.join(tmp, "one-sided")
+    r = subprocess.run([sys.executable, os.path.join(HERE, "matrix.py"), "--out", out, "--setups", "S",
+                        "--hps", "D", "--bes", "T", "--repeats", "1", "--n-d", "4",
+                        "--modes", "native,baton-hp,baton-be", "--budget-s", "120"],
+                       env=env, capture_output=True, text=True, timeout=200)
+    if r.returncode != 0:
+        sys.exit(f"matrix.py (one-sided modes) failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    cells = {c["mode"]: c for c in json.load(open(os.path.join(out, "summary.json")))["cells"]}
+    assert set(cells) == {"native", "baton-hp", "baton-be"}, set(cells)
+    assert all(c["valid"] for c in cells.values()), cells
+    print("matrix one-sided modes self-test: ok")
 
 
 def slicing():
