@@ -273,6 +273,70 @@ fn a_stream_measured_short_that_turns_to_long_commands_is_measured_again_and_hel
     told_short_then_long_and_held("global-short-then-long", &[]);
 }
 
+#[test]
+fn a_stream_measured_short_is_measured_again_only_while_another_process_outranks_it() {
+    // The flood of short commands is let go for its measure while the burst's process
+    // outranks it, and keeps its window now and then to be measured again (its sync points
+    // are event records on its stream). Once the burst's process is gone nothing outranks
+    // it: let go for that reason, it is not measured again. (Before, a service let go
+    // because it was the most urgent kept measuring for good: a launch-bound decoder kept
+    // its window two seconds in three and ran at x1.4 of native on an H200.)
+    let (burst, be) = short_flood("global-remeasure", &[("BATON_TEST_FLOOD_S", "12")]);
+    wait_until(
+        "the flood's command time at the daemon",
+        Duration::from_secs(20),
+        || told_command_ns(&burst.socket).is_some(),
+    );
+    let told = last_call(&burst.be_log);
+    std::thread::sleep(Duration::from_millis(2_500));
+    let outranked = event_records(&burst.be_log, told, u64::MAX);
+    std::fs::write(&burst.go, b"go").unwrap();
+    assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
+    let (_, burst_end) = burst_window(&burst.hp_log, GRACE_NS);
+    std::thread::sleep(Duration::from_millis(3_500));
+    let alone = event_records(&burst.be_log, burst_end + 1_000_000_000, u64::MAX);
+    let until = last_call(&burst.be_log);
+    assert!(finish(be, "be-flood").starts_with("be-flood ok"));
+    stop_daemon(&burst.socket);
+    assert!(
+        outranked > 0,
+        "no sync point in 2.5 s while the burst's process outranked the flood: not measured again"
+    );
+    assert!(
+        until > burst_end + 3_000_000_000,
+        "the flood stopped too soon after the burst to judge"
+    );
+    assert_eq!(
+        alone, 0,
+        "{alone} event records on the flood's stream after the burst's process left: measured again with nothing outranking it"
+    );
+}
+
+/// When the last call in the driver log at `log` entered the driver.
+fn last_call(log: &Path) -> u64 {
+    log_lines(log)
+        .iter()
+        .filter(|l| l["ev"] == "call")
+        .filter_map(|l| l["t_ns"].as_u64())
+        .max()
+        .unwrap_or(0)
+}
+
+/// How many `cuEventRecord*` calls the driver log at `log` shows in `(from, to)`.
+fn event_records(log: &Path, from: u64, to: u64) -> usize {
+    log_lines(log)
+        .iter()
+        .filter(|l| {
+            l["ev"] == "call"
+                && l["fn"]
+                    .as_str()
+                    .is_some_and(|f| f.starts_with("cuEventRecord"))
+        })
+        .filter_map(|l| l["t_ns"].as_u64())
+        .filter(|t| *t > from && *t < to)
+        .count()
+}
+
 /// The burst (10 ms kernels, 80 ms in all) under a daemon that counts commands under 5 ms as
 /// short (the fake driver adds its own time to every command, a few hundred µs on a loaded
 /// machine), and beside it a flood of 100 µs kernels, 64 launched between synchronizations,

@@ -29,6 +29,8 @@ pub(crate) struct Attention {
     pub(crate) unbounded: bool,
     /// Watch for an idle tail.
     pub(crate) watch: bool,
+    /// Unbounded only for its measured commands: measure it again now and then.
+    pub(crate) remeasure: bool,
 }
 
 impl Attention {
@@ -37,6 +39,7 @@ impl Attention {
         report: true,
         unbounded: false,
         watch: true,
+        remeasure: false,
     };
 }
 
@@ -176,6 +179,10 @@ impl QueueControl for RemoteQueue {
 
     fn set_idle_watch(&self, on: bool) {
         self.attend(|a| a.watch = on);
+    }
+
+    fn set_remeasure(&self, on: bool) {
+        self.attend(|a| a.remeasure = on);
     }
 }
 

@@ -411,7 +411,8 @@ impl Runtime {
 
     /// Called on every tick of the guard thread ([`GUARD_TICK`](crate::runtime::GUARD_TICK)):
     /// a stream that told its scheduler a command time and that the scheduler then lets run
-    /// without its window (as HPF does for short commands) keeps its window every
+    /// without its window for that measure (as HPF does for short commands that another
+    /// process's queue outranks: [`XQueue::set_remeasure`]) keeps its window every
     /// [`REMEASURE_EVERY`] ticks until its measure has taken in [`REMEASURE_SAMPLES`] more
     /// samples (or for [`REMEASURE_LONGEST`] ticks), so that the measure follows what it runs.
     /// Unbounded, nothing measures it, and a measure taken on one workload would stand for the
@@ -423,10 +424,14 @@ impl Runtime {
         if self.sched.is_none() || !self.cfg.command_time {
             return;
         }
-        if e.told_command_ns.load(Ordering::Relaxed) == 0 {
+        let (ticks, from) = &e.remeasure;
+        if e.told_command_ns.load(Ordering::Relaxed) == 0 || !e.xq.wants_remeasure() {
+            // A queue let go because nothing outranks it (a service) is not measured: that
+            // would change no decision, and cost it its window. Setting the wish off ended
+            // any measurement under way.
+            ticks.store(0, Ordering::Relaxed);
             return;
         }
-        let (ticks, from) = &e.remeasure;
         let t = ticks.fetch_add(1, Ordering::Relaxed) + 1;
         if t < REMEASURE_EVERY {
             return;

@@ -131,6 +131,12 @@ impl<P: Policy> Policy for Gangs<P> {
         }
     }
 
+    /// As the wrapped policy says of the queue itself: were its commands measured long, it
+    /// (and so its whole gang) could stop.
+    fn remeasures(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        self.inner.remeasures(snap, queue)
+    }
+
     fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
         let inner = self.inner.attention(snap);
         let mut per_gang: std::collections::HashMap<GangId, (bool, bool)> =

@@ -84,6 +84,11 @@ impl Policy for Hpf {
     fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
         attention_sparing(snap, true)
     }
+
+    /// A queue spared for its short commands, which another process's queue outranks.
+    fn remeasures(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        !may_suspend_sparing(snap, queue, true) && may_suspend_sparing(snap, queue, false)
+    }
 }
 
 /// [`Hpf::may_suspend`], sparing queues of short commands (`short`) or not (as the policies
@@ -441,6 +446,37 @@ mod tests {
         let mut snap = Snapshot::new(Nanos::ZERO, &qs);
         snap.global.short_command = Some(Nanos::ZERO);
         assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
+    }
+
+    #[test]
+    fn only_a_queue_spared_for_its_short_commands_is_measured_again() {
+        // Process 1's service (queue 1, measured short too) beside process 2's training job
+        // (queue 2, short) and its idle urgent stream (queue 3).
+        let mut qs = spared(
+            |f| f.hints.command_time = Some(Nanos::from_micros(60)),
+            false,
+        );
+        qs[0].hints.command_time = Some(Nanos::from_micros(130));
+        qs[2].ready = false;
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        // The job runs unbounded only because it is short: were it long, the service would
+        // hold it back. The service runs unbounded because nothing outranks it.
+        assert!(!Hpf.may_suspend(&snap, &qs[1]) && Hpf.remeasures(&snap, &qs[1]));
+        assert!(!Hpf.may_suspend(&snap, &qs[0]) && !Hpf.remeasures(&snap, &qs[0]));
+        // Alone on its device, nothing outranks the job either.
+        let alone = [qs[1]];
+        assert!(!Hpf.remeasures(&Snapshot::new(Nanos::ZERO, &alone), &alone[0]));
+        // Isolated, other processes never hold it back whatever its commands take.
+        qs[1].hints.isolated = Some(112);
+        assert!(!Hpf.remeasures(&Snapshot::new(Nanos::ZERO, &qs), &qs[1]));
+        // Guard spares no short commands: nothing to measure again for it.
+        qs[1].hints.isolated = None;
+        assert!(!crate::Guard::new().remeasures(&Snapshot::new(Nanos::ZERO, &qs), &qs[1]));
+        // The wrappers ask the policy they wrap about the queue itself.
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(crate::ProcessUnits::new(Hpf).remeasures(&snap, &qs[1]));
+        let boxed: Box<dyn Policy> = Box::new(Hpf);
+        assert!(boxed.remeasures(&snap, &qs[1]) && !boxed.remeasures(&snap, &qs[0]));
     }
 
     /// A service bound by its own launching: ready 95 % of the time, waiting 4 %.

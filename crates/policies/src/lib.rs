@@ -107,6 +107,19 @@ pub trait Policy: Send {
         true
     }
 
+    /// Whether `queue`, which this policy never suspends now ([`Policy::may_suspend`] says no),
+    /// would be suspendable but for what its process measured of its commands
+    /// ([`Hint::CommandTime`]: HPF spares a stream of short commands from other processes'
+    /// work). Its process then has it keep its window now and then to measure it again, so
+    /// that commands turned long are heard; a queue let go for any other reason (nothing
+    /// outranks it) is not measured again, which would cost it its window for nothing.
+    /// Asked after every decision, only for queues that run without their window and carry a
+    /// command time. Default: no queue is spared for its measure.
+    fn remeasures(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
+        let _ = (snapshot, queue);
+        false
+    }
+
     /// [`Policy::wants_events`] and [`Policy::may_suspend`] for every queue of `snapshot`, in
     /// its order, as `(report, may_suspend)`. The scheduler asks this after every decision, over
     /// every queue; the default asks queue by queue, and a policy whose answers share work
@@ -149,6 +162,9 @@ impl Policy for Box<dyn Policy> {
     }
     fn attention(&self, snapshot: &Snapshot<'_>) -> Vec<(bool, bool)> {
         (**self).attention(snapshot)
+    }
+    fn remeasures(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
+        (**self).remeasures(snapshot, queue)
     }
 }
 

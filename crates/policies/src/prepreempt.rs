@@ -68,6 +68,10 @@ impl<P: Policy> Policy for PrePreempt<P> {
         as_shown(snap, queue, |s, q| self.inner.may_suspend(s, q))
     }
 
+    fn remeasures(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        as_shown(snap, queue, |s, q| self.inner.remeasures(s, q))
+    }
+
     fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
         let mut seen = Vec::new();
         match announced(snap, &mut seen) {

@@ -82,6 +82,12 @@ impl<P: Policy> Policy for ProcessUnits<P> {
             .filter(|q| q.pid == queue.pid)
             .any(|q| self.inner.may_suspend(snap, q))
     }
+
+    /// As the wrapped policy says of the queue itself: were its commands measured long, it
+    /// (and so its whole process) could stop.
+    fn remeasures(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        self.inner.remeasures(snap, queue)
+    }
 }
 
 #[cfg(test)]

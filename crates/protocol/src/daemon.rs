@@ -36,8 +36,10 @@ pub enum DaemonMessage {
     },
     /// What one queue must tell and how it may launch, as the policy needs it: whether it
     /// reports Idle/Ready transitions, whether it may skip its in-flight window (the policy
-    /// can never suspend it), and whether an idle tail is watched for. Sent when one of the
-    /// three changes; a newly announced queue starts reporting, bounded and watched.
+    /// can never suspend it), whether an idle tail is watched for, and whether it runs
+    /// without its window only for what was measured of its commands. Sent when one of the
+    /// four changes; a newly announced queue starts reporting, bounded, watched, and not
+    /// measured again.
     Attention {
         /// The queue.
         queue: QueueId,
@@ -47,6 +49,10 @@ pub enum DaemonMessage {
         unbounded: bool,
         /// Notice going idle even if the application never synchronizes.
         watch: bool,
+        /// Runs without its window only because its commands were measured short (HPF spares
+        /// them from other processes' work): keep the window now and then to measure them
+        /// again. A queue let go because nothing outranks it is not measured again.
+        remeasure: bool,
     },
     /// Send [`StatsReport`](crate::StatsReport)s every `interval_ms` from now on (0: stop).
     /// The daemon asks for them while someone watches (`baton top`).

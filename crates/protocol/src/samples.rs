@@ -178,6 +178,7 @@ pub fn daemon_messages() -> Vec<DaemonMessage> {
             report: false,
             unbounded: true,
             watch: false,
+            remeasure: true,
         },
         DaemonMessage::StatsInterval { interval_ms: 250 },
         DaemonMessage::Ping { nonce: 7 },

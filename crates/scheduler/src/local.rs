@@ -77,6 +77,9 @@ struct Entry {
     reporting: bool,
     /// Whether the queue runs without its in-flight window (the policy cannot suspend it).
     unbounded: bool,
+    /// Whether it runs so only for its measured commands, to be measured again now and then
+    /// ([`Policy::remeasures`]).
+    remeasure: bool,
 }
 
 /// Runs a policy over registered queues. Single-threaded: wrap it in [`SchedulerThread`](crate::SchedulerThread)
@@ -189,6 +192,7 @@ impl LocalScheduler {
                 watch: true,
                 reporting: true,
                 unbounded: false,
+                remeasure: false,
             },
         );
         self.reschedule(now);
@@ -513,6 +517,14 @@ impl LocalScheduler {
             if e.unbounded != unbounded {
                 e.unbounded = unbounded;
                 e.ctl.set_unbounded(unbounded);
+            }
+            // Only a queue with a measure can be let go for it.
+            let remeasure = unbounded
+                && e.view.hints.command_time.is_some()
+                && self.policy.remeasures(&snap, &e.view);
+            if e.remeasure != remeasure {
+                e.remeasure = remeasure;
+                e.ctl.set_remeasure(remeasure);
             }
             // Once watched, a queue stays watched while it reports: the watch costs only a
             // backing-off poll while it has work in flight, whereas switching it with every

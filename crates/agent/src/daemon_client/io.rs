@@ -179,6 +179,8 @@ fn statuses(sh: &Shared) -> Vec<(XQueueId, baton_core::XQueueStatus)> {
 fn set_unbounded(sh: &Shared, on: bool) {
     for ctl in controls(sh) {
         ctl.set_unbounded(on);
+        // Whichever way, until a daemon says a decision rests on its measure.
+        ctl.set_remeasure(false);
     }
 }
 
@@ -362,6 +364,7 @@ fn handle(
             report,
             unbounded,
             watch,
+            remeasure,
         } => {
             let ctl = sh
                 .lock()
@@ -372,6 +375,7 @@ fn handle(
                 ctl.set_reporting(report);
                 ctl.set_unbounded(unbounded);
                 ctl.set_idle_watch(watch);
+                ctl.set_remeasure(remeasure);
             }
         }
         DaemonMessage::StatsInterval { interval_ms } => {
@@ -493,6 +497,8 @@ pub(super) fn fail_open(sh: &Shared) {
         ctl.set_reporting(true);
         ctl.set_unbounded(true);
         ctl.set_idle_watch(true);
+        // Nothing can hold it back now: no decision needs its measure.
+        ctl.set_remeasure(false);
     }
     let resume: Vec<_> = {
         let mut st = sh.lock();

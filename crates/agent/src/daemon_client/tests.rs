@@ -230,6 +230,7 @@ fn queues_launch_without_their_window_only_while_no_daemon_schedules_them() {
         report: false,
         unbounded: true,
         watch: false,
+        remeasure: false,
     };
     write_frame(&mut s, &unbound).unwrap();
     wait_until("the daemon's word", || rec.last() == Some(true));

@@ -159,6 +159,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 unbounded: false,
                 may_run_unbounded: false,
                 measuring: false,
+                remeasure: false,
                 preemptible: true,
                 gate_open: false,
                 observed: false,

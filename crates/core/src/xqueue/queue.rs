@@ -226,4 +226,7 @@ impl<H: HwQueue> QueueControl for XQueue<H> {
     fn set_unbounded(&self, on: bool) {
         XQueue::set_unbounded(self, on)
     }
+    fn set_remeasure(&self, on: bool) {
+        XQueue::set_remeasure(self, on)
+    }
 }

@@ -108,6 +108,10 @@ pub(super) struct State<H: HwQueue> {
     /// Whether it keeps its window to measure its commands even where its scheduler lets it
     /// run without ([`XQueue::set_measuring`]).
     pub(super) measuring: bool,
+    /// Whether its scheduler lets it run without its window only because of what was
+    /// measured of its commands, so that it must be measured again now and then
+    /// ([`XQueue::set_remeasure`]).
+    pub(super) remeasure: bool,
     /// Whether someone (a scheduler) needs to hear promptly when the queue goes idle, even if
     /// the application does not synchronize: then the worker follows the in-flight tail.
     pub(super) watch_idle: bool,

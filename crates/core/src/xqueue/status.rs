@@ -54,4 +54,10 @@ pub trait QueueControl: Send + Sync {
     /// Whether the queue may skip its in-flight window; see
     /// [`XQueue::set_unbounded`](crate::XQueue::set_unbounded).
     fn set_unbounded(&self, on: bool);
+    /// Whether it runs unbounded only because of what was measured of its commands, to be
+    /// measured again now and then; see [`XQueue::set_remeasure`](crate::XQueue::set_remeasure).
+    /// Default: ignored, for queues that measure nothing.
+    fn set_remeasure(&self, on: bool) {
+        let _ = on;
+    }
 }

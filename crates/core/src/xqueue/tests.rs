@@ -1230,6 +1230,31 @@ fn a_queue_let_go_is_measured_again_only_while_measuring() {
 }
 
 #[test]
+fn a_queue_no_longer_wanted_remeasured_stops_measuring_at_once() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
+    let q = timed(&hw, &clock, 4, 2);
+    assert!(!q.wants_remeasure(), "off until a scheduler asks");
+    q.set_unbounded(true);
+    q.set_remeasure(true);
+    assert!(q.wants_remeasure());
+    q.set_measuring(true);
+    submit_n(&q, 0, 20);
+    assert!(
+        hw.script().launched.len() <= 4,
+        "the window applies while measuring"
+    );
+    // Its scheduler no longer needs the measure (nothing outranks it now): the measurement
+    // under way ends, and the queue runs past its window from its next launch.
+    q.set_remeasure(false);
+    assert!(!q.wants_remeasure());
+    run_commands(&hw, &q, &clock, 20, 2, Nanos::from_micros(100));
+    let before = hw.script().launched.len();
+    submit_n(&q, 20, 20);
+    assert_eq!(hw.script().launched.len(), before + 20);
+}
+
+#[test]
 fn commands_marked_as_markers_do_not_count_in_the_command_time() {
     // Each 1 ms command is followed by an event record that takes no device time: two
     // commands per millisecond, and the measure is of the real ones.

@@ -370,6 +370,7 @@ impl Core {
                     report: a.report,
                     unbounded: a.unbounded,
                     watch: a.watch,
+                    remeasure: a.remeasure,
                 });
             }
         }

@@ -299,3 +299,28 @@ fn a_priority_posted_from_another_thread_takes_effect_on_the_scheduler_thread() 
         .unwrap();
     assert_eq!(view.hints.priority.get(), 10);
 }
+
+#[test]
+fn only_a_queue_let_go_for_its_short_commands_is_asked_to_be_measured_again() {
+    let inbox = Arc::new(Inbox::new());
+    let (_hp, hp) = queue(&inbox);
+    let (_be, be) = queue(&inbox);
+    let mut s = LocalScheduler::new(Box::new(Hpf));
+    s.register(hp.clone(), meta(10), Nanos(0));
+    s.register(be.clone(), QueueMeta { pid: 2, ..meta(0) }, Nanos(0));
+    // Both measured short. The job (another process, outranked) is let go for that measure
+    // and must be measured again; the service is let go because nothing outranks it.
+    for (q, us) in [(&hp, 130), (&be, 60)] {
+        s.set_hint(
+            q.id(),
+            Hint::command_time(Nanos::from_micros(us)).unwrap(),
+            Nanos(1),
+        )
+        .unwrap();
+    }
+    assert!(be.may_run_unbounded() && be.wants_remeasure());
+    assert!(hp.may_run_unbounded() && !hp.wants_remeasure());
+    // Once the service is gone, nothing outranks the job either: no more measuring.
+    s.unregister(hp.id(), Nanos(2)).unwrap();
+    assert!(be.may_run_unbounded() && !be.wants_remeasure());
+}
