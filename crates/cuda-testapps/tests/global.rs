@@ -312,6 +312,55 @@ fn a_stream_measured_short_is_measured_again_only_while_another_process_outranks
     );
 }
 
+#[test]
+fn two_services_of_one_priority_do_not_bound_each_other_through_streams_they_never_use() {
+    // Two services at priority 10, each with pools of streams of the most urgent CUDA
+    // priority that it never uses (as every PyTorch process has), so that Baton schedules
+    // those at 15. Once each has run work, the other's unused streams do not count against
+    // it: neither keeps its window to be measured again. (Before, each was outranked by the
+    // other's pools for good: measured short, let go, and measured again every second; a
+    // GPT-2-medium decoder kept its window two seconds in three on an H200.)
+    let dir = temp_dir("global-peer-pools");
+    let (socket, go) = (dir.join("baton.sock"), dir.join("go"));
+    let env = [
+        ("FAKE_CUDA_KERNEL_US", "0"),
+        ("BATON_TEST_FLOOD_US", "100"),
+        ("BATON_TEST_FLOOD_DEPTH", "64"),
+        ("BATON_TEST_FLOOD_S", "6"),
+        ("BATON_TEST_IDLE_URGENT_STREAMS", "4"),
+        ("BATON_MPS", "off"),
+    ];
+    let (a_log, b_log) = (dir.join("a.log"), dir.join("b.log"));
+    let a = under_baton("10", "be-flood", &a_log, &socket, &go, &env);
+    wait_registered(&socket, a.id());
+    let b = under_baton("10", "be-flood", &b_log, &socket, &go, &env);
+    assert!(finish(a, "be-flood").starts_with("be-flood ok"));
+    assert!(finish(b, "be-flood").starts_with("be-flood ok"));
+    stop_daemon(&socket);
+    // From a second after both have launched (until then the later one has run nothing, and
+    // its unused streams rightly bound the other) until either stops.
+    let (a_calls, b_calls) = (
+        launch_calls(&log_lines(&a_log)),
+        launch_calls(&log_lines(&b_log)),
+    );
+    let from = a_calls[0].max(b_calls[0]) + 1_000_000_000;
+    let to = a_calls[a_calls.len() - 1].min(b_calls[b_calls.len() - 1]);
+    assert!(
+        to > from + 2_000_000_000,
+        "the services ran side by side too briefly to judge"
+    );
+    for log in [&a_log, &b_log] {
+        let late = event_records(log, from, to);
+        assert_eq!(
+            late,
+            0,
+            "{late} event records in {}, both services running: it kept its window beside a \
+             peer of its own priority",
+            log.display()
+        );
+    }
+}
+
 /// When the last call in the driver log at `log` entered the driver.
 fn last_call(log: &Path) -> u64 {
     log_lines(log)

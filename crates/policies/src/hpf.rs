@@ -1,5 +1,7 @@
 //! Highest priority first, per device.
 
+use std::collections::HashSet;
+
 use baton_core::{Nanos, Priority};
 
 use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
@@ -68,8 +70,12 @@ impl Policy for Hpf {
     /// launch window, which a launch-bound program pays for on every launch; another
     /// process's queues, though, stand for a client that registered to be served, and
     /// whatever runs unbounded before its first request is what that request waits behind.
-    /// An unused queue that becomes ready is seen at once, and the outranked queue is bounded
-    /// from its next launch.
+    /// Once that process has run work, its unused queues count no more than the queue's own
+    /// process's: every PyTorch process has pools of streams of higher CUDA priority, hence
+    /// of higher Baton priority, and two services of one priority each kept the other
+    /// bounded for good (a GPT-2-medium decoder beside another service on an H200: measured
+    /// short, let go, and measured again two seconds in three). An unused queue that becomes
+    /// ready is seen at once, and the outranked queue is bounded from its next launch.
     ///
     /// A queue of short commands is spared by other processes and runs without its window
     /// too, as an isolated one does: the window would cost it its speed (with 16 commands of
@@ -94,18 +100,38 @@ impl Policy for Hpf {
 /// [`Hpf::may_suspend`], sparing queues of short commands (`short`) or not (as the policies
 /// built on HPF's plain rank order must answer).
 pub(crate) fn may_suspend_sparing(snap: &Snapshot<'_>, queue: &QueueView, short: bool) -> bool {
+    may_suspend_among(snap, queue, short, &working_processes(snap))
+}
+
+/// [`may_suspend_sparing`], the processes that have run work (`working`) already known.
+fn may_suspend_among(
+    snap: &Snapshot<'_>,
+    queue: &QueueView,
+    short: bool,
+    working: &HashSet<u32>,
+) -> bool {
     let unbounded_across = unbounded_across(queue, snap, short);
     snap.on_device(queue.device).any(|q| {
         q.hints.priority > queue.hints.priority
-            && counts_against(q, queue)
+            && counts_against(q, queue, working)
             && (q.pid == queue.pid || !unbounded_across)
     })
+}
+
+/// The processes with a queue that has had work (ready now, or a job done), on any device.
+fn working_processes(snap: &Snapshot<'_>) -> HashSet<u32> {
+    snap.queues
+        .iter()
+        .filter(|q| q.ready || q.jobs > 0)
+        .map(|q| q.pid)
+        .collect()
 }
 
 /// [`Hpf::attention`], sparing queues of short commands (`short`) or not: both answers from one
 /// pass over the queues (per device: the lowest priority, the highest among queues that have
 /// had work, and the highest unused ones of two processes).
 pub(crate) fn attention_sparing(snap: &Snapshot<'_>, short: bool) -> Vec<(bool, bool)> {
+    let working = working_processes(snap);
     let mut ranges: Vec<Range> = Vec::new();
     for q in snap.queues {
         let i = match ranges.iter().position(|r| r.device == q.device) {
@@ -115,7 +141,7 @@ pub(crate) fn attention_sparing(snap: &Snapshot<'_>, short: bool) -> Vec<(bool, 
                 ranges.len() - 1
             }
         };
-        ranges[i].add(q);
+        ranges[i].add(q, &working);
     }
     snap.queues
         .iter()
@@ -126,7 +152,7 @@ pub(crate) fn attention_sparing(snap: &Snapshot<'_>, short: bool) -> Vec<(bool, 
                 .map_or((false, false), |r| r.answer(q));
             // Queues other processes do not bound are few: their own scan.
             if unbounded_across(q, snap, short) {
-                (a.0, may_suspend_sparing(snap, q, short))
+                (a.0, may_suspend_among(snap, q, short, &working))
             } else {
                 a
             }
@@ -134,9 +160,11 @@ pub(crate) fn attention_sparing(snap: &Snapshot<'_>, short: bool) -> Vec<(bool, 
         .collect()
 }
 
-/// Whether `q`, ranked above `queue`, can make HPF suspend it (see [`Hpf::may_suspend`]).
-fn counts_against(q: &QueueView, queue: &QueueView) -> bool {
-    q.ready || q.jobs > 0 || q.pid != queue.pid
+/// Whether `q`, ranked above `queue`, can make HPF suspend it (see [`Hpf::may_suspend`]): it
+/// has had work, or it belongs to another process that has not run any yet (`working` lists
+/// those that have).
+fn counts_against(q: &QueueView, queue: &QueueView, working: &HashSet<u32>) -> bool {
+    q.ready || q.jobs > 0 || (q.pid != queue.pid && !working.contains(&q.pid))
 }
 
 /// Whether other processes' queues never make `queue` suspendable, so it runs without its
@@ -223,11 +251,16 @@ impl Range {
         }
     }
 
-    fn add(&mut self, q: &QueueView) {
+    /// Takes in `q`; `working` lists the processes that have run work, whose unused queues
+    /// count for nobody.
+    fn add(&mut self, q: &QueueView, working: &HashSet<u32>) {
         let p = q.hints.priority;
         self.lo = self.lo.min(p);
         if q.ready || q.jobs > 0 {
             self.used = self.used.max(Some(p));
+            return;
+        }
+        if working.contains(&q.pid) {
             return;
         }
         match self.unused {
@@ -634,6 +667,35 @@ mod tests {
         let snap = Snapshot::new(Nanos::ZERO, &other);
         assert_eq!(Hpf.attention(&snap), vec![(true, false), (false, true)]);
         assert!(Hpf.may_suspend(&snap, &other[1]));
+    }
+
+    #[test]
+    fn another_process_that_has_run_work_is_judged_by_its_queues_that_have() {
+        // Two services of one priority (10), each a PyTorch process with an unused pool
+        // stream of higher CUDA priority (15); process 1 has work.
+        let mut qs = [
+            q(1, 0, 10, true),
+            q(2, 0, 15, false),
+            q(3, 0, 10, false),
+            q(4, 0, 15, false),
+        ];
+        (qs[0].pid, qs[1].pid, qs[2].pid, qs[3].pid) = (1, 1, 2, 2);
+        // Process 2 has not run anything yet: its unused queues stand for a client about to
+        // be served, and bound process 1's.
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(Hpf.may_suspend(&snap, &qs[0]));
+        assert_eq!(Hpf.attention(&snap)[0], (false, true));
+        // Once it has, neither service bounds the other through queues that never had work.
+        qs[2].jobs = 1;
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(!Hpf.may_suspend(&snap, &qs[0]) && !Hpf.may_suspend(&snap, &qs[2]));
+        assert_eq!(Hpf.attention(&snap)[0], (false, false));
+        assert_eq!(Hpf.attention(&snap)[2], (false, false));
+        // Its urgent stream, once used, does.
+        qs[3].ready = true;
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(Hpf.may_suspend(&snap, &qs[0]));
+        assert_eq!(Hpf.attention(&snap)[0], (false, true));
     }
 
     fn decide(queues: &[QueueView]) -> Vec<u64> {

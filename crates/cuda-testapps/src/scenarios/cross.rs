@@ -117,6 +117,7 @@ pub fn be_flood(s: &Session) -> Result<String, AppError> {
             (Instant::now() + Duration::from_secs(s), us)
         });
     let events = std::env::var_os("BATON_TEST_FLOOD_EVENTS").is_some();
+    let pool = idle_urgent_streams(s)?;
     let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut n = 0u64;
@@ -147,7 +148,18 @@ pub fn be_flood(s: &Session) -> Result<String, AppError> {
         g.destroy_event(ev)?;
     }
     g.destroy_stream(stream)?;
+    for p in pool {
+        g.destroy_stream(p)?;
+    }
     Ok(format!("be-flood ok n={n}"))
+}
+
+/// `$BATON_TEST_IDLE_URGENT_STREAMS` (default 0) streams of the most urgent CUDA priority,
+/// created and never used, as PyTorch creates its pools of high-priority streams.
+fn idle_urgent_streams(s: &Session) -> Result<Vec<baton_cuda_sys::CUstream>, AppError> {
+    (0..env_u64("BATON_TEST_IDLE_URGENT_STREAMS", 0))
+        .map(|_| Ok(s.gpu.stream_with_priority(CU_STREAM_NON_BLOCKING, -5)?.0))
+        .collect()
 }
 
 /// A latency-critical service bound by its own launching, as an LLM decoder's token loop is:
