@@ -133,8 +133,9 @@ impl<H: HwQueue> XQueue<H> {
 
     /// Whether Idle/Ready transitions are reported to the sink (default: yes). A scheduler
     /// turns reporting off for queues none of its decisions depend on, sparing a wake-up per
-    /// transition. Turning it back on reports the current state at once (with the current
-    /// transition number), so the receiver is never left with a stale view.
+    /// transition; the queue's first Ready is reported regardless, once, so that the scheduler
+    /// knows it has run work. Turning it back on reports the current state at once (with the
+    /// current transition number), so the receiver is never left with a stale view.
     pub fn set_reporting(&self, on: bool) {
         let sh = &*self.shared;
         let mut st = sync::lock(&sh.state);

@@ -290,7 +290,10 @@ impl<H: HwQueue> Shared<H> {
                 }
             }
         }
-        if !st.reporting {
+        // The first Ready is told even unreported: that the queue has run work at all is what
+        // a scheduler judges its process by (HPF counts another process's unused queues only
+        // until it has run work), and muting may come before the queue's first launch.
+        if !st.reporting && st.transitions != 1 {
             return;
         }
         ev.push(QueueEvent {

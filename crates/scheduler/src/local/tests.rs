@@ -241,14 +241,20 @@ fn process_level_scheduling_moves_a_process_as_a_unit() {
 #[test]
 fn only_queues_whose_events_matter_report_them() {
     let inbox = Arc::new(Inbox::new());
-    let (_a, a) = queue(&inbox);
+    let (a_hw, a) = queue(&inbox);
     let (_b, b) = queue(&inbox);
     let mut s = LocalScheduler::new(Box::new(Hpf));
     s.register(a.clone(), meta(0), Nanos(0));
     s.register(b.clone(), meta(0), Nanos(0));
-    // Equal priorities: HPF can never suspend either, so neither reports.
+    // Equal priorities: HPF can never suspend either, so neither reports, but for its first
+    // Ready (that it has run work at all).
     a.submit(TestCommand(0)).unwrap();
     b.submit(TestCommand(0)).unwrap();
+    s.on_events(inbox.drain(), Nanos(1));
+    assert!(s.views().iter().all(|v| v.ready));
+    a_hw.complete_all();
+    a.poll();
+    a.submit(TestCommand(2)).unwrap();
     assert!(inbox.drain().is_empty());
     // B now outranks A: B reports (and its current state is taken at once), A stays muted.
     s.set_hint(b.id(), Hint::priority(9).unwrap(), Nanos(1))
