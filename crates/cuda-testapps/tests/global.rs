@@ -288,11 +288,18 @@ fn a_stream_measured_short_is_measured_again_only_while_another_process_outranks
         || told_command_ns(&burst.socket).is_some(),
     );
     let told = last_call(&burst.be_log);
+    // `baton list` says so: launching without its window, measured again now and then.
+    assert_eq!(flood_window(&burst.socket, be.id()), Some((true, true)));
     std::thread::sleep(Duration::from_millis(2_500));
     let outranked = event_records(&burst.be_log, told, u64::MAX);
     std::fs::write(&burst.go, b"go").unwrap();
     assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
     let (_, burst_end) = burst_window(&burst.hp_log, GRACE_NS);
+    wait_until(
+        "the daemon to list the flood as no longer measured again",
+        Duration::from_secs(10),
+        || flood_window(&burst.socket, be.id()) == Some((true, false)),
+    );
     std::thread::sleep(Duration::from_millis(3_500));
     let alone = event_records(&burst.be_log, burst_end + 1_000_000_000, u64::MAX);
     let until = last_call(&burst.be_log);
@@ -359,6 +366,22 @@ fn two_services_of_one_priority_do_not_bound_each_other_through_streams_they_nev
             log.display()
         );
     }
+}
+
+/// Whether the measured queue of process `pid` (the one with a command time), as the daemon
+/// at `socket` lists it, launches without its window and whether it is measured again
+/// (`unbounded`, `remeasure`).
+fn flood_window(socket: &Path, pid: u32) -> Option<(bool, bool)> {
+    let list = listed(socket);
+    let q = list["processes"]
+        .as_array()?
+        .iter()
+        .find(|p| p["pid"] == pid)?["queues"]
+        .as_array()?
+        .iter()
+        .find(|q| q["hints"].to_string().contains("command_time"))?
+        .clone();
+    Some((q["unbounded"].as_bool()?, q["remeasure"].as_bool()?))
 }
 
 /// When the last call in the driver log at `log` entered the driver.

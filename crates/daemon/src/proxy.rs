@@ -114,6 +114,11 @@ impl RemoteQueue {
         }
     }
 
+    /// What the queue was last told to report and how it may launch.
+    pub(crate) fn attention(&self) -> Attention {
+        *locks::lock(&self.attention)
+    }
+
     fn attend(&self, change: impl FnOnce(&mut Attention)) {
         let mut a = locks::lock(&self.attention);
         let before = *a;

@@ -81,6 +81,12 @@ pub struct QueueRow {
     pub commands_per_sec: f64,
     /// Its share of its device's time, recently, in percent (0 to 100).
     pub device_share: f64,
+    /// Whether it launches without its in-flight window and sync points: the policy cannot
+    /// suspend it now (`Attention`).
+    pub unbounded: bool,
+    /// Whether it runs so only because its commands were measured short, and keeps its window
+    /// now and then to be measured again.
+    pub remeasure: bool,
     /// Hints in force for this queue.
     pub hints: Vec<Hint>,
 }

@@ -263,6 +263,8 @@ pub fn queue_row() -> QueueRow {
         completed: 96,
         commands_per_sec: 1520.5,
         device_share: 62.5,
+        unbounded: true,
+        remeasure: false,
         hints: vec![Hint::Priority(WirePriority(10))],
     }
 }

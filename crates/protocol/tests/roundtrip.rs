@@ -316,6 +316,8 @@ fn largest_replies_fit() {
         completed: u64::MAX,
         commands_per_sec: MAX_COMMANDS_PER_SEC,
         device_share: 100.0,
+        unbounded: true,
+        remeasure: true,
         hints: max_hints(Scope::Queue),
     };
     let per = MAX_LIST_QUEUES / MAX_LIST_PROCESSES;

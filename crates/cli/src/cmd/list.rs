@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use baton_protocol::{Hint, ProcessList, Reply, Request};
+use baton_protocol::{Hint, ProcessList, QueueRow, Reply, Request};
 use clap::Args;
 
 use crate::client::Client;
@@ -66,11 +66,33 @@ pub fn hints_text(h: &[Hint]) -> String {
         .join(" ")
 }
 
+/// How a queue launches: `kept` (its in-flight window and sync points, as any queue a
+/// decision may suspend), `off` (without them: nothing can suspend it now), or `measured` (off
+/// only because its commands were measured short, so it keeps the window now and then to be
+/// measured again).
+fn window_text(q: &QueueRow) -> &'static str {
+    match (q.unbounded, q.remeasure) {
+        (false, _) => "kept",
+        (true, false) => "off",
+        (true, true) => "measured",
+    }
+}
+
 /// The list as a table, one line per queue.
 pub fn table(list: &ProcessList) -> String {
     let mut out = format!(
-        "{:>8}  {:<16} {:<8} {:<14} {:<6} {:<10} {:>3} {:>8} {:>10}  {}\n",
-        "PID", "COMMAND", "QUEUE", "DEVICE", "STATE", "RUN", "LVL", "INFLIGHT", "LAUNCHED", "HINTS"
+        "{:>8}  {:<16} {:<8} {:<14} {:<6} {:<10} {:>3} {:<8} {:>8} {:>10}  {}\n",
+        "PID",
+        "COMMAND",
+        "QUEUE",
+        "DEVICE",
+        "STATE",
+        "RUN",
+        "LVL",
+        "WINDOW",
+        "INFLIGHT",
+        "LAUNCHED",
+        "HINTS"
     );
     for p in &list.processes {
         if p.queues.is_empty() {
@@ -89,7 +111,7 @@ pub fn table(list: &ProcessList) -> String {
                 hints = format!("{hints} [queue: {qh}]");
             }
             out.push_str(&format!(
-                "{:>8}  {:<16} {:<8} {:<14} {:<6} {:<10} {:>3} {:>8} {:>10}  {}\n",
+                "{:>8}  {:<16} {:<8} {:<14} {:<6} {:<10} {:>3} {:<8} {:>8} {:>10}  {}\n",
                 p.pid,
                 short(&p.name, 16),
                 q.queue.to_string(),
@@ -97,6 +119,7 @@ pub fn table(list: &ProcessList) -> String {
                 if q.ready { "ready" } else { "idle" },
                 if q.suspended { "suspended" } else { "running" },
                 q.level.0,
+                window_text(q),
                 q.in_flight,
                 q.launched,
                 hints.trim()
@@ -271,6 +294,8 @@ mod tests {
             completed: 0,
             commands_per_sec: 0.0,
             device_share: 0.0,
+            unbounded: false,
+            remeasure: false,
             hints: vec![],
         }
     }
@@ -321,5 +346,34 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("gang=00000000000000ab"), "{t}");
+    }
+
+    #[test]
+    fn the_table_says_how_each_queue_launches() {
+        let uuid = "GPU-00ba704e-0000";
+        let mut spared = queue(2, uuid, 0, false);
+        (spared.unbounded, spared.remeasure) = (true, true);
+        let mut free = queue(3, uuid, 0, false);
+        free.unbounded = true;
+        let list = ProcessList {
+            processes: vec![process(
+                10,
+                vec![],
+                vec![queue(1, uuid, 0, true), spared, free],
+            )],
+            truncated: false,
+        };
+        let t = table(&list);
+        let header = t.lines().next().unwrap();
+        // In characters: the device column shortens with a multi-byte ellipsis.
+        let at = header[..header.find("WINDOW").expect("a WINDOW column")]
+            .chars()
+            .count();
+        let column: Vec<String> = t
+            .lines()
+            .skip(1)
+            .map(|l| l.chars().skip(at).take_while(|c| *c != ' ').collect())
+            .collect();
+        assert_eq!(column, ["kept", "measured", "off"], "{t}");
     }
 }

@@ -287,6 +287,8 @@ mod tests {
             completed: 7,
             commands_per_sec: 1234.0,
             device_share: share,
+            unbounded: false,
+            remeasure: false,
             hints: vec![],
         }
     }

@@ -60,6 +60,7 @@ pub(crate) struct QueueCounts {
 impl QueueRec {
     fn row(&self, now: Nanos) -> QueueRow {
         let last = self.counters.last.map(|(_, s)| s);
+        let attention = self.proxy.attention();
         QueueRow {
             queue: self.queue,
             label: self.label.clone(),
@@ -76,6 +77,8 @@ impl QueueRec {
             completed: last.map_or(0, |s| s.completed),
             commands_per_sec: self.counters.commands_per_sec,
             device_share: self.counters.device_share,
+            unbounded: attention.unbounded,
+            remeasure: attention.remeasure,
             hints: self.hints.to_vec(),
         }
     }
