@@ -470,6 +470,41 @@ def noise_table(summary):
                   f"({c['hp_p99_ratio_pooled_lo']:.2f}–{c['hp_p99_ratio_pooled_hi']:.2f})")
 
 
+def window_table(d, raws):
+    """From the exit reports of Baton's workers (`BATON_REPORT=DIR/reports/`, matched by pid
+    through each raw file's `workers`, or for raw files from before those were recorded, the
+    consoles' "NAME ready (pid N, baton=B)" lines), how each kept its launch window: sync
+    points and commands deferred to the launch worker. A service that nothing outranks keeps
+    none once the daemon has answered; more than one sync point per thousand commands says it
+    was held to its window or measured again (docs/benchmarks/matrix/remeasure/). Empty
+    without reports."""
+    import re
+    workers = {}
+    for raw in raws:
+        workers.update({(n, w["pid"]): w["baton"] for n, w in raw.get("workers", {}).items()})
+    if not workers:
+        for path in sorted(glob.glob(os.path.join(d, "console*.txt"))):
+            with open(path) as f:
+                for m in re.finditer(r"\] (\S+) ready \(pid (\d+), baton=(True|False)\)", f.read()):
+                    workers[(m[1], int(m[2]))] = m[3] == "True"
+    rows = []
+    for (name, pid), baton in sorted(workers.items()):
+        path = os.path.join(d, "reports", f"baton-report-{pid}.json")
+        if not baton or not os.path.exists(path):
+            continue
+        with open(path) as f:
+            rep = json.load(f)
+        n, sp = rep.get("commands") or 0, rep.get("sync_points") or 0
+        per = 1000.0 * sp / n if n else 0.0
+        service = name.endswith("/hp") or name.startswith("P/")
+        flag = "kept its window" if service and per > 1.0 else ""
+        rows.append(f"| {name} | {pid} | {n} | {sp} | {per:.1f} | {rep.get('deferred', 0)} | {flag} |")
+    if not rows:
+        return ""
+    return "\n".join(["| worker | pid | commands | sync points | per 1000 commands | deferred | |",
+                      "| --- | --- | --- | --- | --- | --- | --- |", *rows])
+
+
 def stall_table(summary):
     """Per cell with stallwatch data: the p99 ratio and its spread with every request, and
     without the requests a stall of the service's virtual CPUs overlapped."""
@@ -670,6 +705,9 @@ def main(argv):
     stalls = stall_table(summary)
     if stalls:
         text += ["", "## Without the requests a vCPU stall hit (stallwatch)", "", stalls]
+    windows = window_table(d, raws)
+    if windows:
+        text += ["", "## Baton's workers: their launch windows (exit reports)", "", windows]
     with open(os.path.join(d, "table.md"), "w") as f:
         f.write("\n".join(text) + "\n")
     for s in SETUPS:
@@ -769,6 +807,26 @@ def self_test():
     by = {c["mode"]: c for c in summarize([timed])["cells"]}
     assert by["baton"]["stalled_requests"] == 4 and by["baton"]["timed_requests"] == 400
     assert "stall-free" in stall_table(summarize([timed]))
+
+    # Exit reports: the service held to its window is flagged, the job and a native worker not.
+    import tempfile
+    d = tempfile.mkdtemp(prefix="matrix-windows.")
+    os.makedirs(os.path.join(d, "reports"))
+    for pid, commands, sync in ((11, 3_353_964, 144_960), (12, 1_547_280, 4_822)):
+        with open(os.path.join(d, "reports", f"baton-report-{pid}.json"), "w") as f:
+            json.dump({"commands": commands, "sync_points": sync, "deferred": 7}, f)
+    workers = {"S/baton/hp": {"pid": 11, "baton": True}, "S/baton/be": {"pid": 12, "baton": True},
+               "S/native/hp": {"pid": 13, "baton": False}}
+    t = window_table(d, [{"workers": workers}])
+    lines = {ln.split(" | ")[0].lstrip("| "): ln for ln in t.splitlines()[2:]}
+    assert set(lines) == {"S/baton/hp", "S/baton/be"}, t
+    assert "kept its window" in lines["S/baton/hp"] and "43.2" in lines["S/baton/hp"], t
+    assert "kept its window" not in lines["S/baton/be"], t
+    # Raw files from before workers were recorded: the console says which pid is which.
+    assert window_table(d, [{"workers": {}}]) == ""
+    with open(os.path.join(d, "console.txt"), "w") as f:
+        f.write("[  29.3 s] S/baton/hp ready (pid 11, baton=True)\n[  29.4 s] S/native/hp ready (pid 13, baton=False)\n")
+    assert "kept its window" in window_table(d, [{}]), window_table(d, [{}])
     print("matrix analysis self-test: ok")
 
 

@@ -370,6 +370,9 @@ class Matrix:
         for w in {id(w): w for w in ws.values() if w}.values():
             info = w.ready(300)
             self.say(f"{w.name} ready (pid {info['pid']}, baton={info['baton']})")
+            # Which process each exit report (BATON_REPORT=DIR/reports/) belongs to.
+            self.raw.setdefault("workers", {})[w.name] = {"pid": info["pid"], "baton": info["baton"]}
+        self.save()
         return ws
 
     def modes(self, setup):
