@@ -278,9 +278,8 @@ fn a_stream_measured_short_is_measured_again_only_while_another_process_outranks
     // The flood of short commands is let go for its measure while the burst's process
     // outranks it, and keeps its window now and then to be measured again (its sync points
     // are event records on its stream). Once the burst's process is gone nothing outranks
-    // it: let go for that reason, it is not measured again. (Before, a service let go
-    // because it was the most urgent kept measuring for good: a launch-bound decoder kept
-    // its window two seconds in three and ran at x1.4 of native on an H200.)
+    // it: let go for that reason, it is not measured again. (Before, any queue let go that
+    // had told a command time was measured again every second, a service included.)
     let (burst, be) = short_flood("global-remeasure", &[("BATON_TEST_FLOOD_S", "12")]);
     wait_until(
         "the flood's command time at the daemon",
@@ -326,7 +325,8 @@ fn two_services_of_one_priority_do_not_bound_each_other_through_streams_they_nev
     // those at 15. Once each has run work, the other's unused streams do not count against
     // it: neither keeps its window to be measured again. (Before, each was outranked by the
     // other's pools for good: measured short, let go, and measured again every second; a
-    // GPT-2-medium decoder kept its window two seconds in three on an H200.)
+    // GPT-2-medium decoder beside another service on an H200 had a sync point on one launch
+    // in 24.)
     let dir = temp_dir("global-peer-pools");
     let (socket, go) = (dir.join("baton.sock"), dir.join("go"));
     let env = [
@@ -396,7 +396,7 @@ fn last_call(log: &Path) -> u64 {
 
 /// How many `cuEventRecord*` calls the driver log at `log` shows in `(from, to)`.
 fn event_records(log: &Path, from: u64, to: u64) -> usize {
-    log_lines(log)
+    let calls: Vec<u64> = log_lines(log)
         .iter()
         .filter(|l| {
             l["ev"] == "call"
@@ -405,8 +405,8 @@ fn event_records(log: &Path, from: u64, to: u64) -> usize {
                     .is_some_and(|f| f.starts_with("cuEventRecord"))
         })
         .filter_map(|l| l["t_ns"].as_u64())
-        .filter(|t| *t > from && *t < to)
-        .count()
+        .collect();
+    between(&calls, from, to)
 }
 
 /// The burst (10 ms kernels, 80 ms in all) under a daemon that counts commands under 5 ms as

@@ -74,8 +74,9 @@ impl Policy for Hpf {
     /// process's: every PyTorch process has pools of streams of higher CUDA priority, hence
     /// of higher Baton priority, and two services of one priority each kept the other
     /// bounded for good (a GPT-2-medium decoder beside another service on an H200: measured
-    /// short, let go, and measured again two seconds in three). An unused queue that becomes
-    /// ready is seen at once, and the outranked queue is bounded from its next launch.
+    /// short, let go, and measured again, a sync point on one launch in 24). An unused queue
+    /// that becomes ready is seen at once, and the outranked queue is bounded from its next
+    /// launch.
     ///
     /// A queue of short commands is spared by other processes and runs without its window
     /// too, as an isolated one does: the window would cost it its speed (with 16 commands of
@@ -93,7 +94,9 @@ impl Policy for Hpf {
 
     /// A queue spared for its short commands, which another process's queue outranks.
     fn remeasures(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        !may_suspend_sparing(snap, queue, true) && may_suspend_sparing(snap, queue, false)
+        let working = working_processes(snap);
+        !may_suspend_among(snap, queue, true, &working)
+            && may_suspend_among(snap, queue, false, &working)
     }
 }
 

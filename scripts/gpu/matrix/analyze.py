@@ -19,7 +19,7 @@ The rules (each Baton cell; native cells are judged too, as the reference):
   no harm          where native co-located HP p99 <= x1.10 of alone: BE >= 90 % of native's
   work-conserving  otherwise: BE >= 90 % of BE alone x (1 - HP's GPU-busy share)
 """
-import bisect, glob, json, math, os, random, statistics, sys
+import bisect, glob, json, math, os, random, re, statistics, sys
 
 HPS, BES, SETUPS = "RBD", "GT", "SMP"
 # baton-hold: BE held back whenever HP has work: in docs/benchmarks/matrix/yield/ (S), whose
@@ -478,7 +478,6 @@ def window_table(d, raws):
     none once the daemon has answered; more than one sync point per thousand commands says it
     was held to its window or measured again (docs/benchmarks/matrix/remeasure/). Empty
     without reports."""
-    import re
     workers = {}
     for raw in raws:
         workers.update({(n, w["pid"]): w["baton"] for n, w in raw.get("workers", {}).items()})

@@ -340,6 +340,10 @@ class Matrix:
         """The setup's warm workers: {(role, mode): Worker}; in P one worker plays both roles."""
         me = [sys.executable, WORKER]
         ws = {}
+
+        def worker(mode, role):
+            return Worker(f"{setup}/{mode}/{role}", self.wrapper(setup, mode, role) + me + [role],
+                          with_cpus(env, HP_CPUS if role == "hp" else BE_CPUS), self.log)
         for mode in self.modes(setup):
             if setup == "P":
                 penv = dict(env, MATRIX_BE_DEVICE=SPLIT_DEVICE) if mode == "native-split" else env
@@ -351,14 +355,11 @@ class Matrix:
                 native = ONE_SIDED[mode]
                 ws[(native, mode)] = ws[(native, "native")]
                 baton = "be" if native == "hp" else "hp"
-                ws[(baton, mode)] = Worker(f"{setup}/{mode}/{baton}", self.wrapper(setup, mode, baton) + me + [baton],
-                                           with_cpus(env, HP_CPUS if baton == "hp" else BE_CPUS), self.log)
+                ws[(baton, mode)] = worker(mode, baton)
                 continue
             if mode not in SHARED_HP:
-                ws[("hp", mode)] = Worker(f"{setup}/{mode}/hp", self.wrapper(setup, mode, "hp") + me + ["hp"],
-                                          with_cpus(env, HP_CPUS), self.log)
-            ws[("be", mode)] = Worker(f"{setup}/{mode}/be", self.wrapper(setup, mode, "be") + me + ["be"],
-                                      with_cpus(env, BE_CPUS), self.log)
+                ws[("hp", mode)] = worker(mode, "hp")
+            ws[("be", mode)] = worker(mode, "be")
         for extra in SHARED_HP:
             if ("be", extra) in ws and setup != "P":
                 ws[("hp", extra)] = ws[("hp", "baton")]

@@ -196,10 +196,9 @@ impl<H: HwQueue> XQueue<H> {
     /// of its commands (HPF spares a stream of short commands from other processes' work), so
     /// that its process must have it keep the window now and then ([`XQueue::set_measuring`])
     /// to hear if they turn long. A queue let go because nothing outranks it is not: measuring
-    /// it would change no decision, and a launch-bound service measured that way kept its
-    /// window two seconds in three, its commands rarely keeping the GPU busy long enough to
-    /// be measured (a GPT-2-medium decoder on an H200 ran at ×1.4 of native). Turning it off
-    /// ends a measurement under way. Default: off.
+    /// it would change no decision, and a launch-bound service keeps its window for the whole
+    /// of each measurement (up to two seconds), its commands rarely keeping the GPU busy long
+    /// enough for a sample. Turning it off ends a measurement under way. Default: off.
     pub fn set_remeasure(&self, on: bool) {
         let mut st = sync::lock(&self.shared.state);
         st.remeasure = on;
