@@ -268,6 +268,38 @@ fn the_launch_cost_loop_runs_every_launch_directly() {
 }
 
 #[test]
+fn the_report_counts_each_streams_sync_points() {
+    // A stream that keeps its launch window records sync points; the report gives them per
+    // stream (the legacy stream here, alive until exit), adding up to the process's, so a
+    // process with a service's stream and a job's can be told apart.
+    let b = under_baton(
+        RUNTIME_LIKE,
+        &["launch-rate"],
+        &[
+            ("LAUNCH_RATE_LEGACY", "0"),
+            ("LAUNCH_RATE_ROUNDS", "2"),
+            ("BATON_KEEP_WINDOW", "on"),
+            ("BATON_BATCH", "8"),
+        ],
+    );
+    assert!(
+        b.run.line().starts_with("launch-rate ok "),
+        "{}",
+        b.run.stderr
+    );
+    let total = b.report["sync_points"]
+        .as_u64()
+        .expect("the process's sync points");
+    let queues = b.report["queues"].as_array().expect("a queue table");
+    let per_queue: Vec<u64> = queues
+        .iter()
+        .map(|q| q["sync_points"].as_u64().expect("a stream's sync points"))
+        .collect();
+    assert!(total > 100, "{}", b.report);
+    assert_eq!(per_queue.iter().sum::<u64>(), total, "{}", b.report);
+}
+
+#[test]
 fn a_profile_counts_every_intercepted_call() {
     let b = under_baton(RUNTIME_LIKE, &["order"], &[("BATON_PROFILE", "on")]);
     let hooks = b.report["hooks"].as_array().expect("a hook table");

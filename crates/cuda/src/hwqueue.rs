@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use baton_core::locks;
 use baton_core::{HwError, HwQueue, Level};
@@ -78,6 +78,8 @@ pub struct CudaHwQueue {
     confine_while_preemptible: Option<AtomicBool>,
     /// Kernels launched confined.
     confined_kernels: AtomicUsize,
+    /// Sync points recorded on this stream (its program's own events not counted).
+    sync_points: AtomicU64,
 }
 
 // SAFETY: CUDA contexts and streams may be used from any thread.
@@ -108,6 +110,7 @@ impl CudaHwQueue {
             confined: None,
             confine_while_preemptible: None,
             confined_kernels: AtomicUsize::new(0),
+            sync_points: AtomicU64::new(0),
         }
     }
 
@@ -171,6 +174,11 @@ impl CudaHwQueue {
     /// Kernels launched confined so far.
     pub fn confined_kernels(&self) -> usize {
         self.confined_kernels.load(Ordering::Relaxed)
+    }
+
+    /// Sync points recorded on this stream so far: how often it kept its launch window.
+    pub fn sync_points(&self) -> u64 {
+        self.sync_points.load(Ordering::Relaxed)
     }
 
     /// What must reach `stream` before each command: the gate, at Level 2.
@@ -379,6 +387,7 @@ impl HwQueue for CudaHwQueue {
         let record = Driver::require(self.driver.cuEventRecord, "cuEventRecord").map_err(hw)?;
         // SAFETY: the event and stream are live handles of the same context.
         check("cuEventRecord", unsafe { record(ev.handle(), self.stream) }).map_err(hw)?;
+        self.sync_points.fetch_add(1, Ordering::Relaxed);
         Ok(Arc::new(ev))
     }
 

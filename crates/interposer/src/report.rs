@@ -98,6 +98,9 @@ struct Queue {
     held_with_python_lock: u64,
     confined_sms: Option<u32>,
     confined_kernels: usize,
+    /// Sync points recorded on it: how often it kept its launch window (the process's total
+    /// is `sync_points` above).
+    sync_points: u64,
     /// How long one of its commands took on the GPU while it kept the GPU busy (µs, a moving
     /// average), if measured.
     command_us: Option<f64>,
@@ -148,6 +151,7 @@ impl Report {
                     held_with_python_lock: *held_with_gil,
                     confined_sms: e.xq.hw().confined_sms(),
                     confined_kernels: e.xq.hw().confined_kernels(),
+                    sync_points: e.xq.hw().sync_points(),
                     command_us: e.xq.command_time().map(|t| t.0 as f64 / 1e3),
                     ready_permille: told.map(|r| r.ready),
                     waiting_permille: told.map(|r| r.waiting),
