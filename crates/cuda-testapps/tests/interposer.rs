@@ -202,6 +202,31 @@ fn small_windows_defer_launches_to_the_worker_with_copied_arguments() {
         "only {deferred} commands deferred: {}",
         b.report
     );
+    // The app destroys its streams before it exits; the report still lists each, with the
+    // sync points it recorded (at most the process's: a stream still draining when the
+    // process exits is listed as its destroy call found it).
+    let queues = b.report["queues"].as_array().expect("a queue table");
+    assert_eq!(queues.len(), 3, "{}", b.report);
+    assert!(
+        queues.iter().all(|q| q["destroyed"] == true),
+        "{}",
+        b.report
+    );
+    // Every command went through one of the three queues or was run in order.
+    let queued: u64 = queues.iter().filter_map(|q| q["commands"].as_u64()).sum();
+    assert_eq!(
+        Some(queued + b.report["in_order"].as_u64().unwrap_or(0)),
+        b.report["commands"].as_u64(),
+        "{}",
+        b.report
+    );
+    let sync_points: Vec<u64> = queues
+        .iter()
+        .filter_map(|q| q["sync_points"].as_u64())
+        .collect();
+    assert!(sync_points.iter().all(|&n| n > 0), "{}", b.report);
+    let total = b.report["sync_points"].as_u64().unwrap_or(0);
+    assert!(sync_points.iter().sum::<u64>() <= total, "{}", b.report);
     // Deferred launches are made by launch workers, not by the application's thread.
     let app_tid = b
         .run
@@ -297,6 +322,7 @@ fn the_report_counts_each_streams_sync_points() {
         .collect();
     assert!(total > 100, "{}", b.report);
     assert_eq!(per_queue.iter().sum::<u64>(), total, "{}", b.report);
+    assert_eq!(queues[0]["destroyed"], false, "{}", b.report);
 }
 
 #[test]

@@ -7,12 +7,14 @@
 //! `/`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use serde::Serialize;
 
 use baton_agent::AgentConfig;
+use baton_cuda::core::locks;
 
-use crate::registry::Registry;
+use crate::registry::{Registry, StreamEntry};
 
 /// Counters reported at exit when `BATON_REPORT` names a file.
 #[derive(Default)]
@@ -29,6 +31,41 @@ pub(crate) struct Stats {
     /// Launch calls whose thread a queue held back, for how long in all (ns), and how many of
     /// them while the thread held Python's interpreter lock.
     pub(crate) held: [AtomicU64; 3],
+    /// The busiest queues whose streams or contexts were destroyed before exit, as they ended
+    /// (kept only when `BATON_REPORT` asks for a report).
+    retired: Mutex<Vec<Queue>>,
+}
+
+impl Stats {
+    /// A queue whose stream or context is being destroyed: kept for the report, which would
+    /// otherwise list only the queues alive at exit. Told again once it has drained, its
+    /// figures replace those it was first kept with (a process may exit before a destroyed
+    /// stream's background drain ends: then its figures are those of the destroy call).
+    pub(crate) fn retire(&self, e: &StreamEntry) {
+        if !asked() {
+            return;
+        }
+        let Some(mut q) = Queue::of(e) else {
+            return;
+        };
+        q.destroyed = true;
+        q.key = std::ptr::from_ref(e) as usize;
+        let mut retired = locks::lock(&self.retired);
+        match retired.iter_mut().find(|r| r.key == q.key) {
+            Some(r) => *r = q,
+            None => retired.push(q),
+        }
+        if retired.len() > QUEUES_SHOWN {
+            retired.sort_by_key(|q| std::cmp::Reverse(q.commands));
+            retired.truncate(QUEUES_SHOWN);
+        }
+    }
+}
+
+/// Whether `BATON_REPORT` asks for a report (read once).
+fn asked() -> bool {
+    static ASKED: OnceLock<bool> = OnceLock::new();
+    *ASKED.get_or_init(|| std::env::var_os("BATON_REPORT").is_some())
 }
 
 /// The version of this document's shape.
@@ -86,7 +123,7 @@ struct Level3Context {
 }
 
 /// One of the busiest queues.
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 struct Queue {
     stream: String,
     priority: i32,
@@ -108,6 +145,42 @@ struct Queue {
     /// share the queue had work, and the share its program waited for it.
     ready_permille: Option<u16>,
     waiting_permille: Option<u16>,
+    /// Its stream (or context) was destroyed before exit; these are its figures then.
+    destroyed: bool,
+    /// Which entry it was kept for, while retired (its address: unique while it lives).
+    #[serde(skip)]
+    key: usize,
+}
+
+impl Queue {
+    /// The queue of `e` now, if it ever took a command.
+    fn of(e: &StreamEntry) -> Option<Queue> {
+        let [commands, deferred, behind, held_with_gil]: [u64; 4] =
+            std::array::from_fn(|i| e.counts[i].load(Ordering::Relaxed));
+        if commands == 0 {
+            return None;
+        }
+        let (held, held_ns) = e.xq.submitter_held();
+        let told = e.told_readiness();
+        Some(Queue {
+            stream: format!("{:?} {:#x}", e.kind, e.handle as usize),
+            priority: e.priority.current(),
+            commands,
+            deferred,
+            behind_other_streams: behind,
+            submitter_held: held,
+            submitter_held_ms: held_ns.0 as f64 / 1e6,
+            held_with_python_lock: held_with_gil,
+            confined_sms: e.xq.hw().confined_sms(),
+            confined_kernels: e.xq.hw().confined_kernels(),
+            sync_points: e.xq.hw().sync_points(),
+            command_us: e.xq.command_time().map(|t| t.0 as f64 / 1e3),
+            ready_permille: told.map(|r| r.ready),
+            waiting_permille: told.map(|r| r.waiting),
+            destroyed: false,
+            key: 0,
+        })
+    }
 }
 
 /// How many queues the report lists, busiest first.
@@ -124,40 +197,10 @@ impl Report {
     ) -> Report {
         let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
         let micros = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        let mut queues: Vec<_> = reg
-            .all()
-            .into_iter()
-            .map(|e| {
-                let c: [u64; 4] = std::array::from_fn(|i| n(&e.counts[i]));
-                (c, e)
-            })
-            .filter(|(c, _)| c[0] > 0)
-            .collect();
-        queues.sort_by_key(|(c, _)| std::cmp::Reverse(c[0]));
-        let queues = queues
-            .iter()
-            .take(QUEUES_SHOWN)
-            .map(|([commands, deferred, behind, held_with_gil], e)| {
-                let (held, held_ns) = e.xq.submitter_held();
-                let told = e.told_readiness();
-                Queue {
-                    stream: format!("{:?} {:#x}", e.kind, e.handle as usize),
-                    priority: e.priority.current(),
-                    commands: *commands,
-                    deferred: *deferred,
-                    behind_other_streams: *behind,
-                    submitter_held: held,
-                    submitter_held_ms: held_ns.0 as f64 / 1e6,
-                    held_with_python_lock: *held_with_gil,
-                    confined_sms: e.xq.hw().confined_sms(),
-                    confined_kernels: e.xq.hw().confined_kernels(),
-                    sync_points: e.xq.hw().sync_points(),
-                    command_us: e.xq.command_time().map(|t| t.0 as f64 / 1e3),
-                    ready_permille: told.map(|r| r.ready),
-                    waiting_permille: told.map(|r| r.waiting),
-                }
-            })
-            .collect();
+        let mut queues: Vec<Queue> = reg.all().iter().filter_map(|e| Queue::of(e)).collect();
+        queues.extend(locks::lock(&s.retired).iter().cloned());
+        queues.sort_by_key(|q| std::cmp::Reverse(q.commands));
+        queues.truncate(QUEUES_SHOWN);
         let hooks = crate::profile::table()
             .into_iter()
             .map(|h| {

@@ -33,6 +33,7 @@ impl Runtime {
         };
         self.unregister(&e);
         e.xq.close();
+        self.stats.retire(&e);
         let handle = stream as usize;
         let driver = self.driver;
         let spawned = std::thread::Builder::new()
@@ -40,6 +41,9 @@ impl Runtime {
             .spawn(move || {
                 driver.relax_capture_mode();
                 let _ = e.xq.wait_all();
+                if let Some(rt) = crate::runtime::get() {
+                    rt.stats.retire(&e);
+                }
                 drop(e);
                 real(handle as CUstream)
             });
@@ -67,6 +71,7 @@ impl Runtime {
             let _ = e.xq.resume(baton_cuda::core::ResumeFlags::default());
             let _ = e.xq.flush();
             let _ = e.xq.wait_all();
+            self.stats.retire(e);
             self.unregister(e);
             e.xq.close();
         }
