@@ -64,6 +64,20 @@ use baton_protocol::{AgentMessage, AgentTarget, Hint, ProtocolError, QueueId};
 use shared::{Shared, Sink, State};
 use tracked::Tracked;
 
+/// The frames a process exchanged with the daemon: what scheduling through it cost the
+/// process's link thread, and how often the daemon acted on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkTraffic {
+    /// Frames sent (queue events, hints, stats, answers).
+    pub sent: u64,
+    /// `Operations` frames received (suspensions and resumptions).
+    pub operations: u64,
+    /// `Attention` frames received (how a queue reports and launches).
+    pub attention: u64,
+    /// Every other frame received (configuration, pings, stats intervals).
+    pub other: u64,
+}
+
 /// Schedules this process's queues through the daemon; see the module documentation.
 pub struct DaemonClient {
     shared: Arc<Shared>,
@@ -89,6 +103,7 @@ impl DaemonClient {
             live_fd: AtomicI32::new(-1),
             connected: AtomicBool::new(false),
             connections: AtomicU64::new(0),
+            received: Default::default(),
         });
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -205,6 +220,18 @@ impl DaemonClient {
     /// How many times it connected so far (a reconnection counts again).
     pub fn connections(&self) -> u64 {
         self.shared.connections.load(Ordering::Acquire)
+    }
+
+    /// The frames exchanged with the daemon so far, over every connection.
+    pub fn traffic(&self) -> LinkTraffic {
+        let [operations, attention, other] =
+            std::array::from_fn(|i| self.shared.received[i].load(Ordering::Relaxed));
+        LinkTraffic {
+            sent: self.shared.lock().sent,
+            operations,
+            attention,
+            other,
+        }
     }
 
     /// How many registered queues the daemon holds suspended now.

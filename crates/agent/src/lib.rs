@@ -23,7 +23,7 @@ pub use baton_policies::{DeviceId, QueueHints, Readiness};
 pub use baton_protocol::{Backend, DeviceRef, Hint as WireHint, HintKind as WireHintKind, MAX_SMS};
 pub use baton_scheduler::{QueueMeta, SchedulerThread};
 pub use config::{AgentConfig, SchedulerMode, SmShare};
-pub use daemon_client::{ClientConfig, DaemonClient, QueueInfo};
+pub use daemon_client::{ClientConfig, DaemonClient, LinkTraffic, QueueInfo};
 pub use scheduler::{AgentScheduler, Registration, StartError};
 pub use socket::{
     SOCKET_NAME, SYSTEM_SOCKET, socket_candidates, user_socket_path, user_socket_path_with,

@@ -165,6 +165,15 @@ impl AgentScheduler {
         }
     }
 
+    /// The frames exchanged with the daemon so far (`None` when the scheduler is in this
+    /// process).
+    pub fn traffic(&self) -> Option<crate::LinkTraffic> {
+        match self {
+            AgentScheduler::Local(_) => None,
+            AgentScheduler::Global { client, .. } => Some(client.traffic()),
+        }
+    }
+
     /// Stops scheduling `id`; a suspended queue is resumed first.
     pub fn unregister(&self, id: XQueueId, now: Nanos) {
         match self {

@@ -806,3 +806,59 @@ fn a_service_that_stops_waiting_for_its_queue_withdraws_its_readiness_and_holds_
          never waited for: the flood was not held back again"
     );
 }
+
+#[test]
+fn a_services_link_stays_quiet_while_a_job_beside_it_comes_and_goes() {
+    // A launch-bound service (`paced`) and beside it a job that synchronizes after every
+    // launch, so that its queue goes idle and ready hundreds of times a second. Every frame
+    // the service's link thread receives is a wake-up on the service's CPUs: neither the
+    // job's comings and goings nor the daemon's decisions about the job may reach it. (The
+    // job, with nothing below it, does not even report them.)
+    let dir = temp_dir("global-quiet-link");
+    let (socket, go, reports) = (dir.join("baton.sock"), dir.join("go"), dir.join("reports/"));
+    let reports_s = reports.to_str().expect("a UTF-8 path").to_string();
+    let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
+    let hp_env = [
+        ("FAKE_CUDA_KERNEL_US", "0"),
+        ("BATON_TEST_PACED_S", "5"),
+        ("BATON_REPORT", reports_s.as_str()),
+    ];
+    let be_env = [
+        ("FAKE_CUDA_KERNEL_US", "0"),
+        ("BATON_TEST_FLOOD_US", "300"),
+        ("BATON_TEST_FLOOD_DEPTH", "1"),
+        ("BATON_TEST_FLOOD_S", "5"),
+        ("BATON_MPS", "off"),
+        ("BATON_REPORT", reports_s.as_str()),
+    ];
+    let hp = under_baton("10", "paced", &hp_log, &socket, &go, &hp_env);
+    wait_registered(&socket, hp.id());
+    let be = under_baton("0", "be-flood", &be_log, &socket, &go, &be_env);
+    let (hp_pid, be_pid) = (hp.id(), be.id());
+    assert!(finish(hp, "paced").starts_with("paced ok"));
+    assert!(finish(be, "be-flood").starts_with("be-flood ok"));
+    stop_daemon(&socket);
+    let link = |pid: u32| -> serde_json::Value {
+        let path = reports.join(format!("baton-report-{pid}.json"));
+        let text = std::fs::read_to_string(&path).expect("the exit report");
+        let rep: serde_json::Value = serde_json::from_str(&text).expect("a JSON report");
+        rep["daemon_link"].clone()
+    };
+    let (hp_link, be_link) = (link(hp_pid), link(be_pid));
+    let hp_received: u64 = [
+        "operations_received",
+        "attention_received",
+        "other_received",
+    ]
+    .iter()
+    .filter_map(|k| hp_link[k].as_u64())
+    .sum();
+    assert!(
+        be_link["sent"].as_u64() > Some(0) && hp_link["sent"].as_u64() > Some(100),
+        "both must have been scheduled through the daemon: {hp_link} / {be_link}"
+    );
+    assert!(
+        hp_received <= 8,
+        "the service's link received {hp_received} frames beside the job: {hp_link}"
+    );
+}

@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::Serialize;
 
-use baton_agent::AgentConfig;
+use baton_agent::{AgentConfig, LinkTraffic};
 use baton_cuda::core::locks;
 
 use crate::registry::{Registry, StreamEntry};
@@ -94,7 +94,19 @@ pub(crate) struct Report {
     level3_contexts: Vec<Level3Context>,
     queues: Vec<Queue>,
     scheduler: String,
+    /// Frames exchanged with the daemon (global scheduling only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    daemon_link: Option<DaemonLink>,
     enabled: bool,
+}
+
+/// The frames this process exchanged with the daemon.
+#[derive(Serialize)]
+struct DaemonLink {
+    sent: u64,
+    operations_received: u64,
+    attention_received: u64,
+    other_received: u64,
 }
 
 /// One hook's profile.
@@ -194,6 +206,7 @@ impl Report {
         (kernels, commands): (u64, u64),
         reg: &Registry,
         cfg: &AgentConfig,
+        link: Option<LinkTraffic>,
     ) -> Report {
         let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
         let micros = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
@@ -252,12 +265,24 @@ impl Report {
             level3_contexts,
             queues,
             scheduler: cfg.scheduler.to_string(),
+            daemon_link: link.map(|t| DaemonLink {
+                sent: t.sent,
+                operations_received: t.operations,
+                attention_received: t.attention,
+                other_received: t.other,
+            }),
             enabled: cfg.enabled,
         }
     }
 
     /// Writes the report where `BATON_REPORT` says, if it says.
-    pub(crate) fn write_if_asked(s: &Stats, totals: (u64, u64), reg: &Registry, cfg: &AgentConfig) {
+    pub(crate) fn write_if_asked(
+        s: &Stats,
+        totals: (u64, u64),
+        reg: &Registry,
+        cfg: &AgentConfig,
+        link: Option<LinkTraffic>,
+    ) {
         let Some(path) = std::env::var_os("BATON_REPORT") else {
             return;
         };
@@ -270,7 +295,7 @@ impl Report {
         if p.is_dir() {
             p.push(format!("baton-report-{}.json", std::process::id()));
         }
-        if let Ok(mut text) = serde_json::to_string(&Report::of(s, totals, reg, cfg)) {
+        if let Ok(mut text) = serde_json::to_string(&Report::of(s, totals, reg, cfg, link)) {
             text.push('\n');
             // At exit there is no one to tell: a report that cannot be written is lost.
             let _ = std::fs::write(p, text);

@@ -268,7 +268,8 @@ extern "C" fn report_at_exit() {
                 rt.hot.kernels.load(Ordering::Relaxed),
                 rt.hot.commands.load(Ordering::Relaxed),
             );
-            Report::write_if_asked(&rt.stats, totals, &rt.reg, &rt.cfg);
+            let link = rt.sched.as_ref().and_then(AgentScheduler::traffic);
+            Report::write_if_asked(&rt.stats, totals, &rt.reg, &rt.cfg, link);
         }
     });
 }

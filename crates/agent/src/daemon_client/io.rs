@@ -207,6 +207,7 @@ fn install(sh: &Shared, sock: &Arc<UnixStream>) {
         let status = statuses.get(id).unwrap_or(&q.registered);
         l.queue(&link::queue_created(*id, q, status, now));
     }
+    st.sent += 1 + st.queues.len() as u64;
     st.link = Some(l);
     sh.live_fd.store(sock.as_raw_fd(), Ordering::Release);
     sh.connected.store(true, Ordering::Release);
@@ -352,6 +353,12 @@ fn handle(
     stats_every: &mut Option<Duration>,
     next_stats: &mut Option<Instant>,
 ) -> Option<Disconnect> {
+    let kind = match msg {
+        DaemonMessage::Operations(_) => 0,
+        DaemonMessage::Attention { .. } => 1,
+        _ => 2,
+    };
+    sh.received[kind].fetch_add(1, Ordering::Relaxed);
     match msg {
         DaemonMessage::Operations(ops) => apply_operations(sh, &ops),
         DaemonMessage::Configure {

@@ -25,12 +25,18 @@ pub(super) struct State {
     pub(super) early: HashMap<XQueueId, u64>,
     pub(super) process_hints: Vec<Hint>,
     pub(super) link: Option<Link>,
+    /// Frames handed to a live link so far, over every connection.
+    pub(super) sent: u64,
 }
 
 impl State {
     /// Sends `msg` if connected; returns whether the background thread must be woken.
     pub(super) fn send(&mut self, msg: &AgentMessage) -> bool {
-        self.link.as_mut().is_some_and(|l| l.send(msg))
+        let Some(l) = self.link.as_mut() else {
+            return false;
+        };
+        self.sent += 1;
+        l.send(msg)
     }
 }
 
@@ -45,6 +51,8 @@ pub(super) struct Shared {
     pub(super) live_fd: AtomicI32,
     pub(super) connected: AtomicBool,
     pub(super) connections: AtomicU64,
+    /// Frames received from the daemon so far: operations, attention changes, anything else.
+    pub(super) received: [AtomicU64; 3],
 }
 
 impl Shared {

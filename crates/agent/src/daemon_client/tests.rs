@@ -143,6 +143,11 @@ fn announces_relays_and_applies_operations() {
     assert_eq!(next_event(&mut s), AgentMessage::Applied { seq: 1 });
     assert!(q.status().suspended);
     assert_eq!(c.suspended(), 1);
+    // What crossed the link so far: one operations frame in; out, the process's and the
+    // queue's announcements, the transition and the answer.
+    let t = c.traffic();
+    assert_eq!((t.operations, t.attention, t.other), (1, 0, 0), "{t:?}");
+    assert_eq!(t.sent, 4, "{t:?}");
     q.submit(TestCommand(2)).unwrap();
     assert_eq!(
         hw.script().launched,
