@@ -151,8 +151,19 @@ def cpu_sets(cpus, siblings=None):
     return hp, be, f"{hp},{be}"
 
 
+def rest_cpus(cpus, both):
+    """The slice's CPUs that are neither HP's nor BE's (BOTH: their list), where this script,
+    the daemon `baton run` starts, the MPS control daemon and the launchers run: away from
+    the roles' cores and inside the slice. All of CPUS when nothing is pinned."""
+    if not both:
+        return list(cpus)
+    taken = {int(c) for c in both.split(",")}
+    return [c for c in cpus if c not in taken] or list(cpus)
+
+
 SLICE_CPUS = machine_slice()
 HP_CPUS, BE_CPUS, BOTH_CPUS = cpu_sets(SLICE_CPUS)
+REST_CPUS = rest_cpus(SLICE_CPUS, BOTH_CPUS)
 BE_ALONE_S = float(os.environ.get("MATRIX_BE_ALONE_S", "2.5"))
 # The worker program; the self-test puts a stand-in without a GPU here.
 WORKER = os.environ.get("MATRIX_WORKER") or os.path.join(HERE, "workers.py")
@@ -253,7 +264,7 @@ class Matrix:
                     "commit": os.environ.get("BATON_COMMIT", "unknown"), "args": vars(a),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "busy": {}, "records": [], "skipped": [], "notes": [],
-                    "cpus": {"hp": HP_CPUS, "be": BE_CPUS, "both": BOTH_CPUS},
+                    "cpus": {"hp": HP_CPUS, "be": BE_CPUS, "both": BOTH_CPUS, "rest": REST_CPUS},
                     "slice": {"spec": os.environ.get("MATRIX_SLICE"), "cpus": SLICE_CPUS,
                               "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}}
         tail = f"-r{a.first_rep}" if a.first_rep else ""
@@ -668,6 +679,11 @@ def main():
     if bad:
         p.error(f"unknown setup, service or job: {', '.join(bad)}")
     os.makedirs(a.out, exist_ok=True)
+    # Everything this script starts inherits this: the daemon (started by the first `baton
+    # run`, before it becomes its worker) and the MPS control daemon run off the roles' cores,
+    # inside the slice; each worker pins itself to its role's cores (workers.py).
+    if BOTH_CPUS:
+        os.sched_setaffinity(0, REST_CPUS)
     m = Matrix(a)
     if not os.access(m.baton, os.X_OK):
         p.error(f"no baton executable at {m.baton} (set BATON_BIN)")

@@ -89,6 +89,10 @@ def slicing():
     hp, be = {int(c) for c in hp.split(",")}, {int(c) for c in be.split(",")}
     assert hp == {4, 5, 20, 21} and be == {6, 7, 22, 23}, (hp, be)
     assert not {smt[c][0] for c in hp} & {smt[c][0] for c in be}
+    # The daemon and the script run on the rest of the slice, never on a role's core.
+    rest = matrix.rest_cpus(a, both)
+    assert set(rest) == set(a) - hp - be and rest == sorted(rest), rest
+    assert matrix.rest_cpus([0, 1, 2], None) == [0, 1, 2]
     # Fewer cores than parts: the whole machine, unpinned.
     assert matrix.machine_slice(2, "1/4", {0: [0], 1: [1]}) == [0, 1]
     print("matrix CPU slicing self-test: ok")
