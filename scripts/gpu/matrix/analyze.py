@@ -470,6 +470,32 @@ def noise_table(summary):
                   f"({c['hp_p99_ratio_pooled_lo']:.2f}–{c['hp_p99_ratio_pooled_hi']:.2f})")
 
 
+def paired_table(summary):
+    """Per cell and mode other than native: its HP p99 over native's, repeat by repeat (each
+    repeat runs every mode back to back, under the same host conditions), their median and how
+    many were above native. Empty when no cell has native and another mode in a same repeat."""
+    cells = {(c["setup"], c["hp"], c["be"], c["mode"]): c for c in summary["cells"]}
+    rows = []
+    for c in in_order([c for c in summary["cells"] if c["mode"] != "native"]):
+        nat = cells.get((c["setup"], c["hp"], c["be"], "native"))
+        if nat is None:
+            continue
+        base = {r["rep"]: r["hp_p99_ratio"] for r in nat["per_repeat"] if r["valid"]}
+        pairs = [(r["rep"], r["hp_p99_ratio"] / base[r["rep"]]) for r in c["per_repeat"]
+                 if r["valid"] and base.get(r["rep"])]
+        if not pairs:
+            continue
+        ratios = [x for _, x in sorted(pairs)]
+        above = sum(x > 1.0 for x in ratios)
+        rows.append(f"| {c['setup']} | {c['hp']} | {c['be']} | {c['mode']} "
+                    f"| {', '.join(f'{x:.2f}' for x in ratios)} | {fx(statistics.median(ratios))} "
+                    f"| {above} of {len(ratios)} |")
+    if not rows:
+        return ""
+    return "\n".join(["| setup | HP | BE | mode | p99 ÷ native's, repeat by repeat | median | above native |",
+                      "| --- | --- | --- | --- | --- | --- | --- |", *rows])
+
+
 def window_table(d, raws):
     """From the exit reports of Baton's workers (`BATON_REPORT=DIR/reports/`, matched by pid
     through each raw file's `workers`, or for raw files from before those were recorded, the
@@ -711,6 +737,9 @@ def main(argv):
         text.append(f"| {c['setup']} | {c['hp']} | {fx(c['p50_ratio_median'], 3)} ({c['p50_ratio_min']:.3f}–"
                     f"{c['p50_ratio_max']:.3f}) | {fx(c['mean_ratio_median'], 3)} | {fx(c['p99_ratio_median'], 3)} "
                     f"| {c['repeats']} |")
+    paired = paired_table(summary)
+    if paired:
+        text += ["", "## Paired by repeat: each mode's HP p99 over native's in the same repeat", "", paired]
     noise = noise_table(summary)
     if noise:
         text += ["", "## Noise: the spread of p99 ratios against what sampling alone gives", "", noise]
@@ -803,6 +832,15 @@ def self_test():
     assert sampling([([1.0] * 90 + [3.0] * 10, [1.0] * 100)] * 3)["spread"] == 0
     assert sampling([([1.0], [1.0])]) is None
     assert "spread from sampling" in noise_table(summarize([raw]))
+    # Paired by repeat: each mode against native in the same repeat.
+    two = {"cells": [
+        {"setup": "S", "hp": "R", "be": "G", "mode": "native", "per_repeat": [
+            {"rep": 0, "valid": True, "hp_p99_ratio": 1.0}, {"rep": 1, "valid": True, "hp_p99_ratio": 2.0}]},
+        {"setup": "S", "hp": "R", "be": "G", "mode": "baton", "per_repeat": [
+            {"rep": 1, "valid": True, "hp_p99_ratio": 1.0}, {"rep": 0, "valid": True, "hp_p99_ratio": 1.5},
+            {"rep": 2, "valid": True, "hp_p99_ratio": 9.0}]}]}
+    row = paired_table(two).splitlines()[2]
+    assert row == "| S | R | G | baton | 1.50, 0.50 | ×1.00 | 1 of 2 |", row
     # Requests a stall of the service's CPUs overlapped leave the stall-free figures only.
     r = {"lat_ms": [10.0, 10.0, 40.0, 10.0], "t0_s": [0.0, 1.0, 2.0, 3.0]}
     assert stall_free(r, [(2.01, 2.03)]) == [10.0, 10.0, 10.0]
