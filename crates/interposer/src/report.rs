@@ -49,7 +49,7 @@ impl Stats {
             return;
         };
         q.destroyed = true;
-        q.key = std::ptr::from_ref(e) as usize;
+        q.key = e.xq.id().0;
         let mut retired = locks::lock(&self.retired);
         match retired.iter_mut().find(|r| r.key == q.key) {
             Some(r) => *r = q,
@@ -159,9 +159,9 @@ struct Queue {
     waiting_permille: Option<u16>,
     /// Its stream (or context) was destroyed before exit; these are its figures then.
     destroyed: bool,
-    /// Which entry it was kept for, while retired (its address: unique while it lives).
+    /// Which queue it was kept for, while retired (its id: never reused in the process).
     #[serde(skip)]
-    key: usize,
+    key: u64,
 }
 
 impl Queue {
