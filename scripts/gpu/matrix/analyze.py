@@ -474,10 +474,10 @@ def paired_table(summary):
     """Per cell and mode other than native: its HP p99 over native's, repeat by repeat (each
     repeat runs every mode back to back, under the same host conditions), their median and how
     many were above native. Empty when no cell has native and another mode in a same repeat."""
-    cells = {(c["setup"], c["hp"], c["be"], c["mode"]): c for c in summary["cells"]}
+    by = {(c["setup"], c["hp"], c["be"], c["mode"]): c for c in summary["cells"]}
     rows = []
     for c in in_order([c for c in summary["cells"] if c["mode"] != "native"]):
-        nat = cells.get((c["setup"], c["hp"], c["be"], "native"))
+        nat = by.get((c["setup"], c["hp"], c["be"], "native"))
         if nat is None:
             continue
         base = {r["rep"]: r["hp_p99_ratio"] for r in nat["per_repeat"] if r["valid"]}
@@ -521,9 +521,10 @@ def window_table(d, raws):
             rep = json.load(f)
         n, sp = rep.get("commands") or 0, rep.get("sync_points") or 0
         per = 1000.0 * sp / n if n else 0.0
-        flag = "kept its window" if name.endswith("/hp") and per > 1.0 else ""
         if name.startswith("P/"):
             flag = service_stream(rep)
+        else:
+            flag = "kept its window" if name.endswith("/hp") and per > 1.0 else ""
         rows.append(f"| {name} | {pid} | {n} | {sp} | {per:.1f} | {rep.get('deferred', 0)} | {flag} |")
     if not rows:
         return ""

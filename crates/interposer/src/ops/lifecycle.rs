@@ -24,7 +24,7 @@ impl Runtime {
     /// `cuStreamDestroy`: the queue stops taking commands, drains in the background, and the
     /// stream is destroyed after it; the call returns at once, as the driver's does.
     pub(crate) fn stream_destroy(
-        &self,
+        &'static self,
         stream: CUstream,
         real: impl FnOnce(CUstream) -> CUresult + Send + 'static,
     ) -> CUresult {
@@ -41,9 +41,7 @@ impl Runtime {
             .spawn(move || {
                 driver.relax_capture_mode();
                 let _ = e.xq.wait_all();
-                if let Some(rt) = crate::runtime::get() {
-                    rt.stats.retire(&e);
-                }
+                self.stats.retire(&e);
                 drop(e);
                 real(handle as CUstream)
             });
