@@ -5,6 +5,11 @@ anyone can regenerate the documents without a GPU.
 
   analyze.py DIR          reads DIR/raw-*.json; writes DIR/summary.json, DIR/table.md and
                           DIR/pareto-<setup>.svg; prints the table
+  analyze.py --compare DIR DIR...
+                          reads each DIR/summary.json (written as above) and prints, per cell,
+                          each run's verdicts under Baton's default flags: which cells held all
+                          three rules in every run, in some, in none, and which failed beyond
+                          the noise in every run
   analyze.py --self-test
 
 A cell is (hp, be, setup, mode). Per repeat: HP p50 and p99 over HP alone (native, same setup,
@@ -618,6 +623,43 @@ def native_against_bound(c, nat):
     return f"{verdict}: {fpct(share)} against {fpct(bound)}"
 
 
+def holds_all(c):
+    """Whether cell C holds all three rules (as `passes` counts them)."""
+    return c["protect"] == "PASS" and not {"FAIL", "invalid"} & {c["no_harm"], c["work_conserving"]}
+
+
+def compare(summaries, names, mode="baton"):
+    """Several runs of the same matrix side by side, one line per cell present in every run:
+    each run's verdicts for MODE (protect, then the job's rule that applied) and whether the
+    cell held all three rules in every run, in some or in none. A verdict that changes between
+    runs of the same decisions is a property of the noise, not of the scheduler."""
+    runs = [{(c["setup"], c["hp"], c["be"]): c for c in sm["cells"] if c["mode"] == mode} for sm in summaries]
+    keys = [k for k in sorted(set.intersection(*(set(r) for r in runs)),
+                              key=lambda k: (SETUPS.index(k[0]), HPS.index(k[1]), BES.index(k[2])))]
+    lines = ["| setup | HP / BE | " + " | ".join(names) + " | held all three | failed beyond the noise |",
+             "| --- | --- | " + " | ".join("---" for _ in names) + " | --- | --- |"]
+    every = some = beyond = 0
+    for k in keys:
+        cs = [r[k] for r in runs]
+        cols = []
+        for c in cs:
+            second = c["no_harm"] if c["no_harm"] != "n/a" else c["work_conserving"]
+            cols.append(f"{c['protect']}, {second} ({fx(c['hp_p99_ratio_median'])}, "
+                        f"{fpct(c['be_share_alone_median'])})")
+        held = sum(holds_all(c) for c in cs)
+        word = "every run" if held == len(cs) else "none" if held == 0 else f"{held} of {len(cs)}"
+        every += held == len(cs)
+        some += 0 < held < len(cs)
+        failed = [set(c.get("beyond_noise") or []) for c in cs]
+        always = all(f for f in failed)
+        beyond += always
+        lines.append(f"| {k[0]} | {k[1]} / {k[2]} | " + " | ".join(cols) +
+                     f" | {word} | {'every run' if always else '—'} |")
+    lines += ["", f"Cells holding all three rules in every run: {every} of {len(keys)}; in some runs only: {some}; "
+              f"failing some rule beyond the noise in every run: {beyond}."]
+    return "\n".join(lines)
+
+
 def within_noise(summary, mode="baton"):
     """How many cells of MODE fail no rule beyond the noise (passing ones included)."""
     cs = [c for c in summary["cells"] if c["mode"] == mode]
@@ -709,6 +751,19 @@ def summarize(raws):
 def main(argv):
     if argv == ["--self-test"]:
         self_test()
+        return
+    if argv[:1] == ["--compare"]:
+        dirs = argv[1:]
+        if len(dirs) < 2:
+            sys.exit("analyze.py --compare needs two directories or more, each with a summary.json")
+        summaries = []
+        for d in dirs:
+            try:
+                with open(os.path.join(d, "summary.json")) as f:
+                    summaries.append(json.load(f))
+            except OSError as e:
+                sys.exit(f"{d}: no summary.json ({e.strerror}); run analyze.py {d} first")
+        print(compare(summaries, [os.path.basename(os.path.normpath(d)) for d in dirs]))
         return
     if len(argv) != 1:
         sys.exit(__doc__)
@@ -886,6 +941,17 @@ def self_test():
     with open(os.path.join(d, "console.txt"), "w") as f:
         f.write("[  29.3 s] S/baton/hp ready (pid 11, baton=True)\n[  29.4 s] S/native/hp ready (pid 13, baton=False)\n")
     assert "kept its window" in window_table(d, [{}]), window_table(d, [{}])
+    # Two runs of one cell: held in one, failed beyond the noise in the other.
+    one = {"cells": [{"setup": "S", "hp": "R", "be": "G", "mode": "baton", "protect": "PASS", "no_harm": "n/a",
+                      "work_conserving": "PASS", "hp_p99_ratio_median": 1.05, "be_share_alone_median": 0.85,
+                      "beyond_noise": []}]}
+    other = {"cells": [dict(one["cells"][0], protect="FAIL", hp_p99_ratio_median=1.3,
+                            beyond_noise=["protect (×1.10)"])]}
+    t = compare([one, other], ["a", "b"])
+    assert "| S | R / G | PASS, PASS (×1.05, 85 %) | FAIL, PASS (×1.30, 85 %) | 1 of 2 | — |" in t, t
+    assert "in every run: 0 of 1; in some runs only: 1" in t, t
+    t = compare([other, other], ["a", "b"])
+    assert "| none | every run |" in t and "beyond the noise in every run: 1." in t, t
     print("matrix analysis self-test: ok")
 
 
