@@ -39,8 +39,16 @@ MATRIX = "benchmarks/matrix"
 
 
 def matrix_lead(docs):
-    """The co-location matrix's headline (from its generated table.md), which leads the page:
-    the matrix is the benchmark every change is judged by; the suite's pairings follow."""
+    """The co-location matrix's headline, which leads the page: the matrix is the benchmark
+    every change is judged by; the suite's pairings follow. The page's own matrix section is
+    kept as it is (it is written with the headline run's page, and names that run); only a
+    page without one gets a section made from the first table's table.md."""
+    page = os.path.join(docs, "BENCHMARKS.md")
+    if os.path.exists(page):
+        text = open(page).read()
+        start, end = text.find("## The co-location matrix"), text.find("## The earlier suite")
+        if 0 <= start < end:
+            return text[start:end].rstrip("\n").split("\n") + ["", "## The earlier suite", ""]
     path = os.path.join(docs, MATRIX, "table.md")
     if not os.path.exists(path):
         return []
