@@ -60,6 +60,9 @@ pub struct DaemonConfig {
     /// for other processes. `None`: HPF's own bound
     /// ([`SHORT_COMMAND`](baton_policies::SHORT_COMMAND)); zero: no command is short.
     pub short_command: Option<Duration>,
+    /// How long a queue that finished its work still holds lower work back
+    /// ([`GlobalHint::Linger`](baton_policies::GlobalHint::Linger)). `None`: the default.
+    pub linger: Option<Duration>,
 }
 
 /// How the daemon treats gangs: the processes of one multi-process job (same `BATON_GANG`,
@@ -128,6 +131,7 @@ impl DaemonConfig {
             slurm: None,
             gang: GangMode::Independent,
             short_command: None,
+            linger: None,
         }
     }
 }

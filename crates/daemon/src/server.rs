@@ -29,7 +29,8 @@ pub struct Daemon {
     bound: Bound,
     metrics: Option<std::net::TcpListener>,
     policy: Box<dyn baton_policies::Policy>,
-    /// The settings the policy reads as scheduler-wide hints (`--short-command-us`), checked.
+    /// The settings the policy reads as scheduler-wide hints (`--short-command-us`,
+    /// `--linger-us`), checked.
     global: Vec<baton_policies::GlobalHint>,
     /// The API server to take pods' priorities from (`--kubernetes`).
     pods: Option<ApiServer>,
@@ -40,13 +41,17 @@ impl Daemon {
     /// error is reported before anything runs.
     pub fn bind(cfg: DaemonConfig) -> Result<Daemon, DaemonError> {
         let policy = cfg.gang.policy(&cfg.policy)?;
-        let global = cfg
+        let short = cfg
             .short_command
             .map(|t| baton_policies::GlobalHint::short_command(Nanos::from(t)))
             .transpose()
-            .map_err(|e| DaemonError::BadSetting(format!("--short-command-us: {e}")))?
-            .into_iter()
-            .collect();
+            .map_err(|e| DaemonError::BadSetting(format!("--short-command-us: {e}")))?;
+        let linger = cfg
+            .linger
+            .map(|t| baton_policies::GlobalHint::linger(Nanos::from(t)))
+            .transpose()
+            .map_err(|e| DaemonError::BadSetting(format!("--linger-us: {e}")))?;
+        let global = short.into_iter().chain(linger).collect();
         if let Some(p) = cfg.max_priority {
             if baton_core::Priority::try_from(baton_protocol::WirePriority(p)).is_err() {
                 return Err(DaemonError::BadSetting(format!(

@@ -288,6 +288,10 @@ pub enum GlobalHint {
     /// Commands measured shorter than this are short (HPF's
     /// [`SHORT_COMMAND`](crate::SHORT_COMMAND) unless given; zero: none is).
     ShortCommand(Nanos),
+    /// How long a queue that finished its work still counts as having work, so that lower
+    /// work stays held across the gaps of a service's bursts (zero: not at all; see
+    /// [`PrePreempt`](crate::PrePreempt)).
+    Linger(Nanos),
 }
 
 impl GlobalHint {
@@ -306,6 +310,11 @@ impl GlobalHint {
     pub fn short_command(t: Nanos) -> Result<GlobalHint, HintError> {
         span("short-command bound", t, Nanos::ZERO, Nanos::from_secs(1))
             .map(GlobalHint::ShortCommand)
+    }
+
+    /// The linger: 0..=100 ms (zero: none).
+    pub fn linger(t: Nanos) -> Result<GlobalHint, HintError> {
+        span("linger", t, Nanos::ZERO, Nanos::from_millis(100)).map(GlobalHint::Linger)
     }
 
     /// k of k-EDF: 1..=1024.
@@ -434,6 +443,8 @@ pub struct GlobalHints {
     pub active_window: Option<u32>,
     /// The short-command bound, if given.
     pub short_command: Option<Nanos>,
+    /// The linger, if given.
+    pub linger: Option<Nanos>,
 }
 
 impl GlobalHints {
@@ -444,6 +455,7 @@ impl GlobalHints {
             GlobalHint::K(k) => self.k = Some(k),
             GlobalHint::ActiveWindow(p) => self.active_window = p,
             GlobalHint::ShortCommand(t) => self.short_command = Some(t),
+            GlobalHint::Linger(t) => self.linger = Some(t),
         }
     }
 }

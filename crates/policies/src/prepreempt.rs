@@ -13,8 +13,13 @@ use crate::{Decision, Policy, QueueView, Snapshot};
 /// finds it free instead of waiting for the drain. A wake-up is requested at the lapse so
 /// stale announcements release the device.
 ///
-/// Reads: [`Hint::Upcoming`](crate::Hint::Upcoming) (arrives in 0..=10 s, grace 0..=10 s).
-/// The registry wraps every policy in it.
+/// A queue that has just finished a job counts as ready for a while too, when the scheduler
+/// gives a linger ([`GlobalHint::Linger`](crate::GlobalHint::Linger)): a service's next request
+/// or token usually follows within microseconds (a decoder's next step, the next request of a
+/// burst), and lower work let run in that gap is what the next one waits behind.
+///
+/// Reads: [`Hint::Upcoming`](crate::Hint::Upcoming) (arrives in 0..=10 s, grace 0..=10 s) and
+/// [`GlobalHints::linger`](crate::GlobalHints::linger). The registry wraps every policy in it.
 ///
 /// [`Hint::upcoming`]: crate::Hint::upcoming
 pub struct PrePreempt<P> {
@@ -93,17 +98,29 @@ impl<P: Policy> Policy for PrePreempt<P> {
 /// `None` (and leaves `seen` alone) when there is none, so the snapshot can be used as is.
 fn announced(snap: &Snapshot<'_>, seen: &mut Vec<QueueView>) -> Option<baton_core::Nanos> {
     let now = snap.now;
-    let live = |q: &QueueView| !q.ready && q.hints.upcoming.is_some_and(|u| u.live(now));
-    if !snap.queues.iter().any(live) {
+    // Until when `q` counts as ready though it is not: its announcement's lapse, or the end
+    // of its linger after its last job; the later of the two.
+    let until = |q: &QueueView| {
+        if q.ready {
+            return None;
+        }
+        let announced = q.hints.upcoming.filter(|u| u.live(now)).map(|u| u.expires);
+        let lingers = snap
+            .global
+            .linger
+            .filter(|l| q.jobs > 0 && now < q.since + *l)
+            .map(|l| q.since + l);
+        announced.max(lingers)
+    };
+    if !snap.queues.iter().any(|q| until(q).is_some()) {
         return None;
     }
     seen.clear();
     seen.extend_from_slice(snap.queues);
     let mut lapse: Option<baton_core::Nanos> = None;
     for q in seen.iter_mut() {
-        if live(q) {
+        if let Some(e) = until(q) {
             q.ready = true;
-            let e = q.hints.upcoming.map_or(now, |u| u.expires);
             lapse = Some(lapse.map_or(e, |l| l.min(e)));
         }
     }
@@ -158,6 +175,35 @@ mod tests {
         // Lapsed: BE runs again.
         let d = p.decide(&Snapshot::new(Nanos::from_millis(3), &qs));
         assert!(d.suspend.is_empty() && d.wake_at.is_none());
+    }
+
+    #[test]
+    fn a_queue_that_just_finished_work_holds_lower_ones_for_its_linger() {
+        let mut hp = QueueView::new(1, 1, 0, false);
+        hp.hints.priority = Priority::new(10).unwrap();
+        hp.jobs = 3;
+        hp.since = Nanos::from_millis(10);
+        let be = QueueView::new(2, 2, 0, true);
+        let qs = [hp, be];
+        let mut p = PrePreempt::new(Hpf);
+        let at = |ms: u64, linger: Option<u64>| {
+            let mut snap = Snapshot::new(Nanos::from_micros(ms), &qs);
+            snap.global.linger = linger.map(Nanos::from_micros);
+            snap
+        };
+        // No linger: idle is idle.
+        assert!(p.decide(&at(10_100, None)).suspend.is_empty());
+        // 100 µs into a 500 µs linger: BE held, and a wake-up asked at its end.
+        let d = p.decide(&at(10_100, Some(500)));
+        assert_eq!(d.suspend, vec![XQueueId(2)]);
+        assert_eq!(d.wake_at, Some(Nanos::from_micros(10_500)));
+        // Over: BE runs again; a queue that never had a job does not linger.
+        assert!(p.decide(&at(10_500, Some(500))).suspend.is_empty());
+        let mut fresh = qs;
+        fresh[0].jobs = 0;
+        let mut snap = Snapshot::new(Nanos::from_micros(10_100), &fresh);
+        snap.global.linger = Some(Nanos::from_micros(500));
+        assert!(p.decide(&snap).suspend.is_empty());
     }
 
     #[test]

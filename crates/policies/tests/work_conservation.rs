@@ -126,6 +126,9 @@ proptest! {
                         k: Some(k),
                         active_window: (active > 0).then_some(active),
                         short_command: short_us.map(Nanos::from_micros),
+                        // A linger holds lower work in a service's gaps on purpose, for a
+                        // bounded time (`PrePreempt`'s own test).
+                        linger: None,
                     },
                     ..Snapshot::new(now, &views)
                 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A stand-in for workers.py without a GPU, for the matrix's self-test (selftest.py): the same
-commands and answers, with made-up timings. A request takes 2 ms, 3 ms while any fake BE
-floods (a flag file in $MATRIX_FAKE_DIR); a flood completes a unit of work every 5 ms."""
+"""A stand-in for services.py without a GPU, for the matrix's self-test (selftest.py): the same
+commands and answers, with made-up timings. A request takes 2 ms (Dg tokens 1 ms), half as long
+again while any fake job floods (a flag file in $MATRIX_FAKE_DIR); a flood completes a unit of
+work every 5 ms. Serving sleeps 0.2 ms a request, so windows are real and short."""
 import json, os, sys, threading, time
 
 FLAG = os.path.join(os.environ["MATRIX_FAKE_DIR"], "flooding")
@@ -12,62 +13,44 @@ def answer(obj):
     sys.stdout.flush()
 
 
-def serve(n, warmup):
-    lat, t_first, t_last = [], None, None
-    for i in range(warmup + n):
-        t0 = time.monotonic()
-        # The latency reported is the made-up one, not the sleep's: a loaded test machine
-        # oversleeps, and the self-test checks the controller, not the host's timer.
-        made_up = 0.003 if os.path.exists(FLAG) else 0.002
-        time.sleep(made_up)
-        t1 = time.monotonic()
-        if i >= warmup:
-            t_first = t0 if t_first is None else t_first
-            t_last = t1
-            lat.append(made_up * 1e3)
-        time.sleep(0.0005)
-    return {"lat_ms": lat, "t_first": t_first, "t_last": t_last, "cpu_s": 0.0, "invol_switches": 0}
+def serve(hp, n):
+    slow = 1.5 if os.path.exists(FLAG) else 1.0
+    base = 1.0 if hp == "Dg" else 2.0
+    t_first = time.monotonic()
+    time.sleep(0.0002 * n)
+    lat = [base * slow * (1 + (i % 10) / 100) for i in range(n)]
+    return {"lat_ms": lat, "censored": 0, "requests": n, "t_first": t_first, "t_last": time.monotonic(),
+            "cpu_s": 0.0, "invol_switches": 0}
 
 
 def main():
     stop, state = threading.Event(), {}
-    answer({"ready": True, "pid": os.getpid(), "role": sys.argv[1], "baton": False})
+    answer({"ready": True, "pid": os.getpid(), "role": sys.argv[1], "baton": False, "gpu_mib": 0})
     for line in sys.stdin:
         req = json.loads(line)
         cmd = req["cmd"]
         if cmd == "quit":
             answer({"ok": True})
             return
-        if cmd == "hp":
-            answer(serve(req["n"], req.get("warmup", 0)))
+        if cmd == "time":
+            answer({"ms": [2.0] * req["n"]})
+        elif cmd == "serve":
+            answer(serve(req["hp"], req["n"]))
         elif cmd == "busy":
-            answer({"busy": 0.1, "kernel_s": 0.01, "wall_s": 0.1})
+            answer({"busy": 0.2, "kernel_s": 0.02, "wall_s": 0.1})
         elif cmd == "flood":
             stop.clear()
             open(FLAG, "w").close()
             t0 = time.monotonic()
             state["log"] = log = [[t0, 0.0]]
 
-            state["paused"] = False
-
             def run():
                 while not stop.is_set():
                     time.sleep(0.005)
-                    log.append([time.monotonic(), log[-1][1] + (0.0 if state["paused"] else 1.0)])
-                log.append([time.monotonic(), log[-1][1] + 1.0])
+                    log.append([time.monotonic(), log[-1][1] + 1.0])
             state["thread"] = threading.Thread(target=run)
             state["thread"].start()
             answer({"t_start": t0})
-        elif cmd == "pause":
-            # The flag file is what makes requests slow: gone while paused.
-            if os.path.exists(FLAG):
-                os.remove(FLAG)
-            state["paused"] = True
-            answer({"t_paused": time.monotonic()})
-        elif cmd == "resume":
-            state["paused"] = False
-            open(FLAG, "w").close()
-            answer({"t_resumed": time.monotonic()})
         elif cmd == "stop":
             stop.set()
             state["thread"].join()

@@ -1,46 +1,34 @@
 #!/usr/bin/env python3
-"""The co-location matrix: does Baton keep the service at its standalone latency AND give the
-best-effort job what the service leaves? One command on the GPU machine:
+"""The co-location matrix, second edition: does Baton keep a service at its standalone latency
+AND give the best-effort job what the service leaves, on the shapes production runs?
 
-  matrix.py --out DIR [--quick] [--setups S,M,P] [--repeats 3] [--budget-s 570]
+  matrix.py --out DIR [--setups S,M,P] [--services Rg25,Rg60,Dg,Be] [--jobs G,T]
+            [--repeats 3] [--samples 1000] [--unpinned] [--modes native,baton] [--budget-s 560]
 
-HP services (closed loop, think time between requests): R ResNet-50 b8, B BERT-base b1,
-D a GPT-2-medium-shaped decoder (32 tokens through `generate`). BE floods: G bf16 GEMMs,
-T ResNet-50 training. Setups: S separate processes (time-slicing), M separate processes
-under MPS (started and stopped here), P one process with HP on a high-priority stream.
-Modes: native; baton (`baton run --priority 10` / `--priority 0`, `--local` in P; in M the
-default gives way by SMs, as baton-yield); baton-l3 (BE at `--level 3`, S only). Only when
---modes names them: baton-yield (BE at `--priority 0 --yield`: never held back for HP; in S its
-context's time slice short instead, in M its kernels on 85 % of the SMs while HP's process
-exists; S and M), baton-hold (BE at `--priority 0 --hold`: held back whenever HP has work, as
-the default was in M before, and in S beside a launch-bound service before Hint::TimeSliced;
-S and M),
-baton-w2 (BE at `--priority 0 --threshold 2 --batch 1`: held as by default, with two commands
-in flight instead of sixteen; S), baton-unmeasured (BE with `BATON_COMMAND_TIME=off`: its
-command time never told, so held back whenever HP has work even when its commands are short,
-as before command times were measured; S and M), baton-w256 (BE at `--priority 0 --threshold
-256 --batch 32`: as by default, with a window of 256 commands and a sync point every 32; S
-and M),
-baton-low (as baton, BE's process an MPS client of below-normal priority,
-CUDA_MPS_CLIENT_PRIORITY=1: the service's thread blocks are dispatched first; M),
-baton-sms (BE on part of the SMs, nothing held; M and P), baton-reserve (BE at `--priority 0
---sms`, isolated under MPS; M) and baton-block (as baton, with BATON_MAX_BUFFERED=1: a thread
-launching into a held stream waits instead of running ahead, so a held training thread stops
-contending for the interpreter lock and the CPU; P) and native-split (P, the control for sharing a
-process: natively, the job's thread in the service's process with its work on a second GPU,
-MATRIX_SPLIT_DEVICE or cuda:1, so the two share the interpreter, the CPUs and the runtime and
-not the GPU; needs two GPUs visible).
+Services (services.py), open loop (Poisson arrivals, latency from the planned arrival):
+Rg25 and Rg60, ResNet-50 b8 replayed as one CUDA graph per request at 25 % and 60 % of its
+capacity alone (measured at the start of each part); Dg, a decoder whose every token is one
+graph launch, 64-token requests arriving at half its capacity, judged per token; Be, BERT-base
+b1 eager at 40 %, the launch-bound control. Jobs: G bf16 GEMM flood, T ResNet-50 training.
+Setups: S separate processes (the GPU time-slices them), M separate processes under MPS
+(its control daemon started and stopped here), P one process (the service on a high-priority
+stream, the job in a thread).
 
-Method (see docs/benchmarks/matrix/README.md): the workers (workers.py) are started once per
-setup and stay warm, so model loading is never timed; every repeat measures HP alone (native,
-and under Baton where the setup lists it) and BE alone again, then each (BE, mode) block: BE
-floods, the three services run back to back, BE stops. Modes rotate from repeat to repeat, so
-native and Baton alternate. BE progress is counted inside each service's window (its first
-to its last timed request). With --phases K, R and B are instead measured as K alternating
-phases, HP alone then co-located, each with its own alone baseline (against the VM's drifting
-CPU speed). Writes DIR/raw-<setups>-<jobs>.json (every request's latency, rewritten
-after every measurement so that a cut-off run keeps what it measured), then the analysis
-(analyze.py) of every raw file in DIR.
+Modes: native; baton (`baton run --priority 10 --` for the service, `--priority 0 --` for
+the job, P: `baton run --` for the process); native-split (P: the job's work on a second GPU,
+MATRIX_SPLIT_DEVICE or cuda:1, the bound for one process). Candidate modes for trying a
+change (only when --modes names them) are in EXTRA_MODES. Every Baton mode has its own
+daemon, started here on the part's CPUs that neither role uses.
+
+Method (docs/benchmarks/matrix/README.md): the workers start once per part and stay warm;
+each repeat measures every service alone, each job alone, then for each job and mode (modes
+rotate from repeat to repeat) the job floods while the services run one after another with
+the same arrival seeds as every other mode of the repeat. The job's progress counts inside
+each service's window. With --unpinned, one more repeat (S and M) with every process, the
+daemons included, allowed on all of the part's CPUs, as users run it. Each measurement stops
+starting requests past --cap times its planned span (what is left then is a lower bound:
+services.py). Writes DIR/raw-<setups>-<jobs>[-r<first>].json after every measurement, then
+analyze.py's summary of every raw file in DIR.
 """
 import argparse, importlib.metadata, json, os, platform, select, subprocess, sys, tempfile, time
 
@@ -51,34 +39,46 @@ import analyze  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "apps"))
 from mps import mps  # noqa: E402
 
-# How long BE floods before a service's window opens (its first steps fill the pipeline).
+# The services: name -> (the service in services.py, load: its share of its capacity alone).
+SERVICES = {"Rg25": ("Rg", 0.25), "Rg60": ("Rg", 0.60), "Dg": ("Dg", 0.50), "Be": ("Be", 0.40)}
+JOBS = ("G", "T")
+# How long the job floods before a service's window opens (its first steps fill the pipeline).
 RAMP_S = 0.5
-# How long a paused flood runs again before a co-located phase opens (no restart to ramp).
-PHASE_RAMP_S = 0.25
-MODES = {"S": ["native", "baton", "baton-l3"], "M": ["native", "baton"], "P": ["native", "baton"]}
-# Modes run only when --modes names them: baton-sms (BE's kernels on part of the SMs through
-# `--sms`, never held: the spatial reservation alone, where HP and BE overlap); baton-reserve
-# (MPS only: BE at `--priority 0 --sms`, under the daemon, which sees it isolated and does not
-# hold it for HP).
-EXTRA_MODES = {"S": ["baton-yield", "baton-w2", "baton-unmeasured", "baton-w256", "baton-hold",
-                     "baton-hp", "baton-be"],
-               "M": ["baton-sms", "baton-reserve", "baton-unmeasured", "baton-w256", "baton-yield",
-                     "baton-hold", "baton-low", "baton-hp", "baton-be"],
-               "P": ["baton-sms", "baton-block", "native-split"]}
-# Modes whose BE runs beside baton's HP process (they share it).
-SHARED_HP = ("baton-l3", "baton-yield", "baton-w2", "baton-sms", "baton-reserve", "baton-unmeasured",
-             "baton-w256", "baton-hold", "baton-low")
-# Modes with one role under `baton run` and the other native: that role's native worker serves
-# them (the role under Baton has a worker of its own).
-ONE_SIDED = {"baton-hp": "be", "baton-be": "hp"}
+# How long each job runs alone in a repeat.
+JOB_ALONE_S = float(os.environ.get("MATRIX_JOB_ALONE_S", "3"))
+# The modes of each setup's matrix.
+MODES = {"S": ["native", "baton"], "M": ["native", "baton"], "P": ["native", "native-split", "baton"]}
+# How each Baton mode runs the roles: `baton run` arguments per role ("hp", "be"; in P "both"),
+# the environment each role adds, and the arguments of the mode's daemon.
+BATON_MODES = {
+    "baton": {"hp": ["--priority", "10"], "be": ["--priority", "0"], "both": []},
+}
+# Candidates for a change, run only when --modes names them; each says what it tries.
+EXTRA_MODES = {
+    # Level 3 for the job (its slice short while outranked), whatever its commands' length.
+    "l3": {"be": ["--priority", "0", "--level", "3"], "daemon": ["--short-command-us", "0"]},
+    # And the service's own slice long: once it has the GPU, the job does not take it back
+    # until the service's work pauses.
+    "l3long": {"hp_env": {"BATON_RUN_SLICE_US": "20000"}, "hp": ["--priority", "10", "--level", "3"],
+               "be": ["--priority", "0", "--level", "3"], "daemon": ["--short-command-us", "0"]},
+    # The job never held back, yielding by a 100 µs slice, beside the long-slice service.
+    "yieldlong": {"hp_env": {"BATON_RUN_SLICE_US": "20000"}, "hp": ["--priority", "10", "--level", "3"],
+                  "be_env": {"BATON_YIELD_SLICE_US": "100"}, "be": ["--priority", "0", "--yield"]},
+    # l3long, with a window of one command for the job and its hold lingering 500 µs past the
+    # service's work.
+    "l3linger": {"hp_env": {"BATON_RUN_SLICE_US": "20000"}, "hp": ["--priority", "10", "--level", "3"],
+                 "be": ["--priority", "0", "--level", "3", "--threshold", "2", "--batch", "1"],
+                 "daemon": ["--short-command-us", "0", "--linger-us", "500"]},
+    # Under MPS: the job confined to 60 % or 40 % of the SMs while a service is registered.
+    "sms60": {"be_env": {"BATON_YIELD_SMS": "60%"}, "be": ["--priority", "0"]},
+    "sms40": {"be_env": {"BATON_YIELD_SMS": "40%"}, "be": ["--priority", "0"]},
+    # Under MPS: the job held back whenever the service has work, its window one command.
+    "hold1": {"be": ["--priority", "0", "--hold", "--threshold", "2", "--batch", "1"],
+              "daemon": ["--short-command-us", "0", "--linger-us", "500"]},
+}
 # Where native-split puts the job's work: a second GPU of the same machine.
 SPLIT_DEVICE = os.environ.get("MATRIX_SPLIT_DEVICE", "cuda:1")
-# SMs left to BE in baton-sms (of 132 on an H100).
-BE_SMS = os.environ.get("MATRIX_BE_SMS", "112")
-# Where HP alone is also measured under Baton (Baton's own cost, interleaved with native): in S.
-# Elsewhere HP alone is measured natively only (the baseline), which keeps each setup's run
-# inside one device call.
-ALONE_MODES = {"S": ["native", "baton"], "M": ["native"], "P": ["native"]}
+WORKER = os.environ.get("MATRIX_WORKER") or os.path.join(HERE, "services.py")
 
 
 def parse_cpu_list(text):
@@ -92,8 +92,7 @@ def parse_cpu_list(text):
 
 
 def cpu_siblings(n):
-    """Each CPU's hardware threads (its physical core's CPUs, itself included), as the kernel
-    lists them; a CPU alone where the kernel does not say."""
+    """Each CPU's hardware threads (its core's CPUs, itself included), as the kernel lists them."""
     out = {}
     for c in range(n):
         try:
@@ -105,7 +104,7 @@ def cpu_siblings(n):
 
 
 def cores(cpus, siblings):
-    """CPUS as physical cores: one list of CPUs a core, cores in the order of their first CPU."""
+    """CPUS as physical cores: one list of CPUs a core, in the order of their first CPU."""
     seen, out = set(), []
     for c in sorted(cpus):
         if c in seen:
@@ -117,11 +116,9 @@ def cores(cpus, siblings):
 
 
 def machine_slice(n=None, spec=None, siblings=None):
-    """The CPUs this run may use: all of the machine's, or with MATRIX_SLICE=K/N (runs side by
-    side on one machine, one GPU each: side_by_side.py) the K-th of N equal parts of its
-    physical cores, every hardware thread of a core in the same part, so that no two parts
-    share a core (all of them where the machine has fewer cores than parts: nothing is pinned
-    there anyway). Without SMT a part is N-th of the CPUs in order."""
+    """The CPUs this part may use: all of the machine's, or with MATRIX_SLICE=K/N (parts side
+    by side: side_by_side.py) the K-th of N equal parts of its physical cores, every hardware
+    thread of a core in the same part."""
     n = n or os.cpu_count() or 1
     spec = os.environ.get("MATRIX_SLICE") if spec is None else spec
     if not spec:
@@ -137,36 +134,65 @@ def machine_slice(n=None, spec=None, siblings=None):
 
 
 def cpu_sets(cpus, siblings=None):
-    """HP's and BE's cores: the upper half of CPUS's physical cores, a quarter each, away from
-    the first CPU (where interrupts land) and from the daemon, so that HP and BE never share a
-    core; none when CPUS are fewer than 8."""
+    """The service's and the job's cores: the upper half of CPUS's physical cores, a quarter
+    each, away from the first CPU (where interrupts land) and from the daemons; the rest
+    (this script, the daemons, MPS). None where CPUS are fewer than 8."""
     if len(cpus) < 8:
-        return None, None, None
+        return None, None, list(cpus)
     cs = cores(cpus, siblings or cpu_siblings(max(cpus) + 1))
     m = len(cs)
-
-    def flat(group):
-        return ",".join(str(c) for core in group for c in core)
-    hp, be = flat(cs[m // 2:m // 2 + m // 4]), flat(cs[m // 2 + m // 4:])
-    return hp, be, f"{hp},{be}"
-
-
-def rest_cpus(cpus, both):
-    """The slice's CPUs that are neither HP's nor BE's (BOTH: their list), where this script,
-    the daemon `baton run` starts, the MPS control daemon and the launchers run: away from
-    the roles' cores and inside the slice. All of CPUS when nothing is pinned."""
-    if not both:
-        return list(cpus)
-    taken = {int(c) for c in both.split(",")}
-    return [c for c in cpus if c not in taken] or list(cpus)
+    hp = [c for core in cs[m // 2:m // 2 + m // 4] for c in core]
+    be = [c for core in cs[m // 2 + m // 4:] for c in core]
+    rest = [c for c in cpus if c not in hp and c not in be] or list(cpus)
+    return hp, be, rest
 
 
 SLICE_CPUS = machine_slice()
-HP_CPUS, BE_CPUS, BOTH_CPUS = cpu_sets(SLICE_CPUS)
-REST_CPUS = rest_cpus(SLICE_CPUS, BOTH_CPUS)
-BE_ALONE_S = float(os.environ.get("MATRIX_BE_ALONE_S", "2.5"))
-# The worker program; the self-test puts a stand-in without a GPU here.
-WORKER = os.environ.get("MATRIX_WORKER") or os.path.join(HERE, "workers.py")
+HP_CPUS, BE_CPUS, REST_CPUS = cpu_sets(SLICE_CPUS)
+
+
+def csv(cpus):
+    return ",".join(str(c) for c in cpus) if cpus else ""
+
+
+def repin(pid, cpus):
+    """Moves every thread of PID onto CPUS (threads started later inherit it)."""
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+            except OSError:
+                pass
+    except OSError:
+        pass
+
+
+def steal_s():
+    """CPU time the hypervisor gave to others (all CPUs, seconds): a noise source on shared VMs."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def machine():
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip()
+    except OSError:
+        smi = "no nvidia-smi"
+
+    def version(pkg):
+        try:
+            return importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+    n = os.cpu_count() or 1
+    return {"gpu": smi, "kernel": platform.release(), "cpus": n, "cores": len(cores(range(n), cpu_siblings(n))),
+            "python": platform.python_version(), "torch": version("torch"),
+            "transformers": version("transformers")}
 
 
 class WorkerError(Exception):
@@ -174,7 +200,7 @@ class WorkerError(Exception):
 
 
 class Worker:
-    """One workers.py process: a JSON line per command, a JSON line per answer."""
+    """One services.py process: a JSON line per command, a JSON line per answer."""
 
     def __init__(self, name, cmd, env, log):
         self.name = name
@@ -194,10 +220,6 @@ class Worker:
             raise WorkerError(f"{self.name}: {obj['error']}")
         return obj
 
-    def ready(self, timeout):
-        self.info = self.read(timeout)
-        return self.info
-
     def call(self, timeout, **req):
         if self.p.poll() is not None:
             raise WorkerError(f"{self.name}: exited (status {self.p.returncode})")
@@ -216,95 +238,256 @@ class Worker:
             self.p.wait()
 
 
-def steal_s():
-    """CPU time the hypervisor gave to others (all CPUs, seconds): a noise source on shared VMs."""
-    try:
-        with open("/proc/stat") as f:
-            fields = f.readline().split()
-        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
+class Part:
+    """One setup's run: its daemons, its warm workers, its repeats."""
 
+    def __init__(self, m, setup):
+        self.m, self.a, self.setup = m, m.a, setup
+        self.tmp = tempfile.mkdtemp(prefix=f"baton-matrix-{setup}.")
+        self.env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false",
+                        TRANSFORMERS_VERBOSITY="error")
+        self.daemons, self.workers, self.calib = {}, {}, {}
 
-def with_cpus(env, cpus):
-    return dict(env, MATRIX_CPUS=cpus) if cpus else env
+    def spec(self, mode):
+        return BATON_MODES.get(mode) or EXTRA_MODES.get(mode)
 
+    def start_daemon(self, mode):
+        sock = os.path.join(self.tmp, f"{mode}.sock")
+        args = [self.m.baton, "daemon", "--socket", sock, "--idle-exit", "900", *self.spec(mode).get("daemon", [])]
+        p = subprocess.Popen(args, env=self.env, stdout=subprocess.DEVNULL, stderr=self.m.log,
+                             preexec_fn=lambda: os.sched_setaffinity(0, REST_CPUS))
+        env = dict(self.env, BATON_SOCKET=sock)
+        for _ in range(200):
+            if p.poll() is not None:
+                raise WorkerError(f"daemon of {mode} ({' '.join(args[1:])}) exited with status {p.returncode}")
+            if subprocess.run([self.m.baton, "list", "--json"], env=env, capture_output=True).returncode == 0:
+                self.daemons[mode] = p
+                return sock
+            time.sleep(0.05)
+        raise WorkerError(f"the daemon of {mode} did not answer")
 
-def machine():
-    try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,power.limit",
-                              "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        smi = "no nvidia-smi"
+    def worker(self, mode, role, env):
+        """A worker of ROLE (hp, be, both) in MODE."""
+        spec = self.spec(mode)
+        cpus = {"hp": HP_CPUS, "be": BE_CPUS, "both": (HP_CPUS or []) + (BE_CPUS or [])}[role]
+        env = dict(env, MATRIX_CPUS=csv(cpus)) if cpus else dict(env)
+        cmd = [sys.executable, WORKER, role]
+        if mode == "native-split":
+            env["MATRIX_BE_DEVICE"] = SPLIT_DEVICE
+        elif spec is not None:
+            key = "hp" if role == "both" else role
+            env.update(spec.get(f"{key}_env", {}))
+            args = spec.get(role, spec.get(key, ["--priority", "10" if key == "hp" else "0"]))
+            cmd = [self.m.baton, "run", *args, "--"] + cmd
+        return Worker(f"{self.setup}/{mode}/{role}", cmd, env, self.m.log)
 
-    def version(pkg):
+    def start(self, env):
+        modes = self.m.modes(self.setup)
+        socks = {m: self.start_daemon(m) for m in modes if self.spec(m) is not None}
+        for mode in modes:
+            menv = dict(env, BATON_SOCKET=socks[mode]) if mode in socks else env
+            if self.setup == "P":
+                w = self.worker(mode, "both", menv)
+                self.workers[("hp", mode)] = self.workers[("be", mode)] = w
+            else:
+                self.workers[("hp", mode)] = self.worker(mode, "hp", menv)
+                self.workers[("be", mode)] = self.worker(mode, "be", menv)
+        # The service's GPU-busy share, in a process of its own (the profiler slows the later
+        # launches of the process it ran in).
+        busy = self.worker("native", "hp" if self.setup != "P" else "both", env)
+        for w in self.unique() + [busy]:
+            info = w.read(420)
+            w.info = info
+            self.m.say(f"{w.name} ready (pid {info['pid']}, baton={info['baton']}, {info['gpu_mib']} MiB)")
+            self.m.raw.setdefault("workers", {})[w.name] = info
+        return busy
+
+    def unique(self):
+        return list({id(w): w for w in self.workers.values()}.values())
+
+    def calibrate(self, busy):
+        """Each service's time alone and the rate of its load; its GPU-busy share at that rate."""
+        nat = self.workers[("hp", "native")]
+        for kind in sorted({SERVICES[s][0] for s in self.a.services}):
+            r = nat.call(300, cmd="time", hp=kind, n=5 if kind == "Dg" else 100)
+            ms = analyze.median(r["ms"])
+            self.calib[kind] = {"request_ms": ms, "ms": r["ms"]}
+            self.m.say(f"{self.setup}: {kind} alone {ms:.3f} ms a request (median)")
+        for name in self.a.services:
+            kind, load = SERVICES[name]
+            rate = load * 1e3 / self.calib[kind]["request_ms"]
+            entry = {"service": kind, "load": load, "rate": rate, "request_ms": self.calib[kind]["request_ms"]}
+            try:
+                b = busy.call(300, cmd="busy", hp=kind, rate=rate, n=8 if kind == "Dg" else 200)
+                entry.update(busy=b["busy"], busy_wall_s=b["wall_s"])
+                self.m.say(f"{self.setup}: {name} at {rate:.1f}/s: GPU busy {b['busy']:.3f}")
+            except WorkerError as e:
+                entry["busy_error"] = str(e)
+                self.m.say(f"{self.setup}: {name}: busy not measured: {e}")
+            self.m.raw["services"].setdefault(self.setup, {})[name] = entry
+        busy.close()
+        self.m.save()
+
+    def serve(self, w, name, rep):
+        kind, _ = SERVICES[name]
+        c = self.m.raw["services"][self.setup][name]
+        n = self.a.samples
+        span = n / (c["rate"] * (64 if kind == "Dg" else 1))
+        st = steal_s()
+        r = w.call(max(120, 4 * self.a.cap * span), cmd="serve", hp=kind, rate=c["rate"], n=n,
+                   seed=1000 * rep + sorted(SERVICES).index(name), cap_s=self.a.cap * span)
+        st2 = steal_s()
+        if st is not None and st2 is not None:
+            r["steal_s"] = round(st2 - st, 3)
+        return r
+
+    def alone(self, rep, pinned):
+        w = self.workers[("hp", "native")]
+        for name in self.a.services:
+            base = {"kind": "alone", "setup": self.setup, "mode": "native", "rep": rep, "hp": name,
+                    "pinned": pinned}
+            try:
+                r = self.serve(w, name, rep)
+                self.m.record({**base, **r})
+                self.m.say(f"{self.setup} rep {rep} alone {name:5}: p50 {analyze.pct(r['lat_ms'], .5):8.3f} "
+                           f"p99 {analyze.pct(r['lat_ms'], .99):8.3f} ms")
+            except WorkerError as e:
+                self.m.record({**base, "error": str(e)})
+                self.m.say(f"{self.setup} rep {rep} alone {name}: {e}")
+
+    def job_alone(self, rep, pinned):
+        w = self.workers[("be", "native")]
+        for job in self.a.jobs:
+            base = {"kind": "job_alone", "setup": self.setup, "mode": "native", "rep": rep, "be": job,
+                    "pinned": pinned}
+            try:
+                t = w.call(60, cmd="flood", be=job)["t_start"]
+                time.sleep(JOB_ALONE_S)
+                t_end = time.monotonic()
+                r = w.call(120, cmd="stop")
+                if "error" in r:
+                    raise WorkerError(r["error"])
+                rate = analyze.window_rate(r["log"], t + RAMP_S, t_end)
+                self.m.record({**base, "rate": rate, "unit": r["unit"], "seconds": t_end - t - RAMP_S})
+                self.m.say(f"{self.setup} rep {rep} job alone {job}: {rate:.1f} {r['unit']}/s")
+            except WorkerError as e:
+                self.m.record({**base, "error": str(e)})
+                self.m.say(f"{self.setup} rep {rep} job alone {job}: {e}")
+
+    def cell(self, rep, job, mode, pinned):
+        """The job floods in MODE while every service runs in turn."""
+        hpw, bew = self.workers[("hp", mode)], self.workers[("be", mode)]
+        results, err, log = {}, None, {"log": [], "unit": None}
         try:
-            return importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-    n = os.cpu_count() or 1
-    siblings = cpu_siblings(n)
-    return {"gpu": smi, "kernel": platform.release(), "cpus": os.cpu_count(),
-            "threads_per_core": max(len(v) for v in siblings.values()),
-            "cores": len(cores(range(n), siblings)),
-            "python": platform.python_version(), "torch": version("torch"),
-            "transformers": version("transformers")}
+            bew.call(60, cmd="flood", be=job)
+            time.sleep(RAMP_S)
+            for name in self.a.services:
+                try:
+                    results[name] = self.serve(hpw, name, rep)
+                except WorkerError as e:
+                    results[name] = {"error": str(e)}
+            log = bew.call(300, cmd="stop")
+        except WorkerError as e:
+            err = str(e)
+        for name in self.a.services:
+            r = results.get(name, {"error": err or "not run"})
+            rec = {"kind": "cell", "setup": self.setup, "mode": mode, "rep": rep, "hp": name, "be": job,
+                   "pinned": pinned, **r}
+            if "error" not in r and r.get("t_first") is not None:
+                win = analyze.window_progress(log["log"], r["t_first"], r["t_last"])
+                rec.update(be_units=win["units"], be_seconds=r["t_last"] - r["t_first"],
+                           be_covered=win["covered"], be_unit=log["unit"])
+                if log.get("error"):
+                    rec["error"] = "job: " + log["error"]
+                self.m.say(f"{self.setup} rep {rep} {mode:10} {name:5}+{job}: p50 "
+                           f"{analyze.pct(r['lat_ms'], .5):8.3f} p99 {analyze.pct(r['lat_ms'], .99):8.3f} ms"
+                           f"{' (' + str(r['censored']) + ' censored)' if r['censored'] else ''}; job "
+                           f"{(win['units'] or 0) / max(1e-9, r['t_last'] - r['t_first']):8.1f} {log['unit']}/s")
+            else:
+                self.m.say(f"{self.setup} rep {rep} {mode} {name}+{job}: {rec.get('error')}")
+            self.m.record(rec)
+
+    def repeat(self, rep, modes, pinned):
+        self.alone(rep, pinned)
+        self.job_alone(rep, pinned)
+        for job in self.a.jobs:
+            for mode in analyze.rotate(modes, rep):
+                self.cell(rep, job, mode, pinned)
+
+    def unpin(self):
+        """Every worker and daemon of the part allowed on all of the part's CPUs."""
+        for w in self.unique():
+            repin(w.info["pid"], SLICE_CPUS)
+        for p in self.daemons.values():
+            repin(p.pid, SLICE_CPUS)
+        repin(os.getpid(), SLICE_CPUS)
+
+    def run(self):
+        env = self.env
+        if self.setup == "M":
+            env = self.env = mps(self.tmp, self.env, True)
+        try:
+            self.m.say(f"setup {self.setup}: starting workers")
+            busy = self.start(env)
+            self.calibrate(busy)
+            modes = self.m.modes(self.setup)
+            plan = [(r, True) for r in range(self.a.first_rep, self.a.first_rep + self.a.repeats)]
+            if self.a.unpinned and self.setup in ("S", "M"):
+                plan.append((self.a.first_rep + self.a.repeats, False))
+            for rep, pinned in plan:
+                need = max(self.m.block_s) if self.m.block_s else 0
+                if self.m.elapsed() + need > self.a.budget_s:
+                    self.m.raw["skipped"].append({"setup": self.setup, "rep": rep, "pinned": pinned,
+                                                  "reason": f"budget: {self.m.elapsed():.0f} s spent, a "
+                                                            f"repeat takes ~{need:.0f} s"})
+                    self.m.say(f"setup {self.setup}: repeat {rep} skipped (budget)")
+                    continue
+                if not pinned:
+                    self.unpin()
+                t0 = time.monotonic()
+                self.repeat(rep, modes, pinned)
+                self.m.block_s.append(time.monotonic() - t0)
+                self.m.say(f"setup {self.setup}: repeat {rep}{'' if pinned else ' (unpinned)'} took "
+                           f"{self.m.block_s[-1]:.0f} s")
+        finally:
+            for w in self.unique():
+                w.close()
+            for p in self.daemons.values():
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            if self.setup == "M":
+                mps(self.tmp, self.env, False)
+            self.m.save()
 
 
 class Matrix:
     def __init__(self, a):
         self.a = a
-        self.tmp = tempfile.mkdtemp(prefix="baton-matrix.")
         self.baton = os.path.abspath(os.environ.get("BATON_BIN") or os.path.join(ROOT, "target", "release", "baton"))
-        self.env = dict(os.environ, BATON_SOCKET=os.path.join(self.tmp, "baton.sock"), PYTHONUNBUFFERED="1",
-                        TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
         self.log = open(os.path.join(a.out, "workers.log"), "a")
         self.t0 = time.monotonic()
-        self.raw = {"schema": "baton.matrix-raw/1", "machine": machine(),
+        self.block_s = []
+        self.raw = {"schema": "baton.matrix-raw/2", "machine": machine(),
                     "commit": os.environ.get("BATON_COMMIT", "unknown"), "args": vars(a),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "busy": {}, "records": [], "skipped": [], "notes": [],
-                    "cpus": {"hp": HP_CPUS, "be": BE_CPUS, "both": BOTH_CPUS, "rest": REST_CPUS},
-                    "slice": {"spec": os.environ.get("MATRIX_SLICE"), "cpus": SLICE_CPUS,
-                              "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}}
+                    "modes": {m: BATON_MODES.get(m) or EXTRA_MODES.get(m) for m in a.modes or []},
+                    "services": {}, "records": [], "skipped": [], "notes": [],
+                    "cpus": {"hp": HP_CPUS, "be": BE_CPUS, "rest": REST_CPUS, "slice": SLICE_CPUS},
+                    "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}
         tail = f"-r{a.first_rep}" if a.first_rep else ""
-        self.raw_path = os.path.join(a.out, f"raw-{''.join(a.setups)}-{''.join(a.bes)}{tail}.json")
-        self.block_s = []
+        self.raw_path = os.path.join(a.out, f"raw-{''.join(a.setups)}-{''.join(a.jobs)}{tail}.json")
+
+    def modes(self, setup):
+        if self.a.modes is None:
+            return list(MODES[setup])
+        allowed = MODES[setup] + [m for m in EXTRA_MODES if setup != "P"]
+        return [m for m in self.a.modes if m in allowed]
 
     def elapsed(self):
         return time.monotonic() - self.t0
-
-    def start_stallwatch(self):
-        """stallwatch.c on every CPU for the whole run: the moments a virtual CPU was off its host
-        CPU, so that the analysis can tell which requests a stall of the VM hit."""
-        exe, self.watch_out = os.path.join(self.tmp, "stallwatch"), os.path.join(self.tmp, "stallwatch.json")
-        self.watch = None
-        try:
-            subprocess.run(["gcc", "-O2", "-pthread", "-o", exe, os.path.join(HERE, "stallwatch.c")],
-                           check=True, capture_output=True, text=True)
-            # Gaps from 5 ms are kept; analyze.py drops those under 12 ms when the watcher could not
-            # run real-time (a spinning thread then delays it by a scheduler slice, ~6 ms).
-            # It watches the CPUs it may run on: this run's slice.
-            self.watch = subprocess.Popen([exe, self.watch_out, "1000", "5000"], stderr=self.log,
-                                          preexec_fn=lambda: os.sched_setaffinity(0, SLICE_CPUS))
-        except (OSError, subprocess.CalledProcessError) as e:
-            self.raw["notes"].append(f"stallwatch not run: {e}")
-
-    def stop_stallwatch(self):
-        if self.watch is None:
-            return
-        self.watch.terminate()
-        try:
-            self.watch.wait(timeout=10)
-            with open(self.watch_out) as f:
-                self.raw["stallwatch"] = json.load(f)
-            gaps = self.raw["stallwatch"]["gaps"]
-            self.say(f"stallwatch: {len(gaps)} gaps of a CPU over 5 ms "
-                     f"(fifo {self.raw['stallwatch']['fifo']}; longest "
-                     f"{max((g[2] - g[1] for g in gaps), default=0) * 1e3:.1f} ms)")
-        except (OSError, ValueError, subprocess.TimeoutExpired) as e:
-            self.raw["notes"].append(f"stallwatch lost: {e}")
-        self.save()
 
     def say(self, msg):
         print(f"[{self.elapsed():6.1f} s] {msg}", flush=True)
@@ -320,386 +503,49 @@ class Matrix:
         self.raw["records"].append(rec)
         self.save()
 
-    # --- processes -------------------------------------------------------------------------
 
-    def wrapper(self, setup, mode, role):
-        if mode in ("native", "native-split") or ONE_SIDED.get(mode) == role:
-            return []
-        pol = ["--policy", self.a.policy] if self.a.policy else []
-        if mode == "baton-sms":
-            # Nothing held (no scheduler); BE's normal-priority streams on BE_SMS SMs.
-            prio = [] if setup == "P" else ["--priority", "0"]
-            return ["env", "BATON_SCHEDULER=app", self.baton, "run", *prio, "--sms", self.a.be_sms, "--"]
-        if mode == "baton-reserve" and role == "be":
-            return [self.baton, "run", *pol, "--priority", "0", "--sms", self.a.be_sms, "--"]
-        if setup == "P":
-            block = ["env", "BATON_MAX_BUFFERED=1"] if mode == "baton-block" else []
-            return [*block, self.baton, "run", "--local", *pol, "--"]
-        prio = ["--priority", "10" if role == "hp" else "0"]
-        if mode == "baton-low" and role == "be":
-            return ["env", "CUDA_MPS_CLIENT_PRIORITY=1", self.baton, "run", *prio, "--"]
-        if mode == "baton-unmeasured" and role == "be":
-            return ["env", "BATON_COMMAND_TIME=off", self.baton, "run", *prio, "--"]
-        lvl = ["--level", "3"] if (mode == "baton-l3" and role == "be") else []
-        lvl += ["--yield"] if (mode == "baton-yield" and role == "be") else []
-        lvl += ["--hold"] if (mode == "baton-hold" and role == "be") else []
-        lvl += ["--threshold", "2", "--batch", "1"] if (mode == "baton-w2" and role == "be") else []
-        lvl += ["--threshold", "256", "--batch", "32"] if (mode == "baton-w256" and role == "be") else []
-        return [self.baton, "run", *prio, *lvl, "--"]
-
-    def start(self, setup, env):
-        """The setup's warm workers: {(role, mode): Worker}; in P one worker plays both roles."""
-        me = [sys.executable, WORKER]
-        ws = {}
-
-        def worker(mode, role):
-            return Worker(f"{setup}/{mode}/{role}", self.wrapper(setup, mode, role) + me + [role],
-                          with_cpus(env, HP_CPUS if role == "hp" else BE_CPUS), self.log)
-        for mode in self.modes(setup):
-            if setup == "P":
-                penv = dict(env, MATRIX_BE_DEVICE=SPLIT_DEVICE) if mode == "native-split" else env
-                w = Worker(f"P/{mode}", self.wrapper(setup, mode, "hp") + me + ["both"],
-                           with_cpus(penv, BOTH_CPUS), self.log)
-                ws[("hp", mode)] = ws[("be", mode)] = w
-                continue
-            if mode in ONE_SIDED:
-                native = ONE_SIDED[mode]
-                ws[(native, mode)] = ws[(native, "native")]
-                baton = "be" if native == "hp" else "hp"
-                ws[(baton, mode)] = worker(mode, baton)
-                continue
-            if mode not in SHARED_HP:
-                ws[("hp", mode)] = worker(mode, "hp")
-            ws[("be", mode)] = worker(mode, "be")
-        for extra in SHARED_HP:
-            if ("be", extra) in ws and setup != "P":
-                ws[("hp", extra)] = ws[("hp", "baton")]
-        if not self.raw["busy"]:
-            # HP's GPU-busy share is measured in a process of its own, closed afterwards: the
-            # profiler's CUDA activity tracing slows every later launch of the process it ran in.
-            ws[("busy", "native")] = Worker("busy", me + ["hp" if setup != "P" else "both"],
-                                            with_cpus(env, HP_CPUS if setup != "P" else BOTH_CPUS), self.log)
-        for w in {id(w): w for w in ws.values() if w}.values():
-            info = w.ready(300)
-            self.say(f"{w.name} ready (pid {info['pid']}, baton={info['baton']})")
-            # Which process each exit report (BATON_REPORT=DIR/reports/) belongs to.
-            self.raw.setdefault("workers", {})[w.name] = {"pid": info["pid"], "baton": info["baton"]}
-        self.save()
-        return ws
-
-    def modes(self, setup):
-        if self.a.modes is None:
-            return list(MODES[setup])
-        return [m for m in MODES[setup] + EXTRA_MODES[setup] if m in self.a.modes]
-
-    def start_daemon(self, env):
-        """A daemon running --policy, which `baton run` then finds instead of starting one."""
-        subprocess.Popen([self.baton, "daemon", "--policy", self.a.policy, "--idle-exit", "600"], env=env,
-                         stdout=subprocess.DEVNULL, stderr=self.log)
-        for _ in range(200):
-            if subprocess.run([self.baton, "list", "--json"], env=env, capture_output=True).returncode == 0:
-                return
-            time.sleep(0.05)
-        raise WorkerError(f"baton daemon --policy {self.a.policy} did not answer")
-
-    def stop_daemon(self):
-        subprocess.run([self.baton, "daemon", "--stop"], env=self.env, capture_output=True)
-
-    def mps(self, on):
-        return mps(self.tmp, self.env, on)
-
-    # --- measurements ----------------------------------------------------------------------
-
-    def n_of(self, hp):
-        return {"R": self.a.n_r, "B": self.a.n_b, "D": self.a.n_d}[hp]
-
-    def serve(self, w, hp):
-        st = steal_s()
-        r = w.call(600, cmd="hp", hp=hp, n=self.n_of(hp), warmup=2 if hp == "D" else 10, think_mode=self.a.think)
-        st2 = steal_s()
-        if st is not None and st2 is not None:
-            r["steal_s"] = round(st2 - st, 3)
-        return r
-
-    def measure_busy(self, w):
-        try:
-            self._measure_busy(w)
-        finally:
-            w.close()
-
-    def _measure_busy(self, w):
-        for hp in self.a.hps:
-            try:
-                r = w.call(300, cmd="busy", hp=hp, n=4 if hp == "D" else 60, think_mode=self.a.think)
-                self.raw["busy"][hp] = r
-                self.say(f"busy {hp}: {r['busy']:.3f} ({r['kernel_s']:.3f} s of {r['wall_s']:.3f} s)")
-            except WorkerError as e:
-                self.raw["notes"].append(f"busy {hp}: {e}")
-                self.say(f"busy {hp}: failed: {e}")
-        self.save()
-
-    def alone(self, setup, mode, rep, w):
-        for hp in self.a.hps:
-            base = {"kind": "alone", "setup": setup, "mode": mode, "rep": rep, "hp": hp, "n": self.n_of(hp)}
-            try:
-                r = self.serve(w, hp)
-                self.record({**base, **r})
-                self.say(f"{setup} rep {rep} alone {mode:8} {hp}: p50 {analyze.pct(r['lat_ms'], .5):8.3f} "
-                         f"p99 {analyze.pct(r['lat_ms'], .99):8.3f} ms")
-            except WorkerError as e:
-                self.record({**base, "error": str(e)})
-                self.say(f"{setup} rep {rep} alone {mode} {hp}: {e}")
-
-    def be_alone(self, setup, rep, w):
-        for be in self.a.bes:
-            base = {"kind": "be_alone", "setup": setup, "mode": "native", "rep": rep, "be": be}
-            try:
-                t = w.call(60, cmd="flood", be=be)["t_start"]
-                time.sleep(BE_ALONE_S)
-                t_end = time.monotonic()
-                r = w.call(120, cmd="stop")
-                if "error" in r:
-                    raise WorkerError(r["error"])
-                ramp = min(0.5, BE_ALONE_S / 4)   # the first steps fill the pipeline
-                rate = analyze.steady_rate(r["log"], t + ramp, t_end)
-                self.record({**base, "rate": rate, "unit": r["unit"], "seconds": t_end - t - ramp})
-                self.say(f"{setup} rep {rep} BE alone {be}: {rate:.1f} {r['unit']}/s")
-            except WorkerError as e:
-                self.record({**base, "error": str(e)})
-                self.say(f"{setup} rep {rep} BE alone {be}: {e}")
-
-    def paired(self, setup, mode, rep, be, hp, hpw, bew, natw):
-        """HP alone (natively) and co-located in alternating phases of n / --phases requests,
-        BE flooding only in the co-located ones, so that both sides of the ratio see the same
-        moments of a machine whose speed drifts; recorded as a co-located measurement and its
-        own alone baseline (kind `alone_paired`). With --phase-by pause (the default) BE floods
-        once and is paused (launches stop, its work drains) for every alone phase; with
-        `restart` it is stopped and started again, which a training job does not survive."""
-        k, by = self.a.phases, self.a.phase_by
-        per = max(1, self.n_of(hp) // k)
-        alone, co, windows, err, log = [], [], [], None, None
-        alone_t0, co_t0 = [], []
-        try:
-            if by == "pause":
-                bew.call(60, cmd="flood", be=be)
-                bew.call(180, cmd="pause")
-            for _ in range(k):
-                a = natw.call(600, cmd="hp", hp=hp, n=per, warmup=2, think_mode=self.a.think)
-                alone += a["lat_ms"]
-                alone_t0 += a.get("t0_s", [])
-                bew.call(60, cmd="flood" if by == "restart" else "resume", be=be)
-                # As in a whole co-located measurement: BE's first steps fill its pipeline.
-                time.sleep(RAMP_S if by == "restart" else PHASE_RAMP_S)
-                c = hpw.call(600, cmd="hp", hp=hp, n=per, warmup=2, think_mode=self.a.think)
-                co += c["lat_ms"]
-                co_t0 += c.get("t0_s", [])
-                windows.append((c["t_first"], c["t_last"]))
-                if by == "restart":
-                    log = self.phase_stop(bew, log)
-                else:
-                    bew.call(180, cmd="pause")
-            if by == "pause":
-                log = self.phase_stop(bew, log)
-        except WorkerError as e:
-            err = str(e)
-            if log is None:
-                try:
-                    self.phase_stop(bew, None)
-                except WorkerError:
-                    pass
-        base = {"setup": setup, "mode": mode, "rep": rep, "hp": hp, "be": be, "n": per * k, "phases": k,
-                "phase_by": by}
-        self.record({**base, "kind": "alone_paired", "lat_ms": alone, "t0_s": alone_t0,
-                     **({"error": err} if err else {})})
-        rec = {**base, "kind": "coloc", "lat_ms": co, "t0_s": co_t0,
-               "t_first": windows[0][0] if windows else None, "t_last": windows[-1][1] if windows else None}
-        if not err:
-            units, secs, covered = 0.0, 0.0, True
-            for t0, t1 in windows:
-                w = analyze.window_progress(log["log"], t0, t1)
-                covered = covered and w["covered"]
-                units += w["units"] or 0.0
-                secs += t1 - t0
-            rec.update(be_units=units, be_rate=units / secs if secs > 0 else None, be_covered=covered,
-                       be_unit=log["unit"])
-            self.say(f"{setup} rep {rep} {mode:8} {hp}+{be}: p99 {analyze.pct(co, .99):8.3f} ms against "
-                     f"{analyze.pct(alone, .99):8.3f} alone, in {k} phases; BE {rec['be_rate'] or 0:8.1f} "
-                     f"{log['unit']}/s{'' if covered else ' (BE did not cover the window)'}")
-        else:
-            rec["error"] = err
-            self.say(f"{setup} rep {rep} {mode} {hp}+{be} (phased): {err}")
-        self.record(rec)
-
-    @staticmethod
-    def phase_stop(bew, log):
-        """Stops the flood and joins its log to LOG (one per phase when restarting)."""
-        r = bew.call(180, cmd="stop")
-        if r.get("error"):
-            raise WorkerError("BE: " + r["error"])
-        if log is None:
-            return r
-        return {"log": log["log"] + r["log"], "unit": r["unit"]}
-
-    def coloc(self, setup, mode, rep, be, hpw, bew, natw):
-        phased = [h for h in self.a.hps if self.a.phases > 1 and h in self.a.phased and be in self.a.phased_bes]
-        for hp in phased:
-            self.paired(setup, mode, rep, be, hp, hpw, bew, natw)
-        rest = [h for h in self.a.hps if h not in phased]
-        if not rest:
-            return
-        results, err = {}, None
-        try:
-            bew.call(60, cmd="flood", be=be)
-            time.sleep(RAMP_S)
-            for hp in rest:
-                try:
-                    results[hp] = self.serve(hpw, hp)
-                except WorkerError as e:
-                    results[hp] = {"error": str(e)}
-            log = bew.call(180, cmd="stop")
-        except WorkerError as e:
-            err, log = str(e), {"log": [], "unit": None}
-        for hp in rest:
-            r = results.get(hp, {"error": err or "not run"})
-            rec = {"kind": "coloc", "setup": setup, "mode": mode, "rep": rep, "hp": hp, "be": be,
-                   "n": self.n_of(hp), **r}
-            if "error" not in r:
-                w = analyze.window_progress(log["log"], r["t_first"], r["t_last"])
-                rec.update(be_units=w["units"], be_rate=w["rate"], be_covered=w["covered"], be_unit=log["unit"])
-                if log.get("error"):
-                    rec["error"] = "BE: " + log["error"]
-                self.say(f"{setup} rep {rep} {mode:8} {hp}+{be}: p50 {analyze.pct(r['lat_ms'], .5):8.3f} "
-                         f"p99 {analyze.pct(r['lat_ms'], .99):8.3f} ms; BE {w['rate'] or 0:8.1f} "
-                         f"{log['unit']}/s{'' if w['covered'] else ' (BE did not cover the window)'}")
-            else:
-                self.say(f"{setup} rep {rep} {mode} {hp}+{be}: {r['error']}")
-            self.record(rec)
-        # The BE's timeline, thinned to ~20 points a second, for pictures and checks.
-        self.raw.setdefault("be_logs", []).append(
-            {"setup": setup, "mode": mode, "rep": rep, "be": be, "unit": log["unit"],
-             "log": analyze.thin(log["log"], 0.05)})
-
-    # --- the run ---------------------------------------------------------------------------
-
-    def run_setup(self, setup):
-        env = self.env
-        if setup == "M":
-            env = self.mps(True)
-        ws = {}
-        try:
-            self.say(f"setup {setup}: starting workers")
-            if self.a.policy and setup != "P":
-                self.start_daemon(env)
-            ws = self.start(setup, env)
-            if ("busy", "native") in ws:
-                self.measure_busy(ws.pop(("busy", "native")))
-            modes = self.modes(setup)
-            for rep in range(self.a.first_rep, self.a.first_rep + self.a.repeats):
-                t_block = time.monotonic()
-                need = max(self.block_s) if self.block_s else 0
-                if self.elapsed() + need > self.a.budget_s:
-                    self.raw["skipped"].append({"setup": setup, "rep": rep,
-                                                "reason": f"budget: {self.elapsed():.0f} s spent, a repeat takes ~{need:.0f} s"})
-                    self.say(f"setup {setup}: repeat {rep} skipped (budget)")
-                    self.save()
-                    continue
-                for mode in analyze.rotate([m for m in ALONE_MODES[setup] if m in modes], rep):
-                    self.alone(setup, mode, rep, ws[("hp", mode)])
-                self.be_alone(setup, rep, ws[("be", "native")])
-                for be in self.a.bes:
-                    for mode in analyze.rotate(modes, rep):
-                        self.coloc(setup, mode, rep, be, ws[("hp", mode)], ws[("be", mode)], ws[("hp", "native")])
-                self.block_s.append(time.monotonic() - t_block)
-                self.say(f"setup {setup}: repeat {rep} took {self.block_s[-1]:.0f} s")
-        finally:
-            for w in {id(w): w for w in ws.values() if w}.values():
-                w.close()
-            self.stop_daemon()
-            if setup == "M":
-                self.mps(False)
-            self.save()
-
-
-def main():
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
-    p.add_argument("--quick", action="store_true", help="one repeat, R and D only")
     p.add_argument("--setups", default="S,M,P")
-    p.add_argument("--hps", default=None, help="default R,B,D (quick: R,D)")
-    p.add_argument("--bes", default="G,T")
-    p.add_argument("--repeats", type=int, default=None, help="default 3 (quick: 1)")
+    p.add_argument("--services", default=",".join(SERVICES))
+    p.add_argument("--jobs", default=",".join(JOBS))
+    p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--first-rep", type=int, default=0,
-                   help="number the repeats from here (their mode order rotates by it): more repeats "
-                        "of a setup in another run, merged by analyze.py")
-    p.add_argument("--n-r", type=int, default=300)
-    p.add_argument("--n-b", type=int, default=300)
-    p.add_argument("--n-d", type=int, default=30)
-    p.add_argument("--think", default="hybrid", choices=["hybrid", "spin", "sleep"],
-                   help="how HP spends its think time (workers.py): hybrid, asleep but awake for its last "
-                        "millisecond (the committed matrix's method); spin, awake throughout; sleep")
-    p.add_argument("--phases", type=int, default=1,
-                   help="measure the services in --phased as alternating alone/co-located phases of "
-                        "n/PHASES requests each (1: the committed matrix's method, alone once per repeat)")
-    p.add_argument("--phased", default="R,B", help="the services --phases applies to")
-    p.add_argument("--phased-bes", default="G,T", help="the jobs --phases applies to")
-    p.add_argument("--phase-by", default="pause", choices=["pause", "restart"],
-                   help="how BE leaves the alone phases: pause (it stops launching and drains, then "
-                        "goes on: no restart) or restart (stopped and started again each phase: the "
-                        "guard/ runs' method; a training job makes little progress for seconds after a "
-                        "start, so use --phased-bes G with it)")
-    p.add_argument("--policy", default=None,
-                   help="the policy Baton's modes run (default: Baton's default policy)")
-    p.add_argument("--modes", default=None,
-                   help="only these modes (default: every mode of each setup: native, baton, and baton-l3 in S)")
-    p.add_argument("--be-sms", default=BE_SMS,
-                   help="SMs left to BE in baton-sms and baton-reserve (default $MATRIX_BE_SMS or 112)")
-    p.add_argument("--alone-modes", default=None,
-                   help="the modes HP alone is measured in, every setup (default: native and baton in S, "
-                        "native elsewhere); baton in M or P gives Baton's own cost there")
-    p.add_argument("--budget-s", type=float, default=570,
+                   help="number the repeats from here (the mode order and the arrival seeds follow it)")
+    p.add_argument("--samples", type=int, default=1000, help="latency samples per measurement (Dg: tokens)")
+    p.add_argument("--cap", type=float, default=3.0,
+                   help="stop starting requests past this many times a measurement's planned span")
+    p.add_argument("--unpinned", action="store_true", help="one more repeat of S and M with nothing pinned")
+    p.add_argument("--modes", default=None, help="only these modes, in this order (native among them)")
+    p.add_argument("--budget-s", type=float, default=560,
                    help="no repeat starts that would not end within this many seconds of the start")
-    a = p.parse_args()
+    a = p.parse_args(argv)
     a.setups = [s for s in a.setups.split(",") if s]
-    a.hps = (a.hps or ("R,D" if a.quick else "R,B,D")).split(",")
-    a.bes = a.bes.split(",")
-    a.repeats = a.repeats or (1 if a.quick else 3)
-    a.phased = a.phased.split(",")
-    a.phased_bes = a.phased_bes.split(",")
+    a.services = [s for s in a.services.split(",") if s]
+    a.jobs = [j for j in a.jobs.split(",") if j]
     a.modes = a.modes.split(",") if a.modes else None
-    if a.alone_modes:
-        for setup in ALONE_MODES:
-            ALONE_MODES[setup] = a.alone_modes.split(",")
+    bad = [s for s in a.setups if s not in MODES] + [s for s in a.services if s not in SERVICES] + \
+          [j for j in a.jobs if j not in JOBS] + \
+          [m for m in a.modes or [] if m not in MODES["P"] and m not in BATON_MODES and m not in EXTRA_MODES]
+    if bad:
+        p.error(f"unknown setup, service, job or mode: {', '.join(bad)}")
     if a.modes is not None and "native" not in a.modes:
         p.error("--modes must include native: every ratio is against it")
-    for extra in SHARED_HP:
-        if a.modes is not None and extra in a.modes and "baton" not in a.modes:
-            p.error(f"--modes: {extra} needs baton (they share the service's process)")
-    bad = [s for s in a.setups if s not in MODES] + [h for h in a.hps if h not in "RBD"] + \
-          [b for b in a.bes if b not in "GT"]
-    if bad:
-        p.error(f"unknown setup, service or job: {', '.join(bad)}")
     os.makedirs(a.out, exist_ok=True)
-    # Everything this script starts inherits this: the daemon (started by the first `baton
-    # run`, before it becomes its worker) and the MPS control daemon run off the roles' cores,
-    # inside the slice; each worker pins itself to its role's cores (workers.py).
-    if BOTH_CPUS:
-        os.sched_setaffinity(0, REST_CPUS)
+    os.sched_setaffinity(0, REST_CPUS)
     m = Matrix(a)
     if not os.access(m.baton, os.X_OK):
         p.error(f"no baton executable at {m.baton} (set BATON_BIN)")
-    m.say(f"machine: {m.raw['machine']}; commit {m.raw['commit']}; setups {a.setups}, "
-          f"services {a.hps}, jobs {a.bes}, {a.repeats} repeat(s)")
-    m.start_stallwatch()
-    try:
-        for setup in a.setups:
-            try:
-                m.run_setup(setup)
-            except Exception as e:  # noqa: BLE001 (the other setups still run; the raw file says why)
-                m.raw["notes"].append(f"setup {setup} aborted: {e!r}")
-                m.say(f"setup {setup} aborted: {e!r}")
-                m.save()
-    finally:
-        m.stop_stallwatch()
+    m.say(f"machine: {m.raw['machine']}; commit {m.raw['commit']}; setups {a.setups}, services "
+          f"{a.services}, jobs {a.jobs}, {a.repeats} repeat(s){' + unpinned' if a.unpinned else ''}")
+    for setup in a.setups:
+        try:
+            Part(m, setup).run()
+        except Exception as e:  # noqa: BLE001 (the other setups still run; the raw file says why)
+            m.raw["notes"].append(f"setup {setup} aborted: {e!r}")
+            m.say(f"setup {setup} aborted: {e!r}")
+            m.save()
     m.say("done; analysing")
     analyze.main([a.out])
 

@@ -9,7 +9,7 @@ MATRIX_SLICE=K/N: its own GPU, its own N-th of the physical cores with all their
 stalls), its own daemon socket and MPS control daemon (both under
 its own temporary directory). Every ratio the matrix reports is taken inside one part (each
 repeat measures its own alone baselines), so parts never compare across GPUs. The parts' raw
-files are copied into DIR (their names must differ: give the parts different --setups, --bes
+files are copied into DIR (their names must differ: give the parts different --setups, --jobs
 or --first-rep) and analyze.py reads them all. --pack writes DIR as one compressed archive too
 (the device tool brings back few files)."""
 import argparse, glob, os, shlex, shutil, subprocess, sys, tarfile, time
@@ -88,7 +88,7 @@ def main(argv=None):
             name = os.path.basename(raw)
             if name in seen:
                 sys.exit(f"parts {seen[name]} and {k} both wrote {name}: give them different "
-                         "--setups, --bes or --first-rep")
+                         "--setups, --jobs or --first-rep")
             seen[name] = k
             shutil.copy(raw, os.path.join(a.out, name))
     if seen:

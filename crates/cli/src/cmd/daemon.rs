@@ -76,6 +76,11 @@ pub struct DaemonArgs {
     /// held back as any other) [default: $BATON_SHORT_COMMAND_US, else 250].
     #[arg(long, value_name = "US")]
     short_command_us: Option<u64>,
+    /// How long (µs) a program's queue that finished its work still holds less urgent work
+    /// back, so that the next request or token of a burst does not wait behind work started
+    /// in the gap (0: not at all).
+    #[arg(long, value_name = "US")]
+    linger_us: Option<u64>,
     /// Exit once no program has been scheduled for this many seconds (how `baton run`
     /// starts the daemon it needs).
     #[arg(long, value_name = "S", hide = true)]
@@ -128,6 +133,7 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
         },
     };
     cfg.short_command = short.map(Duration::from_micros);
+    cfg.linger = args.linger_us.map(Duration::from_micros);
     if args.kubernetes {
         let node = args
             .kubernetes_node

@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+"""The co-location matrix's GPU workers: long-lived processes that matrix.py drives, one JSON
+object per line (commands on stdin, answers on the process's original stdout; whatever the
+libraries print goes to stderr).
+
+  services.py hp     the services Rg, Dg and Be, loaded, captured and warmed up
+  services.py be     the jobs G and T, loaded and warmed up
+  services.py both   all of them in one process (setup P): the services on a high-priority
+                     stream from the main thread, the job in a thread on a normal-priority
+                     stream; MATRIX_BE_DEVICE=cuda:1 puts the job's work on a second GPU, so
+                     the two share the process (interpreter, CPUs, runtime) and not the GPU
+
+Services (random weights, nothing downloaded), each request served as serving engines do:
+  Rg  ResNet-50 fp16, batch 8, captured once as one CUDA graph and replayed per request
+  Dg  a GPT-2-shaped decoder (MATRIX_DG_SHAPE="layers,width,heads", default 36,1280,20: the
+      shape of GPT-2-large) fp16, batch 4, over a static KV cache: a 32-token prompt (one
+      prefill graph), then 63 greedy steps (one replay of the step graph each); the sampled
+      tokens are copied to the host after every step, as a server streams them. Every one of
+      the 64 tokens is a sample (inter-token latency)
+  Be  BERT-base fp16, batch 1, sequence 128, eager: the launch-bound control
+Jobs: G bf16 8192x8192x8192 GEMMs back to back (unit: TFLOP); T ResNet-50 fp32 training,
+batch 64, SGD (unit: images).
+
+Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every process):
+  {"cmd": "time", "hp": H, "n": N} -> {"ms": [...]}
+      N requests back to back after a warm-up, each one's time alone
+  {"cmd": "serve", "hp": H, "rate": R, "n": N, "seed": S, "cap_s": C}
+      -> {"lat_ms": [...], "censored": K, "t_first": T, "t_last": T, "requests": Q}
+      open loop: N requests (Dg: N tokens, in requests of 64) planned at Poisson arrivals of
+      rate R per second (exponential gaps from the seed), the first 20 ms from now; a request
+      starts at its planned arrival or, when the service is behind, as soon as the one before
+      it ends. Latency counts from the planned arrival, so queueing is in it; a Dg token after
+      a request's first counts from the token before it. Past C seconds from the first
+      arrival, requests not yet started are not run: each one already planned by then is one
+      sample of (then - its planned arrival), a lower bound, counted in `censored`
+  {"cmd": "busy", "hp": H, "rate": R, "n": N} -> {"busy": F, "kernel_s": K, "wall_s": W}
+      the service's GPU-busy share at that rate: the union of its kernel and copy time over
+      wall time, from the CUDA activity the profiler records (run it in a process of its own:
+      the profiler slows later launches of the process it ran in)
+  {"cmd": "flood", "be": J} -> {"t_start": T}     the job runs in a thread until "stop"
+  {"cmd": "stop"} -> {"log": [[t, units], ...], "unit": U}   one entry per completed step
+  {"cmd": "quit"}
+"""
+import gc, json, os, random, resource, sys, threading, time
+
+ROLE = sys.argv[1] if len(sys.argv) > 1 else ""
+if ROLE not in ("hp", "be", "both"):
+    sys.exit(__doc__)
+
+# The protocol keeps the original stdout; whatever the libraries print goes to stderr.
+PROTO = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+
+# CPU placement, set before CUDA starts any thread (they inherit it): the matrix gives each
+# role cores of its own.
+_cpus = os.environ.get("MATRIX_CPUS")
+if _cpus:
+    os.sched_setaffinity(0, {int(c) for c in _cpus.split(",")})
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from resnet_workload import resnet50  # noqa: E402
+
+DEV = torch.device("cuda")
+# Tokens of a Dg request, and of its prompt.
+DG_TOKENS, DG_PROMPT, DG_BATCH = 64, 32, 4
+# The first planned arrival, from the command.
+LEAD_S = 0.02
+
+
+def answer(obj):
+    PROTO.write(json.dumps(obj) + "\n")
+    PROTO.flush()
+
+
+def wait_until(t):
+    """Returns at monotonic time T: asleep until the last 1.5 ms, then awake (yielding the
+    CPU), so the request starts on time rather than a scheduler tick late."""
+    while True:
+        left = t - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(left - 0.0015 if left > 0.002 else 0)
+
+
+class Block(nn.Module):
+    """One pre-norm decoder layer over a static KV cache of `ctx` positions."""
+
+    def __init__(self, width, heads, batch, ctx):
+        super().__init__()
+        self.heads, self.dh = heads, width // heads
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.fc, self.out = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+        self.register_buffer("k", torch.zeros(batch, heads, ctx, self.dh))
+        self.register_buffer("v", torch.zeros(batch, heads, ctx, self.dh))
+
+    def forward(self, x, pos, mask):
+        b, t, w = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, self.dh).permute(2, 0, 3, 1, 4)
+        self.k.index_copy_(2, pos, k)
+        self.v.index_copy_(2, pos, v)
+        a = F.scaled_dot_product_attention(q, self.k, self.v, attn_mask=mask)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, w))
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class Decoder(nn.Module):
+    """GPT-2's layout with a static KV cache: `forward(tokens, pos)` writes the cache at
+    positions `pos` and returns the greedy next token of each sequence."""
+
+    def __init__(self, layers, width, heads, batch, ctx, vocab=50257):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(ctx, width)
+        self.blocks = nn.ModuleList(Block(width, heads, batch, ctx) for _ in range(layers))
+        self.lnf = nn.LayerNorm(width)
+        self.register_buffer("cols", torch.arange(ctx))
+
+    def forward(self, tokens, pos):
+        x = self.wte(tokens) + self.wpe(pos)[None]
+        mask = (self.cols[None, :] <= pos[:, None])[None, None]
+        for blk in self.blocks:
+            x = blk(x, pos, mask)
+        return (self.lnf(x[:, -1]) @ self.wte.weight.T).argmax(-1)
+
+
+def capture(stream, fn):
+    """`fn` captured as one CUDA graph on STREAM (after warm-up runs there)."""
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    stream.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=stream):
+        fn()
+    stream.synchronize()
+    return g
+
+
+class Service:
+    """A service: `request(on_token)` serves one request on its stream and calls `on_token()`
+    when each token (one for Rg and Be) has reached the host; `tokens` per request."""
+
+    def __init__(self, request, tokens):
+        self.request, self.tokens = request, tokens
+
+
+def build_services(stream):
+    from transformers import BertConfig, BertModel
+    torch.manual_seed(0)
+    out = {}
+    with torch.no_grad():
+        r = resnet50().to(DEV).half().eval()
+        rx = torch.randn(8, 3, 224, 224, device=DEV, dtype=torch.half)
+        rg = capture(stream, lambda: r(rx))
+
+        def rg_request(on_token):
+            with torch.cuda.stream(stream):
+                rg.replay()
+            stream.synchronize()
+            on_token()
+        out["Rg"] = Service(rg_request, 1)
+
+        layers, width, heads = (int(x) for x in os.environ.get("MATRIX_DG_SHAPE", "36,1280,20").split(","))
+        ctx = DG_PROMPT + DG_TOKENS
+        with torch.device(DEV):
+            d = Decoder(layers, width, heads, DG_BATCH, ctx)
+        for p in d.parameters():
+            if p.dim() >= 2:
+                nn.init.normal_(p, std=0.02)
+        d = d.half().eval()
+        prompt = torch.randint(0, 50000, (DG_BATCH, DG_PROMPT), device=DEV)
+        prompt_pos = torch.arange(DG_PROMPT, device=DEV)
+        tok = torch.zeros(DG_BATCH, 1, dtype=torch.long, device=DEV)
+        pos = torch.zeros(1, dtype=torch.long, device=DEV)
+        host = torch.zeros(DG_BATCH, 1, dtype=torch.long).pin_memory()
+
+        def prefill():
+            tok.copy_(d(prompt, prompt_pos)[:, None])
+            pos.fill_(DG_PROMPT)
+
+        def step():
+            tok.copy_(d(tok, pos)[:, None])
+            pos.add_(1)
+        g_prefill, g_step = capture(stream, prefill), capture(stream, step)
+        done = torch.cuda.Event()
+
+        def dg_request(on_token):
+            with torch.cuda.stream(stream):
+                for i in range(DG_TOKENS):
+                    (g_prefill if i == 0 else g_step).replay()
+                    host.copy_(tok, non_blocking=True)
+                    done.record(stream)
+                    done.synchronize()
+                    on_token()
+        out["Dg"] = Service(dg_request, DG_TOKENS)
+
+        with torch.cuda.stream(stream):
+            b = BertModel(BertConfig(), add_pooling_layer=False).to(DEV).half().eval()
+        bx = torch.randint(0, 30000, (1, 128), device=DEV)
+
+        def be_request(on_token):
+            with torch.cuda.stream(stream):
+                b(input_ids=bx)
+            stream.synchronize()
+            on_token()
+        out["Be"] = Service(be_request, 1)
+        for s in out.values():
+            for _ in range(5):
+                s.request(lambda: None)
+    return out
+
+
+def build_jobs(stream, dev):
+    """The jobs on DEV: name -> (step, units per step, steps in flight, unit)."""
+    torch.manual_seed(1)
+    jobs = {}
+    with torch.cuda.stream(stream):
+        n = 8192
+        p = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+        q = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+        jobs["G"] = (lambda: torch.mm(p, q), 2 * n ** 3 / 1e12, 4, "TFLOP")
+
+        torch.backends.cudnn.benchmark = True
+        m = resnet50().to(dev).train()
+        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+        x = torch.randn(64, 3, 224, 224, device=dev)
+        y = torch.randint(0, 1000, (64,), device=dev)
+        lossf = nn.CrossEntropyLoss()
+
+        def train_step():
+            loss = lossf(m(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        jobs["T"] = (train_step, 64.0, 2, "images")
+        for step, *_ in jobs.values():
+            for _ in range(5):
+                step()
+    stream.synchronize()
+    return jobs
+
+
+def arrivals(rate, count, seed):
+    """COUNT planned arrival offsets (seconds) of a Poisson process of RATE per second."""
+    rng, t, out = random.Random(seed), 0.0, []
+    for _ in range(count):
+        t += rng.expovariate(rate)
+        out.append(t)
+    return out
+
+
+class Worker:
+    def __init__(self, role):
+        self.services, self.jobs = {}, {}
+        job_dev = torch.device(os.environ.get("MATRIX_BE_DEVICE", "cuda")) if role == "both" else DEV
+        if (job_dev.index or 0) >= torch.cuda.device_count():
+            raise SystemExit(f"MATRIX_BE_DEVICE={job_dev}: this process sees {torch.cuda.device_count()} GPU(s)")
+        # In one process the service's stream is the more urgent one, as serving code asks.
+        self.hs = torch.cuda.Stream(priority=-1 if role == "both" else 0)
+        self.bs = torch.cuda.Stream(device=job_dev, priority=0)
+        if role in ("hp", "both"):
+            self.services = build_services(self.hs)
+        if role in ("be", "both"):
+            self.jobs = build_jobs(self.bs, job_dev)
+        self.thread, self.stop_flag, self.log, self.unit, self.error = None, None, [], "", None
+
+    def time(self, name, n):
+        s, out = self.services[name], []
+        with torch.no_grad():
+            for _ in range(3):
+                s.request(lambda: None)
+            for _ in range(n):
+                t0 = time.monotonic()
+                s.request(lambda: None)
+                out.append((time.monotonic() - t0) * 1e3)
+        return {"ms": [round(v, 4) for v in out]}
+
+    def serve(self, name, rate, n, seed, cap_s):
+        s = self.services[name]
+        planned = arrivals(rate, -(-n // s.tokens), seed)
+        lat, censored = [], 0
+        t0 = time.monotonic() + LEAD_S
+        cap = t0 + cap_s
+        t_first = t_last = None
+        gc.collect()
+        gc.disable()
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        try:
+            with torch.no_grad():
+                for i, at in enumerate(planned):
+                    arrival = t0 + at
+                    wait_until(arrival)
+                    now = time.monotonic()
+                    if now > cap:
+                        # Not run: every request planned by now is a lower bound.
+                        late = [t0 + a for a in planned[i:] if t0 + a <= now]
+                        lat += [(now - a) * 1e3 for a in late]
+                        censored = len(late)
+                        break
+                    t_first = now if t_first is None else t_first
+                    prev = [arrival]
+
+                    def on_token():
+                        t = time.monotonic()
+                        lat.append((t - prev[0]) * 1e3)
+                        prev[0] = t
+                    s.request(on_token)
+                    t_last = time.monotonic()
+        finally:
+            gc.enable()
+        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        return {"lat_ms": [round(v, 4) for v in lat], "censored": censored, "requests": len(planned),
+                "t_first": t_first, "t_last": t_last,
+                "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 4),
+                "invol_switches": ru1.ru_nivcsw - ru0.ru_nivcsw}
+
+    def busy(self, name, rate, n):
+        import tempfile
+        from torch.profiler import ProfilerActivity, profile
+        s = self.services[name]
+        planned = arrivals(rate, n, 12345)
+        with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+            s.request(lambda: None)
+            t0 = time.monotonic() + LEAD_S
+            for at in planned:
+                wait_until(t0 + at)
+                s.request(lambda: None)
+            wall = time.monotonic() - t0
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+        os.remove(path)
+        spans = sorted((e["ts"], e["ts"] + e.get("dur", 0)) for e in trace.get("traceEvents", [])
+                       if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+        # Only the timed requests: the last `wall` seconds of device activity.
+        if spans:
+            end = spans[-1][1]
+            spans = [(max(a, end - wall * 1e6), b) for a, b in spans if b > end - wall * 1e6]
+        busy_us, cur = 0.0, None
+        for a, b in spans:
+            if cur is None or a > cur[1]:
+                busy_us += 0 if cur is None else cur[1] - cur[0]
+                cur = [a, b]
+            else:
+                cur[1] = max(cur[1], b)
+        busy_us += 0 if cur is None else cur[1] - cur[0]
+        return {"busy": busy_us / 1e6 / wall, "kernel_s": busy_us / 1e6, "wall_s": wall}
+
+    def flood(self, name):
+        step, units, depth, unit = self.jobs[name]
+        self.stop_flag = threading.Event()
+        self.log, self.unit, self.error = [], unit, None
+        t_start = time.monotonic()
+
+        def loop():
+            log, done, inflight = [(t_start, 0.0)], 0, []
+            try:
+                with torch.cuda.stream(self.bs):
+                    while not self.stop_flag.is_set():
+                        step()
+                        ev = torch.cuda.Event()
+                        ev.record(self.bs)
+                        inflight.append(ev)
+                        if len(inflight) >= depth:
+                            inflight.pop(0).synchronize()
+                            done += 1
+                            log.append((time.monotonic(), done * units))
+                    for ev in inflight:
+                        ev.synchronize()
+                        done += 1
+                        log.append((time.monotonic(), done * units))
+            except Exception as e:  # noqa: BLE001 (reported to the controller)
+                self.error = repr(e)
+            self.log = log
+        self.thread = threading.Thread(target=loop, daemon=True)
+        self.thread.start()
+        return {"t_start": t_start}
+
+    def stop(self):
+        self.stop_flag.set()
+        self.thread.join()
+        out = {"log": [[round(t, 6), u] for t, u in self.log], "unit": self.unit}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def main():
+    w = Worker(ROLE)
+    answer({"ready": True, "pid": os.getpid(), "role": ROLE,
+            "baton": "baton" in os.environ.get("LD_PRELOAD", ""),
+            "gpu_mib": round(torch.cuda.max_memory_allocated() / 2 ** 20)})
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            cmd = req["cmd"]
+            if cmd == "quit":
+                answer({"ok": True})
+                break
+            if cmd == "time":
+                res = w.time(req["hp"], req["n"])
+            elif cmd == "serve":
+                res = w.serve(req["hp"], req["rate"], req["n"], req["seed"], req["cap_s"])
+            elif cmd == "busy":
+                res = w.busy(req["hp"], req["rate"], req["n"])
+            elif cmd == "flood":
+                res = w.flood(req["be"])
+            elif cmd == "stop":
+                res = w.stop()
+            else:
+                res = {"error": f"unknown command {cmd!r}"}
+        except Exception as e:  # noqa: BLE001 (the controller marks the measurement failed)
+            res = {"error": repr(e)}
+        answer(res)
+
+
+if __name__ == "__main__":
+    main()
