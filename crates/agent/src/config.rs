@@ -8,10 +8,12 @@
 //! | `BATON_THRESHOLD` (`XSCHED_AUTO_XQUEUE_THRESHOLD`) | commands in flight per queue | 16 |
 //! | `BATON_BATCH` (`XSCHED_AUTO_XQUEUE_BATCH_SIZE`) | commands between sync points | 8 |
 //! | `BATON_KEEP_WINDOW` | `on`: keep the launch window even for queues the policy cannot suspend now (bounds what a higher-priority process that starts later, or a higher-priority stream of this program on its first use, waits for) | off |
-//! | `BATON_YIELD_SLICE_US` | the time slice (µs) of a context none of whose queues runs freely (each suspended, or suspendable because a more urgent queue exists), at level 3 and when yielding (`BATON_YIELD`), 1–2000000 | 100 at level 3, else 500 |
-//! | `BATON_RUN_SLICE_US` | the time slice (µs) of a context Baton controls (level 3, or yielding) while one of its queues runs freely, 1–2000000 | the driver's (2048 on Hopper) |
-//! | `BATON_YIELD` | `on`, `off` or `auto`: under the daemon, give way to more urgent processes through the GPU instead of being held back (`baton run --yield`; `off`: `baton run --hold`). Without MPS, control each context's time slice at every level (the slice above while a more urgent queue exists) and tell the daemon the process yields (`Hint::Yielding`): the GPU's time slicing hands it over. Under MPS, keep the kernels of normal-priority streams to `BATON_YIELD_SMS` while a more urgent queue exists, each such stream telling the daemon so (`Hint::Confining`): the other processes' kernels find the rest of the SMs free. Either way other processes' work does not hold it back, and the process keeps the GPU's idle gaps. `auto`: on under MPS (where holding back launches leaves the kernels already in flight on every SM), off otherwise, where the process, below Level 3 and without `BATON_SMS`, tells the daemon it is time-sliced (`Hint::TimeSliced`): HPF does not hold it back for a more urgent process bound by its own launching | `auto` |
-//! | `BATON_YIELD_SMS` | under MPS, yielding: the SMs the kernels of normal-priority streams keep to while a more urgent queue exists, a number (`112`) or a share of the device's SMs (`85%`), rounded up to the device's granularity (8 on Hopper) | `85%` |
+//! | `BATON_YIELD_SLICE_US` | the time slice (µs) of a context none of whose queues runs freely (each suspended, or outranked by a more urgent queue), at level 3 and when yielding, 1–2000000 | 100 |
+//! | `BATON_RUN_SLICE_US` | the time slice (µs) of a context Baton controls while one of its queues runs freely and none outranks other work, 1–2000000 | the driver's (2048 on Hopper) |
+//! | `BATON_LEAD_SLICE_US` | the time slice (µs) of a context Baton controls while one of its queues runs freely and outranks other work on its device (a service beside a job): once it has the GPU, the job does not take it back before its work pauses, 1–2000000 | 10000 |
+//! | `BATON_INFLIGHT_US` | the device time (µs, by each stream's measured command time) a stream's commands in flight may take while a more urgent queue could hold it back; the first command always goes. 0: bounded by count only | 500 |
+//! | `BATON_YIELD` | `on`, `off` or `auto`: under the daemon, give way to more urgent processes through the GPU instead of being held back. Without MPS (`auto` or `on`), control each context's time slice (short while a more urgent queue exists on its device, long while the process outranks the others there) and tell the daemon the process yields (`Hint::Yielding`): the GPU's time slicing hands it over, and other processes' work never holds it back. Under MPS, `on` (`baton run --yield`) keeps the kernels of normal-priority streams to `BATON_YIELD_SMS` while a more urgent queue exists (`Hint::Confining`); `auto` holds it back there, its work in flight bounded by `BATON_INFLIGHT_US`. `off` (`baton run --hold`): held back everywhere | `auto` |
+//! | `BATON_YIELD_SMS` | under MPS, with `BATON_YIELD=on`: the SMs the kernels of normal-priority streams keep to while a more urgent queue exists, a number (`112`) or a share of the device's SMs (`85%`), rounded up to the device's granularity (8 on Hopper) | `85%` |
 //! | `BATON_COMMAND_TIME` | `on` or `off`: measure how long each stream's commands take on the GPU while it keeps the GPU busy, and how the program uses each stream (the share of the time it had work, and the share the program waited for it, every half second), and tell the scheduler (`Hint::CommandTime`, `Hint::Readiness`): priority policies do not hold a stream of short commands (under `SHORT_COMMAND`, 250 µs) back for other processes, and HPF does not hold a time-sliced process back for one bound by its own launching. `off`: neither measured, held back like any other | on |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
@@ -160,6 +162,12 @@ pub struct AgentConfig {
     /// The time slice of a controlled context while one of its queues runs freely, in µs, if
     /// set (else the driver's).
     pub run_slice_us: Option<u64>,
+    /// The time slice of a controlled context while one of its queues runs freely and
+    /// outranks other work on its device, in µs; see [`AgentConfig::lead_slice_us`].
+    pub lead_slice: Option<u64>,
+    /// The device time a queue's work in flight may take while a more urgent queue could
+    /// hold it, in µs (0: no bound); see [`AgentConfig::inflight_budget_us`].
+    pub inflight_budget: Option<u64>,
     /// Yield by time slice (or, under MPS, by SMs) instead of being held back for other
     /// processes (`BATON_YIELD`): `Some` when set on or off, `None` (`auto`) to yield by SMs
     /// under MPS only.
@@ -211,6 +219,8 @@ impl Default for AgentConfig {
             max_buffered: baton_core::DEFAULT_MAX_BUFFERED,
             yield_slice: None,
             run_slice_us: None,
+            lead_slice: None,
+            inflight_budget: None,
             yield_to_others: None,
             yield_sms: None,
             command_time: true,
@@ -315,6 +325,22 @@ impl AgentConfig {
                 "the driver's",
             )
             .or(c.run_slice_us);
+        c.lead_slice = c
+            .whole(
+                read(&["BATON_LEAD_SLICE_US"]),
+                1..=2_000_000,
+                "use a whole number of µs from 1 to 2000000",
+                "10000",
+            )
+            .or(c.lead_slice);
+        c.inflight_budget = c
+            .whole(
+                read(&["BATON_INFLIGHT_US"]),
+                0..=10_000_000,
+                "use a whole number of µs from 0 (no bound) to 10000000",
+                "500",
+            )
+            .or(c.inflight_budget);
         if let Some((name, v)) = read(&["BATON_YIELD"]) {
             c.yield_to_others = match v.trim().to_ascii_lowercase().as_str() {
                 "auto" | "" => None,
@@ -459,25 +485,7 @@ impl AgentConfig {
                 id: baton_policies::GangId::of_name(g).0,
             });
         }
-        if self.time_sliced() {
-            h.push(Hint::TimeSliced);
-        }
         h
-    }
-
-    /// Whether the process tells the daemon its context is time-sliced against other
-    /// processes' and it takes the default (`Hint::TimeSliced`): `BATON_YIELD` left at `auto`,
-    /// scheduled by the daemon, not under MPS, not confined with `BATON_SMS`, below Level 3.
-    /// HPF then does not hold it back for a more urgent process bound by its own launching,
-    /// whose kernels reach the GPU within one of the driver's slices of this process's anyway.
-    /// `--hold` (`BATON_YIELD=off`) keeps it held back, `--yield` yields instead, and
-    /// `--level 3` asks for its work to be interrupted.
-    pub fn time_sliced(&self) -> bool {
-        self.yield_to_others.is_none()
-            && self.scheduler == SchedulerMode::Global
-            && !self.under_mps()
-            && self.sms.is_none()
-            && self.level < Level::L3
     }
 
     /// Whether the process shares the GPU through MPS: as `BATON_MPS` says, else whether the
@@ -497,39 +505,52 @@ impl AgentConfig {
             .map(|n| n.min(baton_protocol::MAX_SMS))
     }
 
-    /// The time slice of a context none of whose queues runs freely, in µs: `BATON_YIELD_SLICE_US`,
-    /// else 100 at level 3 (asked for to hand the GPU over fast, at some cost to this process)
-    /// and 500 otherwise (yielding without being held back: each hand-over costs two context
-    /// switches of the GPU's time, so a slice many times their length keeps what this process
-    /// loses to them small, while the more urgent process waits at most about that long).
+    /// The time slice of a context none of whose queues runs freely (each suspended, or
+    /// outranked by a more urgent queue), in µs: `BATON_YIELD_SLICE_US`, else 100. A context
+    /// whose slice is that short hands the GPU over within the hardware's switch time (about
+    /// 0.2–0.4 ms on Hopper) whenever another context has work, mid-kernel.
     pub fn yield_slice_us(&self) -> u64 {
-        self.yield_slice
-            .unwrap_or(if self.level == Level::L3 { 100 } else { 500 })
+        self.yield_slice.unwrap_or(100)
     }
 
-    /// Whether the process controls its contexts' time slices at every level and claims to
-    /// yield (`Hint::Yielding`): `BATON_YIELD` on, scheduled by the daemon (the slice matters
-    /// only against other processes), and not under MPS (whose server owns the one context
-    /// all clients share, so there is no slice of this process's own to shorten).
+    /// The time slice of a context one of whose queues runs freely and outranks other work
+    /// on its device (a service beside a job), in µs: `BATON_LEAD_SLICE_US`, else 10 000.
+    /// Only the running context's slice decides when the GPU switches, so once the service
+    /// has the GPU the job's runnable work does not take it back before the service's work
+    /// pauses or this long has passed.
+    pub fn lead_slice_us(&self) -> u64 {
+        self.lead_slice.unwrap_or(10_000)
+    }
+
+    /// The device time a queue's commands in flight may take while it keeps its launch window
+    /// (a more urgent queue could hold it), in µs: `BATON_INFLIGHT_US`, else 500; 0: no bound.
+    /// A hold at Level 1 waits for what is in flight; bounded by time, that wait is short
+    /// whatever the commands' length (one 1.5 ms GEMM, or four or five 110 µs kernels).
+    pub fn inflight_budget_us(&self) -> u64 {
+        self.inflight_budget.unwrap_or(500)
+    }
+
+    /// Whether the process gives way to more urgent processes by its contexts' time slices
+    /// (`Hint::Yielding`) instead of being held back: the default under the daemon without
+    /// MPS (`BATON_YIELD` auto or on; `--hold` turns it off). Each context's slice is then
+    /// short while a more urgent program is registered on its device and long while the
+    /// process outranks the others there; other processes' work never holds it back. Under
+    /// MPS the server owns the one context every client shares: no slice of the process's own
+    /// to shorten, so it is held back instead.
     pub fn yields_to_others(&self) -> bool {
-        self.yield_to_others == Some(true)
+        self.yield_to_others.unwrap_or(true)
             && self.scheduler == SchedulerMode::Global
             && !self.under_mps()
     }
 
     /// The SMs the kernels of normal-priority streams keep to while a more urgent queue
-    /// exists, when the process yields that way: `BATON_YIELD` on or `auto` (the default),
-    /// scheduled by the daemon, under MPS (whose clients' kernels run on the same SMs at once,
-    /// so the SMs it leaves are the others' at once), and not confined for good with
-    /// `BATON_SMS` (isolated instead).
-    /// `BATON_YIELD_SMS`, else 85 % of the device's SMs: on an H100, a GEMM flood on 112 of
-    /// 132 SMs kept 87 % of its speed beside a launch-bound decoder, against 34–37 % held
-    /// back (`docs/benchmarks/matrix/spatial/`); on an H200, held back, the flood's kernels
-    /// already in flight kept a small service at ×7 of its alone p99, confined ×1.2
-    /// (`docs/benchmarks/matrix/h200/`). Each stream so confined claims it
-    /// (`Hint::Confining`) when it is registered.
+    /// exists, when the process asked to yield that way under MPS (`--yield`, `BATON_YIELD`
+    /// on): `BATON_YIELD_SMS`, else 85 % of the device's SMs. Not the default: a held job
+    /// whose work in flight is bounded by time protected a graph-replayed ResNet-50 beside a
+    /// GEMM flood (×1.35 of alone) where confining the flood to 85 % left the service a
+    /// sixth of the SMs (×53), and confinement is what `--yield` asks for.
     pub fn confines_while_outranked(&self) -> Option<SmShare> {
-        (self.yield_to_others.unwrap_or(true)
+        (self.yield_to_others == Some(true)
             && self.scheduler == SchedulerMode::Global
             && self.under_mps()
             && self.sms.is_none())
@@ -669,20 +690,18 @@ mod tests {
     }
 
     #[test]
-    fn a_time_sliced_process_taking_the_default_says_so() {
+    fn no_process_claims_to_be_merely_time_sliced_any_more() {
+        // Time-sliced processes yield by their slices by default: none tells the daemon it
+        // is only time-sliced (`Hint::TimeSliced`, which spared it beside launch-bound
+        // services).
         let global = ("BATON_SCHEDULER", "global");
         let alone = ("BATON_MPS", "off");
-        let says = |pairs: &[(&str, &str)]| cfg(pairs).process_hints().contains(&Hint::TimeSliced);
-        assert!(says(&[global, alone]));
-        assert!(says(&[global, alone, ("BATON_YIELD", "auto")]));
-        // Asked to be held, to yield, or to be interrupted at Level 3; under MPS; confined;
-        // or scheduled in-process: it does not.
-        assert!(!says(&[global, alone, ("BATON_YIELD", "off")]));
-        assert!(!says(&[global, alone, ("BATON_YIELD", "on")]));
-        assert!(!says(&[global, alone, ("BATON_LEVEL", "3")]));
-        assert!(!says(&[global, ("BATON_MPS", "on")]));
-        assert!(!says(&[global, alone, ("BATON_SMS", "64")]));
-        assert!(!says(&[("BATON_SCHEDULER", "local"), alone]));
+        for pairs in [
+            vec![global, alone],
+            vec![global, alone, ("BATON_YIELD", "off")],
+        ] {
+            assert!(!cfg(&pairs).process_hints().contains(&Hint::TimeSliced));
+        }
     }
 
     #[test]
@@ -695,18 +714,12 @@ mod tests {
             !cfg(&[global, mps, on]).yields_to_others(),
             "no slice of its own"
         );
-        // By default too (auto), unless told off; only against other processes, under MPS,
-        // and not isolated for good.
-        assert_eq!(confines(&[global, mps]), Some(SmShare::Percent(85)));
-        assert_eq!(
-            confines(&[global, mps, ("BATON_YIELD", "auto")]),
-            Some(SmShare::Percent(85))
-        );
+        // Only when asked: by default (auto) it is held back under MPS, its work in flight
+        // bounded by time; only against other processes, under MPS, and not isolated for good.
+        assert_eq!(confines(&[global, mps]), None);
+        assert_eq!(confines(&[global, mps, ("BATON_YIELD", "auto")]), None);
         assert_eq!(confines(&[global, mps, ("BATON_YIELD", "off")]), None);
-        assert!(
-            !cfg(&[global, ("BATON_MPS", "off")]).yields_to_others(),
-            "without MPS, yielding by time slice only when asked"
-        );
+        assert_eq!(cfg(&[global, mps]).inflight_budget_us(), 500);
         assert_eq!(confines(&[mps, on]), None);
         assert_eq!(confines(&[global, ("BATON_MPS", "off"), on]), None);
         assert_eq!(confines(&[global, mps, on, ("BATON_SMS", "64")]), None);
@@ -738,13 +751,15 @@ mod tests {
         let global = ("BATON_SCHEDULER", "global");
         let on = ("BATON_YIELD", "on");
         assert!(cfg(&[global, no_mps, on]).yields_to_others());
-        assert!(!cfg(&[global, no_mps]).yields_to_others());
+        // By default too (auto); `--hold` turns it off.
+        assert!(cfg(&[global, no_mps]).yields_to_others());
+        assert!(!cfg(&[global, no_mps, ("BATON_YIELD", "off")]).yields_to_others());
         // Only against other processes: not for the local scheduler, nor under MPS.
         assert!(!cfg(&[no_mps, on]).yields_to_others());
         assert!(!cfg(&[global, ("BATON_MPS", "on"), on]).yields_to_others());
         let bad = cfg(&[global, no_mps, ("BATON_YIELD", "sometimes")]);
         assert_eq!(bad.warnings().len(), 1, "{:?}", bad.warnings());
-        assert!(!bad.yields_to_others());
+        assert!(bad.yields_to_others());
         assert!(
             bad.warnings()[0].contains("on, off or auto"),
             "{:?}",
@@ -754,10 +769,22 @@ mod tests {
             bad.yield_to_others, None,
             "a bad value keeps the default, auto"
         );
-        // Yielding without being held: a slice long against two context switches; level 3
-        // hands over fast; either as set.
-        assert_eq!(cfg(&[global, no_mps, on]).yield_slice_us(), 500);
+        // Outranked, the slice is short (the GPU hands over within its switch time); leading,
+        // long; either as set; the in-flight bound likewise.
+        assert_eq!(cfg(&[global, no_mps, on]).yield_slice_us(), 100);
         assert_eq!(cfg(&[global, ("BATON_LEVEL", "3")]).yield_slice_us(), 100);
+        assert_eq!(cfg(&[]).lead_slice_us(), 10_000);
+        assert_eq!(
+            cfg(&[("BATON_LEAD_SLICE_US", "4000")]).lead_slice_us(),
+            4000
+        );
+        assert_eq!(cfg(&[("BATON_INFLIGHT_US", "0")]).inflight_budget_us(), 0);
+        let bad = cfg(&[("BATON_LEAD_SLICE_US", "0"), ("BATON_INFLIGHT_US", "x")]);
+        assert_eq!(bad.warnings().len(), 2, "{:?}", bad.warnings());
+        assert_eq!(
+            (bad.lead_slice_us(), bad.inflight_budget_us()),
+            (10_000, 500)
+        );
         assert_eq!(
             cfg(&[("BATON_YIELD_SLICE_US", "250")]).yield_slice_us(),
             250

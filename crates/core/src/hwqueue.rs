@@ -100,6 +100,14 @@ pub trait HwQueue: Send + Sync + 'static {
         let _ = preemptible;
     }
 
+    /// Whether this queue outranks other work on its device now (a scheduler's answer, with
+    /// [`HwQueue::set_preemptible`]: see `QueueControl::set_leading`). A backend that shares
+    /// the device by time slices can keep it longer for such a queue while it runs freely;
+    /// the default ignores it. Must not block.
+    fn set_leading(&self, leading: bool) {
+        let _ = leading;
+    }
+
     /// Runs once on the launch worker thread before it launches anything (e.g. to make the
     /// stream's context current on that thread).
     fn on_create(&self) -> Result<(), HwError> {

@@ -127,8 +127,10 @@ fn a_yielding_process_under_mps_confines_its_kernels_only_while_outranked() {
 }
 
 #[test]
-fn under_mps_a_best_effort_process_confines_its_kernels_by_default() {
-    confines_only_while_outranked("global-confining-default", &[]);
+fn under_mps_a_best_effort_process_is_held_by_default() {
+    // Confining is asked for (`--yield`); by default a job under MPS is held back, its work
+    // in flight bounded by time, so a service's kernels find the SMs free within it.
+    held_beside_burst_with("global-mps-default", "flood", &[("BATON_MPS", "on")]);
 }
 
 #[test]
@@ -140,7 +142,7 @@ fn under_mps_a_best_effort_process_told_to_hold_is_held() {
     );
 }
 
-/// `--yield` under MPS, asked for by `yielding` (or by default): while the burst's process
+/// `--yield` under MPS, asked for by `yielding`: while the burst's process
 /// exists, the flood's kernels keep to 8 SMs and the daemon does not hold it back.
 fn confines_only_while_outranked(name: &str, yielding: &[(&str, &str)]) {
     // While the burst's process exists, the flood's kernels keep to 8
@@ -561,10 +563,10 @@ fn beside_burst_in(
         !launch_calls(&log_lines(&burst.be_log)).is_empty()
     });
     let value = |name: &str| be_env.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
-    // Under MPS a best-effort program confines its kernels unless told to be held.
+    // Under MPS a best-effort program confines its kernels when asked to yield.
     let claim = if value("BATON_SMS").is_some() {
         Some("isolated")
-    } else if value("BATON_MPS") == Some("on") && value("BATON_YIELD") != Some("off") {
+    } else if value("BATON_MPS") == Some("on") && value("BATON_YIELD") == Some("on") {
         Some("confining")
     } else {
         None
@@ -644,89 +646,9 @@ fn told_short_then_long_and_held(name: &str, flood_env: &[(&str, &str)]) {
     );
 }
 
-/// What [`beside_paced`] saw.
-struct Paced {
-    /// The service's readiness as the daemon first listed it.
-    readiness: Value,
-    /// The flood's process hints, as listed.
-    hints: String,
-    /// When the service's and the flood's launches reached their drivers.
-    hp_calls: Vec<u64>,
-    be_calls: Vec<u64>,
-}
-
-/// A launch-bound service (`paced`, priority 10: 5 µs kernels launched 200 µs apart, a
-/// synchronization every 200, for `paced_s` seconds, with `hp_extra` added) beside a flood of
-/// 2 ms kernels (priority 0) for `flood_s` seconds in a time-sliced process of its own, with
-/// `flood_env` added. With `withdrawal`, waits after the readiness is listed until none is.
-fn beside_paced(
-    name: &str,
-    (paced_s, hp_extra): (&str, &[(&str, &str)]),
-    (flood_s, flood_env): (&str, &[(&str, &str)]),
-    withdrawal: bool,
-) -> Paced {
-    let dir = temp_dir(name);
-    let socket = dir.join("baton.sock");
-    let go = dir.join("go");
-    let (hp_log, be_log) = (dir.join("hp.log"), dir.join("be.log"));
-    let mut hp_env = vec![
-        ("FAKE_CUDA_KERNEL_US", "0"),
-        ("BATON_TEST_PACED_S", paced_s),
-    ];
-    hp_env.extend_from_slice(hp_extra);
-    let hp = under_baton("10", "paced", &hp_log, &socket, &go, &hp_env);
-    wait_registered(&socket, hp.id());
-    let mut be_env = vec![
-        ("FAKE_CUDA_KERNEL_US", "0"),
-        ("BATON_TEST_FLOOD_US", "2000"),
-        ("BATON_TEST_FLOOD_DEPTH", "4"),
-        ("BATON_TEST_FLOOD_S", flood_s),
-        ("BATON_MPS", "off"),
-    ];
-    be_env.extend_from_slice(flood_env);
-    let be = under_baton("0", "be-flood", &be_log, &socket, &go, &be_env);
-    let mut readiness = Value::Null;
-    wait_until(
-        "the service's readiness and the flood at the daemon",
-        Duration::from_secs(20),
-        || {
-            let list = listed(&socket);
-            readiness = hint_of(&list, "readiness");
-            !readiness.is_null() && list["processes"].as_array().is_some_and(|p| p.len() == 2)
-        },
-    );
-    let hints = listed(&socket)["processes"]
-        .as_array()
-        .and_then(|ps| ps.iter().find(|p| p["pid"] == be.id()))
-        .map(|p| p["hints"].to_string())
-        .unwrap_or_default();
-    if withdrawal {
-        wait_until(
-            "the service's readiness withdrawn",
-            Duration::from_secs(20),
-            || hint_of(&listed(&socket), "readiness").is_null(),
-        );
-    }
-    assert!(finish(hp, "paced").starts_with("paced ok"));
-    assert!(finish(be, "be-flood").starts_with("be-flood ok"));
-    stop_daemon(&socket);
-    Paced {
-        readiness,
-        hints,
-        hp_calls: launch_calls(&log_lines(&hp_log)),
-        be_calls: launch_calls(&log_lines(&be_log)),
-    }
-}
-
 /// How many of `calls` fall in `(from, to)`.
 fn between(calls: &[u64], from: u64, to: u64) -> usize {
     calls.iter().filter(|t| **t > from && **t < to).count()
-}
-
-/// The flood's launches in the second half of a paced service's run beside it.
-fn in_second_half(p: &Paced) -> usize {
-    let (first, last) = (p.hp_calls[0], p.hp_calls[p.hp_calls.len() - 1]);
-    between(&p.be_calls, first + (last - first) / 2, last)
 }
 
 /// The first hint of kind `kind` any queue in the daemon's `list` carries (null if none).
@@ -739,72 +661,6 @@ fn hint_of(list: &Value, kind: &str) -> Value {
         .flat_map(|q| q["hints"].as_array().into_iter().flatten())
         .find_map(|h| h.get(kind).cloned())
         .unwrap_or(Value::Null)
-}
-
-#[test]
-fn a_time_sliced_flood_is_not_held_back_for_a_service_bound_by_its_launching() {
-    // The service tells the daemon its queue is ready nearly all the time and rarely waited
-    // for; the flood, time-sliced by default, says so: the daemon leaves it running beside
-    // the service instead of holding it back for the service's whole run. Asked to be held
-    // (`--hold`), the same flood gets only the service's brief gaps.
-    let run = beside_paced("global-paced", ("6", &[]), ("8", &[]), false);
-    let ready = run.readiness["ready_permille"].as_u64().unwrap_or(0);
-    let waiting = run.readiness["waiting_permille"].as_u64().unwrap_or(1000);
-    assert!(
-        ready >= 750 && waiting <= 300,
-        "the service's readiness as listed: {}",
-        run.readiness
-    );
-    assert!(
-        run.hints.contains("time_sliced"),
-        "the flood's hints: {}",
-        run.hints
-    );
-    let hold = beside_paced(
-        "global-paced-hold",
-        ("6", &[]),
-        ("8", &[("BATON_YIELD", "off")]),
-        false,
-    );
-    assert!(!hold.hints.contains("time_sliced"), "{}", hold.hints);
-    let (sliced, held) = (in_second_half(&run), in_second_half(&hold));
-    eprintln!(
-        "flood launches in the second half of the service's run: {sliced} time-sliced, {held} held"
-    );
-    assert!(
-        sliced >= 300 && sliced > 3 * held,
-        "time-sliced, the flood launched {sliced} times in the second half of the service's \
-         3 s, held {held}: it was held back for the launch-bound service"
-    );
-}
-
-#[test]
-fn a_service_that_stops_waiting_for_its_queue_withdraws_its_readiness_and_holds_the_flood_again() {
-    // After 3 s of paced launching the service launches one 5 s kernel and sleeps through it
-    // without waiting: nothing shows the device keeps up with it any more. Its readiness is
-    // withdrawn (`beside_paced` waits for the daemon to list none, and fails otherwise), and
-    // the time-sliced flood is held back for it again.
-    let run = beside_paced(
-        "global-paced-then-long",
-        ("3", &[("BATON_TEST_PACED_THEN_KERNEL_US", "5000000")]),
-        ("10", &[]),
-        true,
-    );
-    let long = run.hp_calls[run.hp_calls.len() - 1];
-    let paced = between(&run.be_calls, long - 1_500_000_000, long);
-    let after = between(&run.be_calls, long + 2_000_000_000, long + 4_500_000_000);
-    eprintln!(
-        "flood launches: {paced} in the service's last 1.5 s of pacing, {after} in 2.5 s of its long kernel"
-    );
-    assert!(
-        paced >= 150,
-        "the flood ran beside the paced service: {paced}"
-    );
-    assert!(
-        after * 20 < paced,
-        "{after} flood launches reached the driver during the service's long kernel, which it \
-         never waited for: the flood was not held back again"
-    );
 }
 
 #[test]

@@ -69,8 +69,9 @@ pub struct CudaHwQueue {
     slice: Option<Arc<ContextSlice>>,
     /// The stream's gate (Level 2), if it has one.
     gate_l2: Option<Gate>,
-    /// (interrupted, preemptible): the queue runs freely when neither holds.
-    l3: Mutex<(bool, bool)>,
+    /// (interrupted, preemptible, leading): the queue runs freely when neither of the first
+    /// two holds; it leads while it outranks other work on its device.
+    l3: Mutex<(bool, bool, bool)>,
     /// Where its kernels run when confined to part of the SMs.
     confined: Option<Confined>,
     /// Whether `confined` applies only while the queue is preemptible (a more urgent queue
@@ -106,7 +107,7 @@ impl CudaHwQueue {
             gate,
             slice: None,
             gate_l2: None,
-            l3: Mutex::new((false, true)),
+            l3: Mutex::new((false, true, false)),
             confined: None,
             confine_while_preemptible: None,
             confined_kernels: AtomicUsize::new(0),
@@ -235,17 +236,14 @@ impl CudaHwQueue {
         }
     }
 
-    /// Updates the (interrupted, preemptible) pair and tells the slice if the queue started
-    /// or stopped running freely.
-    fn set_l3(&self, f: impl FnOnce(&mut (bool, bool))) {
+    /// Updates the (interrupted, preemptible, leading) triple and tells the slice what changed
+    /// of (runs freely, leads).
+    fn set_l3(&self, f: impl FnOnce(&mut (bool, bool, bool))) {
         let Some(slice) = &self.slice else { return };
         let mut s = locks::lock(&self.l3);
-        let was = !s.0 && !s.1;
+        let was = (!s.0 && !s.1, s.2);
         f(&mut s);
-        let now = !s.0 && !s.1;
-        if was != now {
-            slice.set_running(now);
-        }
+        slice.update(was, (!s.0 && !s.1, s.2));
     }
 
     /// Whether the driver must not be asked about this stream, nor given anything for it, on
@@ -337,6 +335,10 @@ impl HwQueue for CudaHwQueue {
             now.store(preemptible, Ordering::Relaxed);
         }
         self.set_l3(|s| s.1 = preemptible);
+    }
+
+    fn set_leading(&self, leading: bool) {
+        self.set_l3(|s| s.2 = leading);
     }
 
     fn interrupt(&self) -> Result<(), HwError> {
@@ -441,8 +443,8 @@ impl HwQueue for CudaHwQueue {
 impl Drop for CudaHwQueue {
     fn drop(&mut self) {
         if let Some(s) = &self.slice {
-            let (interrupted, preemptible) = *locks::lock(&self.l3);
-            s.detach(!interrupted && !preemptible);
+            let (interrupted, preemptible, leading) = *locks::lock(&self.l3);
+            s.detach(!interrupted && !preemptible, leading);
         }
     }
 }

@@ -35,7 +35,7 @@ mod slice;
 pub use abi::*;
 pub use capture::{Capture, ChannelGroup, ComputeGroupOf, ExportedGroup, thread_id};
 pub use control::{Ioctl, RmControl, RmError, get_timeslice, preempt, set_timeslice};
-pub use slice::{ContextSlice, SliceStats};
+pub use slice::{ContextSlice, SliceStats, SliceValues};
 
 #[cfg(test)]
 mod tests;

@@ -15,6 +15,13 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(1);
 /// before it stops holding them back: 10 s.
 pub const DEFAULT_STALL: Duration = Duration::from_secs(10);
 
+/// How long a queue that finished its work still holds less urgent work back: 500 µs. A
+/// decoder's next token, or the next request of a burst, usually follows within it; work let
+/// run in such a gap is what the next one waits behind (a graph-replayed decoder beside a
+/// held GEMM flood under MPS: ×1.32 of alone at p99 with it, against ×1.49 confined without
+/// a hold). A service idle longer gives the device back.
+pub const DEFAULT_LINGER: Duration = Duration::from_micros(500);
+
 /// A daemon's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DaemonConfig {
@@ -61,7 +68,8 @@ pub struct DaemonConfig {
     /// ([`SHORT_COMMAND`](baton_policies::SHORT_COMMAND)); zero: no command is short.
     pub short_command: Option<Duration>,
     /// How long a queue that finished its work still holds lower work back
-    /// ([`GlobalHint::Linger`](baton_policies::GlobalHint::Linger)). `None`: the default.
+    /// ([`GlobalHint::Linger`](baton_policies::GlobalHint::Linger)). `None`:
+    /// [`DEFAULT_LINGER`](crate::DEFAULT_LINGER); zero: none.
     pub linger: Option<Duration>,
 }
 

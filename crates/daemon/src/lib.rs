@@ -44,6 +44,8 @@ mod service;
 mod trace;
 
 pub use cluster::{KubernetesConfig, SlurmConfig};
-pub use config::{DEFAULT_LEASE, DEFAULT_STALL, DEFAULT_STATS_INTERVAL_MS, DaemonConfig, GangMode};
+pub use config::{
+    DEFAULT_LEASE, DEFAULT_LINGER, DEFAULT_STALL, DEFAULT_STATS_INTERVAL_MS, DaemonConfig, GangMode,
+};
 pub use error::DaemonError;
 pub use server::Daemon;

@@ -46,8 +46,8 @@ impl Daemon {
             .map(|t| baton_policies::GlobalHint::short_command(Nanos::from(t)))
             .transpose()
             .map_err(|e| DaemonError::BadSetting(format!("--short-command-us: {e}")))?;
-        let linger = cfg
-            .linger
+        let linger = Some(cfg.linger.unwrap_or(crate::DEFAULT_LINGER))
+            .filter(|t| !t.is_zero())
             .map(|t| baton_policies::GlobalHint::linger(Nanos::from(t)))
             .transpose()
             .map_err(|e| DaemonError::BadSetting(format!("--linger-us: {e}")))?;

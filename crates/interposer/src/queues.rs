@@ -10,7 +10,7 @@ use baton_agent::{DeviceId, QueueHints, SmShare};
 use baton_agent::{QueueMeta, Registration};
 use baton_cuda::core::locks;
 use baton_cuda::core::{HeldBackCount, XQueue};
-use baton_cuda::rm::{ContextSlice, Ioctl};
+use baton_cuda::rm::{ContextSlice, Ioctl, SliceValues};
 use baton_cuda::sys::{
     CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
 };
@@ -508,17 +508,21 @@ impl Runtime {
         match ContextSlice::start(
             Arc::new(Ioctl),
             group,
-            self.cfg.yield_slice_us(),
-            self.cfg.run_slice_us,
+            SliceValues {
+                yield_us: self.cfg.yield_slice_us(),
+                normal_us: self.cfg.run_slice_us,
+                lead_us: self.cfg.lead_slice_us(),
+            },
         ) {
             Ok(s) => {
                 tracing::info!(
-                    "time-slice control for context {:#x} ({}): channel group {:#x}, time slice {} µs, {} µs while yielding",
+                    "time-slice control for context {:#x} ({}): channel group {:#x}, time slice {} µs, {} µs while outranked, {} µs while outranking",
                     ctx as usize,
                     if level3 { "level 3" } else { "yielding" },
                     group.handle,
                     s.normal_us(),
-                    s.yield_us()
+                    s.yield_us(),
+                    s.lead_us()
                 );
                 Some(Arc::new(s))
             }
@@ -663,6 +667,9 @@ impl Runtime {
         let mut b = XQueue::builder(hw)
             .level(level)
             .config(self.cfg.launch)
+            .inflight_budget(baton_cuda::core::Nanos::from_micros(
+                self.cfg.inflight_budget_us(),
+            ))
             .keep_window(self.cfg.keep_window)
             .max_buffered(self.cfg.max_buffered)
             .clock(self.clock.clone());

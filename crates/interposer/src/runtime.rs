@@ -160,12 +160,6 @@ fn build() -> Result<Runtime, InitError> {
         enabled = cfg.enabled,
         "Baton interposer ready"
     );
-    if cfg.time_sliced() {
-        tracing::info!(
-            "time-sliced against other processes: a more urgent process bound by its own \
-             launching does not hold this one back"
-        );
-    }
     let process_priority = AtomicI32::new(cfg.priority.get());
     Ok(Runtime {
         driver,

@@ -62,6 +62,9 @@ pub fn run(spec: LabSpec) -> LabResult {
         by_stream.insert((spec.device, hw.stream()), i);
         if let (true, Some(slice)) = (spec.scheduled, spec.yields) {
             hw = hw.yielding(slice);
+            if let Some(lead) = spec.leads {
+                hw = hw.leading(lead);
+            }
         }
         if let (true, Some(sms)) = (spec.scheduled, spec.confines) {
             hw = hw.confining(sms);

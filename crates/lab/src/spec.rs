@@ -136,6 +136,9 @@ pub struct ClientSpec {
     /// ([`Hint::Yielding`](baton_policies::Hint::Yielding)), as `baton run --yield` does on a
     /// GPU between processes.
     pub yields: Option<Nanos>,
+    /// Yielding, its context's slice is this long while it runs freely and outranks other
+    /// work, as a service beside a job gets on a GPU.
+    pub leads: Option<Nanos>,
     /// Scheduled, its kernels keep to this many SMs whenever the queue may be suspended, and
     /// the policy is told so ([`Hint::Confining`](baton_policies::Hint::Confining)), as
     /// `baton run --yield` does on a GPU under MPS.
@@ -164,6 +167,7 @@ impl ClientSpec {
             until: None,
             deadline: None,
             yields: None,
+            leads: None,
             confines: None,
             measures: true,
         }
@@ -174,6 +178,30 @@ impl ClientSpec {
         self.yields = Some(slice);
         self.hints.push(Hint::Yielding(slice));
         self
+    }
+
+    /// Yielding (`slice`) and leading (`lead`; see [`ClientSpec::leads`]).
+    pub fn time_sliced(self, slice: Nanos, lead: Nanos) -> ClientSpec {
+        let mut c = self.yielding(slice);
+        c.leads = Some(lead);
+        c
+    }
+
+    /// As `baton run` with no flags sets a process up between time-sliced contexts (its own
+    /// context, scheduled by the daemon, no MPS): yielding and leading by the agent's default
+    /// slices when it yields to others by default, as it is otherwise.
+    pub fn as_by_default(self) -> ClientSpec {
+        let mut cfg = baton_agent::AgentConfig::default();
+        cfg.scheduler = baton_agent::SchedulerMode::Global;
+        cfg.mps = Some(false);
+        cfg.level = self.level.unwrap_or(cfg.level);
+        if !cfg.yields_to_others() {
+            return self;
+        }
+        self.time_sliced(
+            Nanos::from_micros(cfg.yield_slice_us()),
+            Nanos::from_micros(cfg.lead_slice_us()),
+        )
     }
 
     /// Confining its kernels to `sms` SMs while outranked (see [`ClientSpec::confines`]).

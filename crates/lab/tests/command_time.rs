@@ -7,10 +7,12 @@
 //! flood, as under MPS, at Level 1. The flood runs ahead of the device as a training loop's
 //! host does: 64 kernels submitted at a time on every SM, more than its launch window, so its
 //! queue is busy with commands waiting behind the window, which is when a queue is measured.
+//! Short commands are an operator's choice (`baton daemon --short-command-us`; by default
+//! none is short: [`SHORT_COMMAND`](baton_policies::SHORT_COMMAND)); these runs use a bound of
+//! 250 µs.
 //! - **Short kernels** (20–100 µs, a training step's): held back whenever the service has
-//!   work, the flood starves. Measured short (`Hint::CommandTime` under
-//!   [`SHORT_COMMAND`](baton_policies::SHORT_COMMAND), 250 µs), it is neither held back nor
-//!   kept in a launch window: each of
+//!   work, the flood starves. Measured short (`Hint::CommandTime` under the bound), it is
+//!   neither held back nor kept in a launch window: each of
 //!   the service's kernels waits for at most one of them, within the host's 80 µs before its
 //!   next launch, and the flood gets what the service leaves.
 //! - **Long kernels** (1.5–3 ms, a large GEMM's): measured long, the flood is held back exactly
@@ -40,8 +42,14 @@ fn flood(kernel: SpanRange, measures: bool) -> ClientSpec {
     ClientSpec { measures, ..c }
 }
 
+/// Under HPF with the operator's short-command bound of 250 µs (`baton daemon
+/// --short-command-us 250`; none is short by default).
 fn hpf(be: ClientSpec) -> Cell {
-    support::cell(Some("hpf"), be)
+    support::cell_global(Some("hpf"), bound(250), support::service(), be)
+}
+
+fn bound(us: u64) -> Vec<GlobalHint> {
+    vec![GlobalHint::short_command(Nanos::from_micros(us)).unwrap()]
 }
 
 #[test]
@@ -68,10 +76,9 @@ fn a_flood_of_long_commands_is_held_back_as_before_once_measured() {
 #[test]
 fn commands_longer_than_the_services_gaps_slow_it_unless_the_bound_is_lowered() {
     let spared = hpf(flood(us(100, 200), true));
-    let bound = vec![GlobalHint::short_command(Nanos::from_micros(80)).unwrap()];
     let lowered = support::cell_global(
         Some("hpf"),
-        bound,
+        bound(80),
         support::service(),
         flood(us(100, 200), true),
     );

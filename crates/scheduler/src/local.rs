@@ -80,6 +80,8 @@ struct Entry {
     /// Whether it runs so only for its measured commands, to be measured again now and then
     /// ([`Policy::remeasures`]).
     remeasure: bool,
+    /// What it was last told by `set_leading`.
+    leading: bool,
 }
 
 /// Runs a policy over registered queues. Single-threaded: wrap it in [`SchedulerThread`](crate::SchedulerThread)
@@ -193,6 +195,7 @@ impl LocalScheduler {
                 reporting: true,
                 unbounded: false,
                 remeasure: false,
+                leading: false,
             },
         );
         self.reschedule(now);
@@ -517,6 +520,11 @@ impl LocalScheduler {
             if e.unbounded != unbounded {
                 e.unbounded = unbounded;
                 e.ctl.set_unbounded(unbounded);
+            }
+            let leading = unbounded && wants;
+            if e.leading != leading {
+                e.leading = leading;
+                e.ctl.set_leading(leading);
             }
             // Only a queue with a measure can be let go for it.
             let remeasure = unbounded

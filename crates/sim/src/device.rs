@@ -156,8 +156,9 @@ impl Sim {
 pub struct SimQueue {
     sim: Arc<Shared>,
     stream: StreamId,
-    /// Whether the queue controls its context's slice, and whether it runs freely now.
-    slice: Option<Arc<AtomicBool>>,
+    /// Whether the queue controls its context's slice, and whether it runs freely and
+    /// leads now.
+    slice: Option<Arc<std::sync::Mutex<(bool, bool)>>>,
     /// The SMs its kernels keep to while it is preemptible, and whether it is now.
     confine: Option<(u32, Arc<AtomicBool>)>,
 }
@@ -185,8 +186,43 @@ impl SimQueue {
             let ctx = d.context_of(s);
             d.control_slice(ctx, slice);
         });
-        self.slice = Some(Arc::new(AtomicBool::new(false)));
+        self.slice = Some(Arc::new(std::sync::Mutex::new((false, false))));
         self
+    }
+
+    /// With [`SimQueue::yielding`]: the context's slice is `lead` while this queue runs
+    /// freely and outranks other work ([`HwQueue::set_leading`]), as Baton gives a service
+    /// beside a job on a GPU.
+    #[must_use]
+    pub fn leading(self, lead: Nanos) -> SimQueue {
+        let s = self.stream;
+        self.sim.with(|d| {
+            let ctx = d.context_of(s);
+            d.lead_slice(ctx, lead);
+        });
+        self
+    }
+
+    /// Updates (runs freely, leads) and tells the device what changed.
+    fn set_slice_state(&self, f: impl FnOnce(&mut (bool, bool))) {
+        let Some(state) = &self.slice else { return };
+        let mut st = state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let was = *st;
+        f(&mut st);
+        let now = *st;
+        drop(st);
+        let s = self.stream;
+        self.sim.with(|d| {
+            let ctx = d.context_of(s);
+            if was.0 != now.0 {
+                d.set_running_freely(ctx, now.0);
+            }
+            if (was.0 && was.1) != (now.0 && now.1) {
+                d.set_leading_freely(ctx, now.0 && now.1);
+            }
+        });
     }
 
     /// Keeps the queue's kernels to `sms` SMs while it is preemptible (a more urgent queue
@@ -279,15 +315,11 @@ impl HwQueue for SimQueue {
         if let Some((_, now)) = &self.confine {
             now.store(preemptible, Ordering::Release);
         }
-        let Some(free) = &self.slice else { return };
-        let now = !preemptible;
-        if free.swap(now, Ordering::AcqRel) != now {
-            let s = self.stream;
-            self.sim.with(|d| {
-                let ctx = d.context_of(s);
-                d.set_running_freely(ctx, now);
-            });
-        }
+        self.set_slice_state(|st| st.0 = !preemptible);
+    }
+
+    fn set_leading(&self, leading: bool) {
+        self.set_slice_state(|st| st.1 = leading);
     }
 
     fn interrupt(&self) -> Result<(), HwError> {

@@ -9,7 +9,7 @@ Services (services.py), open loop (Poisson arrivals, latency from the planned ar
 Rg25 and Rg60, ResNet-50 b8 replayed as one CUDA graph per request at 25 % and 60 % of its
 capacity alone (measured at the start of each part); Dg, a decoder whose every token is one
 graph launch, 64-token requests arriving at half its capacity, judged per token; Be, BERT-base
-b1 eager at 40 %, the launch-bound control. Jobs: G bf16 GEMM flood, T ResNet-50 training.
+b1 eager at 60 %, the launch-bound control. Jobs: G bf16 GEMM flood, T ResNet-50 training.
 Setups: S separate processes (the GPU time-slices them), M separate processes under MPS
 (its control daemon started and stopped here), P one process (the service on a high-priority
 stream, the job in a thread).
@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "apps"))
 from mps import mps  # noqa: E402
 
 # The services: name -> (the service in services.py, load: its share of its capacity alone).
-SERVICES = {"Rg25": ("Rg", 0.25), "Rg60": ("Rg", 0.60), "Dg": ("Dg", 0.50), "Be": ("Be", 0.40)}
+SERVICES = {"Rg25": ("Rg", 0.25), "Rg60": ("Rg", 0.60), "Dg": ("Dg", 0.50), "Be": ("Be", 0.60)}
 JOBS = ("G", "T")
 # How long the job floods before a service's window opens (its first steps fill the pipeline).
 RAMP_S = 0.5
@@ -294,7 +294,7 @@ class Part:
                 self.workers[("be", mode)] = self.worker(mode, "be", menv)
         # The service's GPU-busy share, in a process of its own (the profiler slows the later
         # launches of the process it ran in).
-        busy = self.worker("native", "hp" if self.setup != "P" else "both", env)
+        busy = self.worker("native", "hp", env)
         for w in self.unique() + [busy]:
             info = w.read(420)
             w.info = info
@@ -318,7 +318,7 @@ class Part:
             rate = load * 1e3 / self.calib[kind]["request_ms"]
             entry = {"service": kind, "load": load, "rate": rate, "request_ms": self.calib[kind]["request_ms"]}
             try:
-                b = busy.call(300, cmd="busy", hp=kind, rate=rate, n=8 if kind == "Dg" else 200)
+                b = busy.call(300, cmd="busy", hp=kind, rate=rate, n=4 if kind == "Dg" else 200)
                 entry.update(busy=b["busy"], busy_wall_s=b["wall_s"])
                 self.m.say(f"{self.setup}: {name} at {rate:.1f}/s: GPU busy {b['busy']:.3f}")
             except WorkerError as e:
@@ -412,7 +412,17 @@ class Part:
         self.job_alone(rep, pinned)
         for job in self.a.jobs:
             for mode in analyze.rotate(modes, rep):
+                # A block that would not end within the budget is skipped, said as such.
+                need = max(self.m.cell_s) if self.m.cell_s else 0
+                if self.m.elapsed() + need > self.a.budget_s:
+                    self.m.raw["skipped"].append({"setup": self.setup, "rep": rep, "pinned": pinned, "be": job,
+                                                  "mode": mode, "reason": f"budget: {self.m.elapsed():.0f} s "
+                                                                          f"spent, a block takes ~{need:.0f} s"})
+                    self.m.say(f"setup {self.setup}: repeat {rep} {mode}+{job} skipped (budget)")
+                    continue
+                t0 = time.monotonic()
                 self.cell(rep, job, mode, pinned)
+                self.m.cell_s.append(time.monotonic() - t0)
 
     def unpin(self):
         """Every worker and daemon of the part allowed on all of the part's CPUs."""
@@ -435,8 +445,8 @@ class Part:
             if self.a.unpinned and self.setup in ("S", "M"):
                 plan.append((self.a.first_rep + self.a.repeats, False))
             for rep, pinned in plan:
-                need = max(self.m.block_s) if self.m.block_s else 0
-                if self.m.elapsed() + need > self.a.budget_s:
+                need = min(self.m.block_s) if self.m.block_s else 0
+                if self.m.elapsed() + need / 3 > self.a.budget_s:
                     self.m.raw["skipped"].append({"setup": self.setup, "rep": rep, "pinned": pinned,
                                                   "reason": f"budget: {self.m.elapsed():.0f} s spent, a "
                                                             f"repeat takes ~{need:.0f} s"})
@@ -469,7 +479,7 @@ class Matrix:
         self.baton = os.path.abspath(os.environ.get("BATON_BIN") or os.path.join(ROOT, "target", "release", "baton"))
         self.log = open(os.path.join(a.out, "workers.log"), "a")
         self.t0 = time.monotonic()
-        self.block_s = []
+        self.block_s, self.cell_s = [], []
         self.raw = {"schema": "baton.matrix-raw/2", "machine": machine(),
                     "commit": os.environ.get("BATON_COMMIT", "unknown"), "args": vars(a),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -514,7 +524,7 @@ def main(argv=None):
     p.add_argument("--first-rep", type=int, default=0,
                    help="number the repeats from here (the mode order and the arrival seeds follow it)")
     p.add_argument("--samples", type=int, default=1000, help="latency samples per measurement (Dg: tokens)")
-    p.add_argument("--cap", type=float, default=3.0,
+    p.add_argument("--cap", type=float, default=1.5,
                    help="stop starting requests past this many times a measurement's planned span")
     p.add_argument("--unpinned", action="store_true", help="one more repeat of S and M with nothing pinned")
     p.add_argument("--modes", default=None, help="only these modes, in this order (native among them)")

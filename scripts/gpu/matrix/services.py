@@ -284,11 +284,13 @@ class Worker:
         s = self.services[name]
         planned = arrivals(rate, -(-n // s.tokens), seed)
         lat, censored = [], 0
+        # Collections would land in random requests: one now, none while timing (it takes
+        # longer than the lead, so it comes before the first arrival is planned).
+        gc.collect()
+        gc.disable()
         t0 = time.monotonic() + LEAD_S
         cap = t0 + cap_s
         t_first = t_last = None
-        gc.collect()
-        gc.disable()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
         try:
             with torch.no_grad():

@@ -381,6 +381,9 @@ fn handle(
             if let Some(ctl) = ctl {
                 ctl.set_reporting(report);
                 ctl.set_unbounded(unbounded);
+                // A queue nothing can suspend that reports outranks other work (HPF asks
+                // for a queue's events only then, or while it is in a dependency).
+                ctl.set_leading(report && unbounded);
                 ctl.set_idle_watch(watch);
                 ctl.set_remeasure(remeasure);
             }
@@ -503,6 +506,8 @@ pub(super) fn fail_open(sh: &Shared) {
     for ctl in &controls(sh) {
         ctl.set_reporting(true);
         ctl.set_unbounded(true);
+        // Unscheduled, nobody leads: the driver's own slices.
+        ctl.set_leading(false);
         ctl.set_idle_watch(true);
         // Nothing can hold it back now: no decision needs its measure.
         ctl.set_remeasure(false);

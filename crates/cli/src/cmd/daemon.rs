@@ -78,7 +78,7 @@ pub struct DaemonArgs {
     short_command_us: Option<u64>,
     /// How long (µs) a program's queue that finished its work still holds less urgent work
     /// back, so that the next request or token of a burst does not wait behind work started
-    /// in the gap (0: not at all).
+    /// in the gap (0: not at all) [default: 500].
     #[arg(long, value_name = "US")]
     linger_us: Option<u64>,
     /// Exit once no program has been scheduled for this many seconds (how `baton run`

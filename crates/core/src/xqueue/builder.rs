@@ -30,6 +30,7 @@ pub struct XQueueBuilder<H: HwQueue> {
     keep_window: bool,
     max_buffered: usize,
     held_back: Option<StdArc<HeldBackCount>>,
+    inflight_budget: crate::Nanos,
 }
 
 /// Commands a queue buffers before `submit` waits (see [`XQueueBuilder::max_buffered`]).
@@ -49,6 +50,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             keep_window: false,
             max_buffered: DEFAULT_MAX_BUFFERED,
             held_back: None,
+            inflight_budget: crate::Nanos::ZERO,
         }
     }
 
@@ -61,6 +63,17 @@ impl<H: HwQueue> XQueueBuilder<H> {
     /// The launch window (default 16 in flight, a sync point every 8).
     pub fn config(mut self, config: LaunchConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Bounds the work in flight by device time as well as by count while the window applies:
+    /// once the queue's command time is measured ([`XQueue::command_time`]), a command is
+    /// launched only while the commands in flight take less than `budget` by that measure
+    /// (the first always goes). A suspension at Level 1 waits for what is in flight, so this
+    /// bounds it by time whatever the commands' length: a GEMM flood of 1.5 ms commands keeps
+    /// one in flight, a training job of 110 µs kernels a few (default: zero, none).
+    pub fn inflight_budget(mut self, budget: crate::Nanos) -> Self {
+        self.inflight_budget = budget;
         self
     }
 
@@ -170,6 +183,8 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 markers_done: 0,
                 ready_ns: 0,
                 ready_since: None,
+                pace_ns: 0,
+                budget_ns: self.inflight_budget.0,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),

@@ -179,6 +179,16 @@ impl<H: HwQueue> XQueue<H> {
         self.apply_window(st);
     }
 
+    /// Whether the queue outranks other work on its device (a scheduler's answer): passed to
+    /// the hardware queue ([`HwQueue::set_leading`]), which may keep the device longer for it
+    /// while it runs freely (a time-sliced backend: a long slice for a service beside a job).
+    /// Default: no.
+    pub fn set_leading(&self, on: bool) {
+        // Under the state lock, as `set_preemptible` is told, so the two never cross.
+        let _st = sync::lock(&self.shared.state);
+        self.shared.hw.set_leading(on);
+    }
+
     /// Keeps the queue's window and sync points while `on`, even where its scheduler lets it
     /// run without them ([`XQueue::set_unbounded`]), so that its commands are measured again
     /// ([`XQueue::command_time`]): a queue launching without a window is never measured, and a

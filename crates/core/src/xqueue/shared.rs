@@ -154,6 +154,11 @@ pub(super) struct State<H: HwQueue> {
     /// when it has had work, while it has.
     pub(super) ready_ns: u64,
     pub(super) ready_since: Option<crate::Nanos>,
+    /// [`Shared::pace_ns`] as last noted, for the window (0: not measured).
+    pub(super) pace_ns: u64,
+    /// The device time the commands in flight may take by that measure (0: no bound; see
+    /// [`XQueueBuilder::inflight_budget`](crate::XQueueBuilder::inflight_budget)).
+    pub(super) budget_ns: u64,
 }
 
 impl<H: HwQueue> State<H> {
@@ -162,7 +167,19 @@ impl<H: HwQueue> State<H> {
     }
 
     pub(super) fn window_open(&self) -> bool {
-        self.unbounded || self.inflight() < u64::from(self.config.threshold())
+        if self.unbounded {
+            return true;
+        }
+        let inflight = self.inflight();
+        if inflight >= u64::from(self.config.threshold()) {
+            return false;
+        }
+        // Event records take no device time; the first command always goes.
+        let work = inflight.saturating_sub(self.markers.len() as u64);
+        self.budget_ns == 0
+            || self.pace_ns == 0
+            || work == 0
+            || work.saturating_mul(self.pace_ns) < self.budget_ns
     }
 
     /// Counts the markers `completed` has passed as done.
@@ -386,6 +403,7 @@ impl<H: HwQueue> Shared<H> {
                 old - old / PACE_WEIGHT + sample / PACE_WEIGHT
             };
             self.pace_ns.store(avg.max(1), Relaxed);
+            st.pace_ns = avg.max(1);
             self.pace_samples.fetch_add(1, Relaxed);
         }
         // Suspended at Level 2 or 3, the device stops working on what is in flight.
@@ -495,6 +513,14 @@ impl<H: HwQueue> Shared<H> {
             self.publish_pending(st);
             if st.waiters > 0 {
                 self.progress_cv.notify_all();
+            }
+            // A window the time budget closed after these launches has commands waiting
+            // behind it: from here to their completion the device is busy with them, which is
+            // a sample of their time. Without it, a queue kept to one command in flight would
+            // never be measured again (its completions leave nothing in flight), and would stay
+            // bound by the time of the longer commands it ran before.
+            if st.budget_ns > 0 && st.pace_mark.is_none() && !st.buffer.is_empty() {
+                st.pace_mark = Some((self.clock.now(), st.completed, st.launched, st.markers_done));
             }
         }
     }

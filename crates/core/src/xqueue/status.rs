@@ -60,4 +60,10 @@ pub trait QueueControl: Send + Sync {
     fn set_remeasure(&self, on: bool) {
         let _ = on;
     }
+    /// Whether the queue outranks other work on its device while it runs without its window
+    /// (a scheduler's answer: it reports and nothing can suspend it); see
+    /// [`XQueue::set_leading`](crate::XQueue::set_leading). Default: ignored.
+    fn set_leading(&self, on: bool) {
+        let _ = on;
+    }
 }

@@ -1160,6 +1160,80 @@ fn a_busy_queue_measures_how_long_its_commands_take() {
 }
 
 #[test]
+fn a_time_budget_bounds_the_work_in_flight_once_commands_are_measured() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
+    let q = XQueue::builder(hw.clone())
+        .drive(Drive::External)
+        .config(LaunchConfig::new(16, 2).unwrap())
+        .clock(StdArc::clone(&clock) as StdArc<dyn crate::Clock>)
+        .inflight_budget(Nanos::from_micros(500))
+        .build()
+        .unwrap();
+    submit_n(&q, 0, 200);
+    // Unmeasured, the count alone bounds it.
+    assert_eq!(q.status().inflight, 16);
+    run_commands(&hw, &q, &clock, 40, 2, Nanos::from_micros(110));
+    assert_eq!(q.command_time(), Some(Nanos::from_micros(110)));
+    // 110 µs commands: at most five in flight take under 500 µs (four take 440).
+    let drain = |q: &XQueue<ScriptedHwQueue>| {
+        while q.status().inflight > 0 {
+            clock.advance(Nanos::from_micros(110));
+            hw.complete(1);
+            q.poll();
+            if q.status().inflight >= 5 {
+                break;
+            }
+        }
+    };
+    drain(&q);
+    assert!(q.status().inflight <= 5, "{:?}", q.status());
+    for _ in 0..10 {
+        clock.advance(Nanos::from_micros(110));
+        hw.complete(1);
+        q.poll();
+        assert!(q.status().inflight <= 5, "{:?}", q.status());
+    }
+    // Commands longer than the budget: one at a time, never none.
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let q = XQueue::builder(hw.clone())
+        .drive(Drive::External)
+        .config(LaunchConfig::new(16, 8).unwrap())
+        .clock(StdArc::clone(&clock) as StdArc<dyn crate::Clock>)
+        .inflight_budget(Nanos::from_micros(500))
+        .build()
+        .unwrap();
+    submit_n(&q, 0, 160);
+    run_commands(&hw, &q, &clock, 32, 8, Nanos::from_micros(1_500));
+    assert!(q.command_time().unwrap() > Nanos::from_micros(500));
+    for _ in 0..20 {
+        assert_eq!(q.status().inflight, 1, "{:?}", q.status());
+        clock.advance(Nanos::from_micros(1_500));
+        hw.complete(1);
+        q.poll();
+    }
+    // The stream turns to short commands: measured one at a time, its window opens again.
+    for _ in 0..80 {
+        clock.advance(Nanos::from_micros(110));
+        hw.complete(1);
+        q.poll();
+    }
+    assert!(
+        q.command_time().unwrap() < Nanos::from_micros(500),
+        "{:?}",
+        q.command_time()
+    );
+    assert!(q.status().inflight > 1, "{:?}", q.status());
+    while q.status().completed < 160 {
+        hw.complete(1);
+        q.poll();
+    }
+    let s = hw.script();
+    assert_eq!(s.launched, (0..160).collect::<Vec<_>>());
+    assert!(s.violations.is_empty(), "{:?}", s.violations);
+}
+
+#[test]
 fn a_queue_bound_by_its_own_launching_is_not_measured() {
     let hw = ScriptedHwQueue::new(Level::L1);
     let clock = StdArc::new(ManualClock::new(Nanos(1_000)));

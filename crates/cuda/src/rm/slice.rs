@@ -1,5 +1,11 @@
 //! The time-slice control: one context's compute group as Level 3 for its queues, its slice
 //! applied by a background thread that keeps only the latest wish.
+//!
+//! Three values, from what the context's queues report: the *yield* slice while none of them
+//! runs freely (each interrupted, or preemptible because a more urgent queue exists); the
+//! *lead* slice while one runs freely and outranks other work on its device (a service beside
+//! a job: only the running context's slice decides when the GPU switches, so a long one keeps
+//! the GPU with the service until its work pauses); the *normal* slice otherwise.
 
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};
@@ -23,15 +29,31 @@ pub struct SliceStats {
     pub failures: u64,
 }
 
+/// The three slices of a [`ContextSlice`], in µs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SliceValues {
+    /// While no queue of the context runs freely.
+    pub yield_us: u64,
+    /// While one runs freely and none of those outranks other work; `None`: the value the
+    /// driver set (libcuda's own, 2048 µs on Hopper).
+    pub normal_us: Option<u64>,
+    /// While one runs freely and outranks other work on its device.
+    pub lead_us: u64,
+}
+
 #[derive(Debug)]
 struct SliceState {
     queues: usize,
     /// Queues running freely: neither interrupted nor preemptible.
     running: usize,
-    /// What the slice should be now.
-    want_yield: bool,
-    /// What was last applied.
-    yielded: bool,
+    /// Queues that outrank other work on their device (whether they run freely or not).
+    leading: usize,
+    /// Queues both running freely and leading.
+    running_leading: usize,
+    /// What the slice should be now, in µs.
+    want: u64,
+    /// What was last applied (0: nothing yet).
+    applied: u64,
     shutdown: bool,
     stats: SliceStats,
     last_error: Option<RmError>,
@@ -47,6 +69,7 @@ struct SliceInner {
     group: ChannelGroup,
     normal_us: u64,
     yield_us: u64,
+    lead_us: u64,
     state: Mutex<SliceState>,
     cv: Condvar,
 }
@@ -57,22 +80,21 @@ impl fmt::Debug for ContextSlice {
             .field("group", &self.inner.group)
             .field("normal_us", &self.inner.normal_us)
             .field("yield_us", &self.inner.yield_us)
+            .field("lead_us", &self.inner.lead_us)
             .finish_non_exhaustive()
     }
 }
 
 impl ContextSlice {
-    /// Takes control of `group`'s slice: `normal` (µs) when given, else its current value,
-    /// becomes the slice while some queue runs freely; sets it and reads it back to check that
-    /// a change takes, then starts the thread that applies changes. Fails if the driver
-    /// refuses either.
+    /// Takes control of `group`'s slice (`values`; the normal one, when not given, is its
+    /// current value); sets the normal one and reads it back to check that a change takes,
+    /// then starts the thread that applies changes. Fails if the driver refuses either.
     pub fn start(
         ctl: Arc<dyn RmControl>,
         group: ChannelGroup,
-        yield_us: u64,
-        normal: Option<u64>,
+        values: SliceValues,
     ) -> Result<ContextSlice, RmError> {
-        let normal_us = match normal {
+        let normal_us = match values.normal_us {
             Some(n) => n.max(1),
             None => get_timeslice(&*ctl, &group)?,
         };
@@ -87,12 +109,15 @@ impl ContextSlice {
         let inner = Arc::new(SliceInner {
             group,
             normal_us,
-            yield_us: yield_us.max(1),
+            yield_us: values.yield_us.max(1),
+            lead_us: values.lead_us.max(1),
             state: Mutex::new(SliceState {
                 queues: 0,
                 running: 0,
-                want_yield: false,
-                yielded: false,
+                leading: 0,
+                running_leading: 0,
+                want: normal_us,
+                applied: normal_us,
                 shutdown: false,
                 stats: SliceStats::default(),
                 last_error: None,
@@ -122,8 +147,13 @@ impl ContextSlice {
         self.inner.yield_us
     }
 
+    /// The slice while a queue runs freely and outranks other work, in µs.
+    pub fn lead_us(&self) -> u64 {
+        self.inner.lead_us
+    }
+
     /// A queue of the context appeared; `running`: it runs freely (see the module
-    /// documentation).
+    /// documentation); it leads nobody yet.
     pub fn attach(&self, running: bool) {
         self.inner.change(|st| {
             st.queues += 1;
@@ -131,31 +161,57 @@ impl ContextSlice {
         });
     }
 
-    /// A queue of the context went away; `running` as last reported.
-    pub fn detach(&self, running: bool) {
+    /// A queue of the context went away; `running` and `leading` as last reported.
+    pub fn detach(&self, running: bool, leading: bool) {
         self.inner.change(|st| {
             st.queues = st.queues.saturating_sub(1);
             if running {
                 st.running = st.running.saturating_sub(1);
             }
-        });
-    }
-
-    /// A queue of the context started (`true`) or stopped (`false`) running freely. Never
-    /// blocks on the driver.
-    pub fn set_running(&self, running: bool) {
-        self.inner.change(|st| {
-            if running {
-                st.running = (st.running + 1).min(st.queues);
-            } else {
-                st.running = st.running.saturating_sub(1);
+            if leading {
+                st.leading = st.leading.saturating_sub(1);
+            }
+            if running && leading {
+                st.running_leading = st.running_leading.saturating_sub(1);
             }
         });
     }
 
+    /// A queue of the context went from `was` to `now`, each (runs freely, leads). Never
+    /// blocks on the driver.
+    pub fn update(&self, was: (bool, bool), now: (bool, bool)) {
+        if was == now {
+            return;
+        }
+        self.inner.change(|st| {
+            let step = |n: &mut usize, before: bool, after: bool| {
+                if after && !before {
+                    *n += 1;
+                } else if before && !after {
+                    *n = n.saturating_sub(1);
+                }
+            };
+            step(&mut st.running, was.0, now.0);
+            step(&mut st.leading, was.1, now.1);
+            step(&mut st.running_leading, was.0 && was.1, now.0 && now.1);
+        });
+    }
+
+    /// A queue of the context started (`true`) or stopped (`false`) running freely, leading
+    /// nobody. Never blocks on the driver.
+    pub fn set_running(&self, running: bool) {
+        self.update((!running, false), (running, false));
+    }
+
     /// Whether the slice is (or is about to be) the yield value.
     pub fn yielding(&self) -> bool {
-        locks::lock(&self.inner.state).want_yield
+        let st = locks::lock(&self.inner.state);
+        st.queues > 0 && st.running == 0
+    }
+
+    /// The slice the context should have now, in µs.
+    pub fn wanted_us(&self) -> u64 {
+        locks::lock(&self.inner.state).want
     }
 
     /// Counters so far, and the last refusal if any.
@@ -169,14 +225,14 @@ impl ContextSlice {
     pub fn settle(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut st = locks::lock(&self.inner.state);
-        while st.yielded != st.want_yield && st.last_error.is_none() {
+        while st.applied != st.want && st.last_error.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
             st = locks::wait_timeout(&self.inner.cv, st, left);
         }
-        st.yielded == st.want_yield
+        st.applied == st.want
     }
 }
 
@@ -190,7 +246,13 @@ impl SliceInner {
     fn change(&self, f: impl FnOnce(&mut SliceState)) {
         let mut st = locks::lock(&self.state);
         f(&mut st);
-        st.want_yield = st.queues > 0 && st.running == 0;
+        st.want = if st.queues > 0 && st.running == 0 {
+            self.yield_us
+        } else if st.running_leading > 0 {
+            self.lead_us
+        } else {
+            self.normal_us
+        };
         self.cv.notify_all();
     }
 
@@ -205,17 +267,13 @@ impl SliceInner {
                     if st.shutdown {
                         return;
                     }
-                    if st.want_yield != st.yielded && st.last_error.is_none() {
-                        break st.want_yield;
+                    if st.want != st.applied && st.last_error.is_none() {
+                        break st.want;
                     }
                     st = locks::wait(&self.cv, st);
                 }
             };
-            let us = if target {
-                self.yield_us
-            } else {
-                self.normal_us
-            };
+            let us = target;
             let t0 = Instant::now();
             let r = set_timeslice(ctl, &self.group, us);
             let took = t0.elapsed();
@@ -225,7 +283,7 @@ impl SliceInner {
             match r {
                 Ok(()) => {
                     st.stats.changes += 1;
-                    st.yielded = target;
+                    st.applied = target;
                 }
                 Err(e) => {
                     // A refusal stops further changes (the queues still stop launching, as at

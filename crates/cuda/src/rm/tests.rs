@@ -223,7 +223,16 @@ fn group() -> ChannelGroup {
 fn a_given_running_slice_replaces_the_drivers() {
     let rm = std::sync::Arc::new(FakeRm::default());
     *rm.slice.lock().unwrap() = 2048;
-    let s = ContextSlice::start(rm.clone(), group(), 500, Some(300)).unwrap();
+    let s = ContextSlice::start(
+        rm.clone(),
+        group(),
+        SliceValues {
+            yield_us: 500,
+            normal_us: Some(300),
+            lead_us: 9_000,
+        },
+    )
+    .unwrap();
     assert_eq!((s.normal_us(), s.yield_us()), (300, 500));
     assert_eq!(*rm.slice.lock().unwrap(), 300);
     s.attach(false);
@@ -236,7 +245,16 @@ fn a_given_running_slice_replaces_the_drivers() {
 fn the_slice_is_short_exactly_while_no_queue_of_the_context_runs_freely() {
     let rm = std::sync::Arc::new(FakeRm::default());
     *rm.slice.lock().unwrap() = 2048;
-    let s = ContextSlice::start(rm.clone(), group(), 1, None).unwrap();
+    let s = ContextSlice::start(
+        rm.clone(),
+        group(),
+        SliceValues {
+            yield_us: 1,
+            normal_us: None,
+            lead_us: 9_000,
+        },
+    )
+    .unwrap();
     assert_eq!((s.normal_us(), s.yield_us()), (2048, 1));
     let now = || *rm.slice.lock().unwrap();
     let settled = |want: u64| s.settle(Duration::from_secs(5)) && now() == want;
@@ -256,10 +274,10 @@ fn the_slice_is_short_exactly_while_no_queue_of_the_context_runs_freely() {
     s.attach(true);
     assert!(settled(2048));
     // It goes away; the remaining two do not run freely.
-    s.detach(true);
+    s.detach(true, false);
     assert!(settled(1));
-    s.detach(false);
-    s.detach(false);
+    s.detach(false, false);
+    s.detach(false, false);
     assert!(!s.yielding() && settled(2048));
     let (st, err) = s.stats();
     assert_eq!((st.changes, st.failures, err), (6, 0, None));
@@ -272,7 +290,18 @@ fn queues_tell_the_slice_when_they_run_freely() {
     use baton_core::{HwQueue, InflightRange, Level};
     let rm = std::sync::Arc::new(FakeRm::default());
     *rm.slice.lock().unwrap() = 2048;
-    let slice = std::sync::Arc::new(ContextSlice::start(rm.clone(), group(), 1, None).unwrap());
+    let slice = std::sync::Arc::new(
+        ContextSlice::start(
+            rm.clone(),
+            group(),
+            SliceValues {
+                yield_us: 1,
+                normal_us: None,
+                lead_us: 9_000,
+            },
+        )
+        .unwrap(),
+    );
     let driver: &'static Driver = Box::leak(Box::new(Driver::default()));
     let q = CudaHwQueue::new(
         driver,
@@ -297,6 +326,18 @@ fn queues_tell_the_slice_when_they_run_freely() {
     };
     q.restore(none).unwrap();
     assert!(settled(2048));
+    // Running freely and outranking other work: the long slice; preemptible again, the short.
+    q.set_leading(true);
+    assert!(settled(9_000));
+    q.set_preemptible(true);
+    assert!(settled(1));
+    q.set_preemptible(false);
+    assert!(settled(9_000));
+    q.set_leading(false);
+    assert!(settled(2048));
+    q.set_leading(true);
+    assert!(settled(9_000));
+    // Gone while leading: the context goes back to the driver's slice.
     drop(q);
     assert!(settled(2048) && !slice.yielding());
 }
@@ -305,7 +346,16 @@ fn queues_tell_the_slice_when_they_run_freely() {
 fn a_refused_change_is_reported_and_stops_further_calls() {
     let rm = std::sync::Arc::new(FakeRm::default());
     *rm.slice.lock().unwrap() = 2048;
-    let s = ContextSlice::start(rm.clone(), group(), 50, None).unwrap();
+    let s = ContextSlice::start(
+        rm.clone(),
+        group(),
+        SliceValues {
+            yield_us: 50,
+            normal_us: None,
+            lead_us: 9_000,
+        },
+    )
+    .unwrap();
     *rm.refuse_sets.lock().unwrap() = true;
     s.attach(false);
     assert!(!s.settle(Duration::from_secs(5)));
@@ -333,11 +383,31 @@ fn taking_control_checks_that_a_change_reads_back() {
         }
     }
     // GET always says 7: setting 7 reads back 7, so control is taken.
-    assert!(ContextSlice::start(std::sync::Arc::new(Stuck), group(), 1, None).is_ok());
+    assert!(
+        ContextSlice::start(
+            std::sync::Arc::new(Stuck),
+            group(),
+            SliceValues {
+                yield_us: 1,
+                normal_us: None,
+                lead_us: 9_000
+            }
+        )
+        .is_ok()
+    );
     let rm = std::sync::Arc::new(FakeRm::default());
     *rm.refuse_sets.lock().unwrap() = true;
     assert_eq!(
-        ContextSlice::start(rm, group(), 1, None).unwrap_err(),
+        ContextSlice::start(
+            rm,
+            group(),
+            SliceValues {
+                yield_us: 1,
+                normal_us: None,
+                lead_us: 9_000
+            }
+        )
+        .unwrap_err(),
         RmError::Status(0x1b)
     );
 }

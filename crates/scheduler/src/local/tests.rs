@@ -312,6 +312,11 @@ fn only_a_queue_let_go_for_its_short_commands_is_asked_to_be_measured_again() {
     let (_hp, hp) = queue(&inbox);
     let (_be, be) = queue(&inbox);
     let mut s = LocalScheduler::new(Box::new(Hpf));
+    // The operator's bound (none is short by default).
+    s.set_global_hint(
+        baton_policies::GlobalHint::short_command(Nanos::from_micros(250)).unwrap(),
+        Nanos(0),
+    );
     s.register(hp.clone(), meta(10), Nanos(0));
     s.register(be.clone(), QueueMeta { pid: 2, ..meta(0) }, Nanos(0));
     // Both measured short. The job (another process, outranked) is let go for that measure

@@ -22,8 +22,9 @@ impl SimDevice {
 
     fn slice(&self, ctx: ContextId) -> Nanos {
         let c = &self.contexts[ctx.0 as usize];
-        match c.yielding {
-            Some((slice, 0)) => slice,
+        match (c.yielding, c.leading) {
+            (Some((slice, 0)), _) => slice,
+            (_, Some((lead, n))) if n > 0 => lead,
             _ => c.timeslice.unwrap_or(self.cfg.timeslice),
         }
         .max(Nanos::from_micros(1))

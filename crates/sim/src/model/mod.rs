@@ -62,6 +62,9 @@ struct Ctx {
     /// The slice it yields with ([`SimDevice::control_slice`]), and how many of its
     /// controlling streams run freely (any keeps the normal slice).
     yielding: Option<(Nanos, u32)>,
+    /// The slice it keeps while a controlling stream runs freely and leads
+    /// ([`SimDevice::lead_slice`]), and how many do.
+    leading: Option<(Nanos, u32)>,
     /// Time during which at least one of its kernels held SMs.
     busy: Nanos,
     streams: Vec<StreamId>,
@@ -168,6 +171,7 @@ impl SimDevice {
         self.contexts.push(Ctx {
             timeslice: None,
             yielding: None,
+            leading: None,
             busy: Nanos::ZERO,
             streams: Vec::new(),
         });
@@ -189,6 +193,28 @@ impl SimDevice {
         if let Some(c) = self.contexts.get_mut(ctx.0 as usize) {
             let free = c.yielding.map_or(0, |(_, n)| n);
             c.yielding = Some((yield_slice, free));
+        }
+    }
+
+    /// Gives `ctx` the slice `lead` while one of its controlling streams runs freely and
+    /// outranks other work ([`SimDevice::set_leading_freely`]), as Baton does on a GPU for a
+    /// service beside a job. Takes effect from the context's next slice.
+    pub fn lead_slice(&mut self, ctx: ContextId, lead: Nanos) {
+        if let Some(c) = self.contexts.get_mut(ctx.0 as usize) {
+            let n = c.leading.map_or(0, |(_, n)| n);
+            c.leading = Some((lead, n));
+        }
+    }
+
+    /// One of `ctx`'s controlling streams started (`true`) or stopped (`false`) both running
+    /// freely and outranking other work.
+    pub fn set_leading_freely(&mut self, ctx: ContextId, on: bool) {
+        if let Some((_, n)) = self
+            .contexts
+            .get_mut(ctx.0 as usize)
+            .and_then(|c| c.leading.as_mut())
+        {
+            *n = if on { *n + 1 } else { n.saturating_sub(1) };
         }
     }
 
