@@ -41,7 +41,7 @@ Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every pro
   {"cmd": "stop"} -> {"log": [[t, units], ...], "unit": U}   one entry per completed step
   {"cmd": "quit"}
 """
-import gc, json, os, random, resource, sys, threading, time
+import faulthandler, gc, json, os, random, resource, sys, threading, time
 
 ROLE = sys.argv[1] if len(sys.argv) > 1 else ""
 if ROLE not in ("hp", "be", "both"):
@@ -50,6 +50,7 @@ if ROLE not in ("hp", "be", "both"):
 # The protocol keeps the original stdout; whatever the libraries print goes to stderr.
 PROTO = os.fdopen(os.dup(1), "w", buffering=1)
 os.dup2(2, 1)
+faulthandler.enable()
 
 # CPU placement, set before CUDA starts any thread (they inherit it): the matrix gives each
 # role cores of its own.
@@ -128,17 +129,23 @@ class Decoder(nn.Module):
 
 
 def capture(stream, fn):
-    """`fn` captured as one CUDA graph on STREAM (after warm-up runs there)."""
+    """`fn` captured as one CUDA graph (after warm-up runs on STREAM), as serving engines do:
+    captured on PyTorch's own capture stream, replayed on the service's."""
     torch.cuda.synchronize()
     with torch.cuda.stream(stream):
         for _ in range(3):
             fn()
-    stream.synchronize()
+    torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=stream):
+    with torch.cuda.graph(g):
         fn()
-    stream.synchronize()
+    torch.cuda.synchronize()
     return g
+
+
+def note(what):
+    """A progress line on stderr (the matrix's workers.log): where a worker that fails got to."""
+    print(f"[services {ROLE} {os.getpid()}] {what}", file=sys.stderr, flush=True)
 
 
 class Service:
@@ -157,6 +164,7 @@ def build_services(stream):
         r = resnet50().to(DEV).half().eval()
         rx = torch.randn(8, 3, 224, 224, device=DEV, dtype=torch.half)
         rg = capture(stream, lambda: r(rx))
+        note("Rg captured")
 
         def rg_request(on_token):
             with torch.cuda.stream(stream):
@@ -187,6 +195,7 @@ def build_services(stream):
             tok.copy_(d(tok, pos)[:, None])
             pos.add_(1)
         g_prefill, g_step = capture(stream, prefill), capture(stream, step)
+        note("Dg captured")
         done = torch.cuda.Event()
 
         def dg_request(on_token):
@@ -209,9 +218,10 @@ def build_services(stream):
             stream.synchronize()
             on_token()
         out["Be"] = Service(be_request, 1)
-        for s in out.values():
+        for name, s in out.items():
             for _ in range(5):
                 s.request(lambda: None)
+            note(f"{name} warmed up")
     return out
 
 
@@ -238,10 +248,11 @@ def build_jobs(stream, dev):
             loss.backward()
             opt.step()
         jobs["T"] = (train_step, 64.0, 2, "images")
-        for step, *_ in jobs.values():
+        for name, (step, *_) in jobs.items():
             for _ in range(5):
                 step()
-    stream.synchronize()
+            stream.synchronize()
+            note(f"{name} warmed up")
     return jobs
 
 
