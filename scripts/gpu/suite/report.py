@@ -52,13 +52,10 @@ def matrix_lead(docs):
     path = os.path.join(docs, MATRIX, "table.md")
     if not os.path.exists(path):
         return []
-    head = open(path).read().split("## Every cell")[0].split("\n", 1)[1].strip()
+    head = open(path).read().strip()
     return ["## The co-location matrix", "",
-            f"Three services × two best-effort jobs × three setups, native against Baton's default "
-            f"flags, medians of three interleaved repeats on an H100; method, spreads, pictures and "
-            f"the noise that limits them: [`{MATRIX}/README.md`]({MATRIX}/README.md). Setups: S "
-            f"separate processes (time-sliced), M MPS, P one process. HP: R ResNet-50 b8, B BERT-base "
-            f"b1, D a GPT-2-medium-shaped decoder. BE: G bf16 GEMM flood, T ResNet-50 training.", "",
+            f"Native against Baton's default flags, cell by cell; method, limits and raw files: "
+            f"[`{MATRIX}/README.md`]({MATRIX}/README.md).", "",
             head, "", "## The earlier suite", ""]
 
 
