@@ -10,12 +10,13 @@
 //!   whenever the service has work, and starves it beside a service that leaves the device
 //!   mostly idle (long kernels: about half of alone; short ones: a tenth).
 //! - **Yielding** (`Hint::Yielding`, the flood's context slice 500 µs while the service
-//!   outranks it, never held back), in both cases: the service waits at most one short slice
-//!   and a switch for the device, and the flood keeps the gaps.
-//! - **Time-sliced, the default** (`Hint::TimeSliced`, the driver's slices): once the decoder
-//!   has told its readiness (ready nearly all the time, rarely waiting), the long-kernel flood
-//!   is left to the slices, as natively; beside a service that waits for the device it is
-//!   held back as before.
+//!   outranks it, never held back; `baton run` does this by default with a 100 µs slice), in
+//!   both cases: the service waits at most one short slice and a switch for the device, and
+//!   the flood keeps the gaps.
+//! - **Time-sliced** (`Hint::TimeSliced` through the hint API, the driver's slices): once the
+//!   decoder has told its readiness (ready nearly all the time, rarely waiting), the
+//!   long-kernel flood is left to the slices, as natively; beside a service that waits for the
+//!   device it is held back as before.
 
 mod support;
 
