@@ -1,6 +1,7 @@
 //! The GPU demo's report: the clients' results as a [`DemoSummary`], and as a table.
 
 use super::worker::{BeResult, HpResult};
+use crate::report::{BE_IDLE_SHARE_TARGET, HP_P99_TARGET};
 use crate::{DemoDevice, DemoFigures, DemoSummary, Phase};
 
 /// The phase's name in the GPU demo's table and progress.
@@ -79,6 +80,25 @@ pub fn table(name: &str, f: &DemoFigures) -> String {
         f.be_alone_tput,
         100.0 * f.hp_busy_fraction
     );
+    // The simulated demo's targets, said as plainly here.
+    let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+    let r = f.hp_baton_p99_us / a99;
+    s += &format!(
+        "HP p99 under Baton: ×{r:.2} of alone (target ≤ ×{HP_P99_TARGET}: {}).\n",
+        verdict(r <= HP_P99_TARGET)
+    );
+    let left = be * (1.0 - f.hp_busy_fraction);
+    let share = if left > 0.0 {
+        f.be_baton_tput / left
+    } else {
+        0.0
+    };
+    s += &format!(
+        "BE under Baton used {:.0} % of the GPU time HP leaves (target ≥ {:.0} %: {}).\n",
+        100.0 * share,
+        100.0 * BE_IDLE_SHARE_TARGET,
+        verdict(share >= BE_IDLE_SHARE_TARGET)
+    );
     s
 }
 
@@ -155,7 +175,9 @@ mod tests {
              HP alone         2090 µs ×1.00     2353 µs ×1.00 –\n\
              native           4431 µs ×2.12     7107 µs ×3.02 0.58 (58 % of alone)\n\
              Baton            2319 µs ×1.11     2991 µs ×1.27 0.52 (52 % of alone)\n\
-             \nBE alone: 1.00 GPU-s/s; HP keeps the GPU busy 40 % of the time when alone.\n"
+             \nBE alone: 1.00 GPU-s/s; HP keeps the GPU busy 40 % of the time when alone.\n\
+             HP p99 under Baton: ×1.27 of alone (target ≤ ×1.05: MISSED).\n\
+             BE under Baton used 87 % of the GPU time HP leaves (target ≥ 90 %: MISSED).\n"
         );
         assert_eq!(phase_label(Phase::BeAlone), "BE alone");
     }
