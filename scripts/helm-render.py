@@ -10,6 +10,7 @@ to nothing but whitespace is left out.
 
     scripts/helm-render.py [--namespace NS] [--set a.b=value ...] [CHART_DIR]
 """
+
 import argparse
 import pathlib
 import re

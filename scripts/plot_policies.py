@@ -34,16 +34,24 @@ def plot(path):
         t = [x / 1000 for x in res["samples_ms"]]
         for ci, c in enumerate(res["clients"]):
             label = f"{prefix}{c['name']} ({100 * c['work_share']:.1f} %)"
-            work.plot(t, [w / 1000 for w in c["work_ms"]], styles[ri % 4], color=f"C{ci}",
-                      label=label)
+            work.plot(t, [w / 1000 for w in c["work_ms"]], styles[ri % 4], color=f"C{ci}", label=label)
             jobs = c["jobs"]
             if jobs and len(jobs) < 4000:
-                lat.scatter([j[0] / 1000 for j in jobs], [j[1] for j in jobs], s=4,
-                            color=f"C{ci + 3 * ri}",
-                            label=f"{prefix}{c['name']} (p99 {c['p99_ms']:.2f} ms)")
+                lat.scatter(
+                    [j[0] / 1000 for j in jobs],
+                    [j[1] for j in jobs],
+                    s=4,
+                    color=f"C{ci + 3 * ri}",
+                    label=f"{prefix}{c['name']} (p99 {c['p99_ms']:.2f} ms)",
+                )
     for i, line in enumerate(doc["lines"]):
-        lat.axhline(line["ms"], color="k", linestyle=styles[(i + 1) % 4], linewidth=0.8,
-                    label=f"{line['label']} {line['ms']:g} ms")
+        lat.axhline(
+            line["ms"],
+            color="k",
+            linestyle=styles[(i + 1) % 4],
+            linewidth=0.8,
+            label=f"{line['label']} {line['ms']:g} ms",
+        )
     work.set_xlabel("simulated time (s)")
     work.set_ylabel("device work completed (s)")
     work.legend(fontsize=7)

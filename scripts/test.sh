@@ -4,6 +4,8 @@
 # XQueue's concurrency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Python linter and formatter, fetched from PyPI into target/tools-venv.
+RUFF_VERSION=0.17.6
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -16,6 +18,15 @@ cargo test --workspace --locked
 echo "== loom model check (XQueue interleavings)"
 LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p baton-core --release --lib --locked loom
+echo "== ruff: lint and format of every Python file under scripts/ and python/ (ruff.toml)"
+tools=target/tools-venv
+if ! "$tools/bin/ruff" --version 2>/dev/null | grep -qx "ruff $RUFF_VERSION"; then
+    rm -rf "$tools"
+    python3 -m venv "$tools"
+    "$tools/bin/pip" install --quiet "ruff==$RUFF_VERSION"
+fi
+"$tools/bin/ruff" check scripts python
+"$tools/bin/ruff" format --check scripts python
 echo "== GPU-script analysis self-tests"
 python3 scripts/gpu/levels/preemption_timeline.py --self-test
 python3 scripts/gpu/matrix/analyze.py --self-test

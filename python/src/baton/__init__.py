@@ -125,9 +125,7 @@ def _stream(stream: Any) -> int:
         h = getattr(stream, attr, None)
         if isinstance(h, int):
             return h
-    raise TypeError(
-        f"a stream is a torch.cuda.Stream, a CuPy stream or an int handle, not {type(stream).__name__}"
-    )
+    raise TypeError(f"a stream is a torch.cuda.Stream, a CuPy stream or an int handle, not {type(stream).__name__}")
 
 
 def loaded() -> bool:

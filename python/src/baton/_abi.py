@@ -40,9 +40,7 @@ ERROR_NAMES = {
     ERR_INTERNAL: "internal",
 }
 
-NOT_LOADED_MESSAGE = (
-    "Baton is not loaded in this process: start the program with `baton run -- PROGRAM`"
-)
+NOT_LOADED_MESSAGE = "Baton is not loaded in this process: start the program with `baton run -- PROGRAM`"
 
 HINT_DEADLINE = 1
 HINT_UTILIZATION = 2

@@ -1,7 +1,10 @@
 """The MPS control daemon for the GPU benchmarks: started with its pipe and log directories
 under a run's temporary directory, stopped afterwards. Both setups that use it (the suite and
 the co-location matrix) go through here."""
-import os, subprocess, time
+
+import os
+import subprocess
+import time
 
 
 def mps(tmp, env, on):
@@ -18,8 +21,12 @@ def mps(tmp, env, on):
         time.sleep(1)
         gpu = env.get("CUDA_VISIBLE_DEVICES")
         if gpu and not gpu.startswith("GPU-"):
-            uuid = subprocess.run(["nvidia-smi", "-i", gpu, "--query-gpu=uuid", "--format=csv,noheader"],
-                                  capture_output=True, text=True, check=True).stdout.strip()
+            uuid = subprocess.run(
+                ["nvidia-smi", "-i", gpu, "--query-gpu=uuid", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
             env["CUDA_VISIBLE_DEVICES"] = uuid
         return env
     subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env)

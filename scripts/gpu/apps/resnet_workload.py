@@ -8,7 +8,11 @@
 Both use the default CUDA stream (as most PyTorch programs do) and write a JSON summary.
 The model is defined here (no torchvision, no downloads): the standard ResNet-50 layout.
 """
-import argparse, json, os, time
+
+import argparse
+import json
+import os
+import time
 
 import torch
 import torch.nn as nn
@@ -19,9 +23,15 @@ class Bottleneck(nn.Module):
         super().__init__()
         cout = width * 4
         self.body = nn.Sequential(
-            nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
-            nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
-            nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout))
+            nn.Conv2d(cin, width, 1, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(width, width, 3, stride, 1, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(width, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        )
         self.skip = None
         if stride != 1 or cin != cout:
             self.skip = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
@@ -32,8 +42,7 @@ class Bottleneck(nn.Module):
 
 
 def resnet50(classes=1000):
-    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
-              nn.MaxPool2d(3, 2, 1)]
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)]
     cin = 64
     for width, blocks, stride in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]:
         for i in range(blocks):
@@ -75,9 +84,17 @@ def infer(a):
             m(x)
         torch.cuda.synchronize()
         lat = periodic(lambda: m(x), torch.cuda.synchronize, a.seconds, a.period_ms)
-    out = {"role": "hp", "requests": len(lat), "p50_ms": pct(lat, 0.5), "p90_ms": pct(lat, 0.9),
-           "p99_ms": pct(lat, 0.99), "max_ms": max(lat), "mean_ms": sum(lat) / len(lat),
-           "period_ms": a.period_ms, "pid": os.getpid()}
+    out = {
+        "role": "hp",
+        "requests": len(lat),
+        "p50_ms": pct(lat, 0.5),
+        "p90_ms": pct(lat, 0.9),
+        "p99_ms": pct(lat, 0.99),
+        "max_ms": max(lat),
+        "mean_ms": sum(lat) / len(lat),
+        "period_ms": a.period_ms,
+        "pid": os.getpid(),
+    }
     json.dump(out, open(a.out, "w"), indent=2)
     print(json.dumps(out))
 
@@ -106,8 +123,13 @@ def train(a):
             t_start, s0 = time.monotonic(), steps
     torch.cuda.synchronize()
     dt = time.monotonic() - (t_start or end)
-    out = {"role": "be", "steps": steps, "steps_per_s": (steps - s0) / dt if t_start else 0.0,
-           "images_per_s": 64 * (steps - s0) / dt if t_start else 0.0, "pid": os.getpid()}
+    out = {
+        "role": "be",
+        "steps": steps,
+        "steps_per_s": (steps - s0) / dt if t_start else 0.0,
+        "images_per_s": 64 * (steps - s0) / dt if t_start else 0.0,
+        "pid": os.getpid(),
+    }
     json.dump(out, open(a.out, "w"), indent=2)
     print(json.dumps(out))
 

@@ -14,7 +14,14 @@ alone costs HP (the two share the interpreter lock). HP also reports the median 
 request's launch time (the forward pass's Python and launch calls, before its synchronize):
 near its latency, HP is bound by launching, not by the GPU. Writes a JSON summary.
 """
-import argparse, faulthandler, json, os, signal, threading, time
+
+import argparse
+import faulthandler
+import json
+import os
+import signal
+import threading
+import time
 
 import torch
 import torch.nn as nn
@@ -41,8 +48,15 @@ def hp(a, out, ready):
                 launch.append((time.perf_counter() - t0) * 1e3)
 
             lat = periodic(request, s.synchronize, a.seconds, a.period_ms)
-    out.update(requests=len(lat), launch_p50_ms=pct(launch, 0.5), p50_ms=pct(lat, 0.5), p90_ms=pct(lat, 0.9), p99_ms=pct(lat, 0.99),
-               max_ms=max(lat), mean_ms=sum(lat) / len(lat))
+    out.update(
+        requests=len(lat),
+        launch_p50_ms=pct(launch, 0.5),
+        p50_ms=pct(lat, 0.5),
+        p90_ms=pct(lat, 0.9),
+        p99_ms=pct(lat, 0.99),
+        max_ms=max(lat),
+        mean_ms=sum(lat) / len(lat),
+    )
 
 
 def be(a, out, ready, stop):
@@ -103,7 +117,12 @@ if __name__ == "__main__":
     stop.set()
     for t in threads[1:]:
         t.join()
-    res = {"mode": a.mode, "hp": hp_out, "be": be_out or None, "pid": os.getpid(),
-           "baton": bool(os.environ.get("LD_PRELOAD", "").count("baton"))}
+    res = {
+        "mode": a.mode,
+        "hp": hp_out,
+        "be": be_out or None,
+        "pid": os.getpid(),
+        "baton": bool(os.environ.get("LD_PRELOAD", "").count("baton")),
+    }
     json.dump(res, open(a.out, "w"), indent=2)
     print(json.dumps(res))

@@ -8,6 +8,7 @@ the service's window is left out and counted.
     summarize.py RESULTS.jsonl OUTDIR      -> OUTDIR/summary.json, OUTDIR/table.md
     summarize.py --self-test
 """
+
 import json
 import statistics
 import sys
@@ -26,7 +27,8 @@ def summarize(records):
     out = {}
     for r in records:
         cell = out.setdefault(r["example"], {}).setdefault(
-            r["mode"], {"runs": 0, "failed": 0, "invalid": 0, "values": {}, "checks": []})
+            r["mode"], {"runs": 0, "failed": 0, "invalid": 0, "values": {}, "checks": []}
+        )
         cell["runs"] += 1
         if r.get("failed"):
             cell["failed"] += 1
@@ -77,11 +79,23 @@ def self_test():
     def rec(mode, p50x, share, covered=True, failed=False):
         if failed:
             return {"example": "e", "mode": mode, "failed": True}
-        return {"example": "e", "mode": mode,
-                "summary": {"hp_p50_x": p50x, "hp_p99_x": 2 * p50x, "be_share": share},
-                "hp_alone": {"p50_ms": 3.0}, "both": {"p99_ms": 9.0, "be_covered": covered}}
-    s = summarize([rec("native", 1.5, 0.8), rec("native", 1.7, 0.9), rec("native", 9, 0.1, covered=False),
-                   rec("baton-on", 1.0, 0.5), rec("baton-on", 0, 0, failed=True)])
+        return {
+            "example": "e",
+            "mode": mode,
+            "summary": {"hp_p50_x": p50x, "hp_p99_x": 2 * p50x, "be_share": share},
+            "hp_alone": {"p50_ms": 3.0},
+            "both": {"p99_ms": 9.0, "be_covered": covered},
+        }
+
+    s = summarize(
+        [
+            rec("native", 1.5, 0.8),
+            rec("native", 1.7, 0.9),
+            rec("native", 9, 0.1, covered=False),
+            rec("baton-on", 1.0, 0.5),
+            rec("baton-on", 0, 0, failed=True),
+        ]
+    )
     n = s["e"]["native"]
     assert n["runs"] == 3 and n["invalid"] == 1 and n["median"]["hp_p50_x"] == 1.6, n
     assert s["e"]["baton-on"]["failed"] == 1 and s["e"]["baton-on"]["median"]["be_share"] == 0.5
@@ -95,7 +109,7 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--self-test"]:
         self_test()
         sys.exit(0)
-    records = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+    records = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
     s = summarize(records)
     json.dump(s, open(f"{sys.argv[2]}/summary.json", "w"), indent=1)
     open(f"{sys.argv[2]}/table.md", "w").write(table(s))

@@ -1,14 +1,18 @@
 """CuPy transparency check: elementwise, reductions, a matrix product, a raw kernel, streams."""
+
 import hashlib
 import json
 
 import cupy as cp
 
-raw = cp.RawKernel(r'''
+raw = cp.RawKernel(
+    r"""
 extern "C" __global__ void scale_add(const float* x, float* y, float a, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
-}''', "scale_add")
+}""",
+    "scale_add",
+)
 
 rs = cp.random.RandomState(seed=3)
 a = rs.standard_normal((1024, 1024), dtype=cp.float32)

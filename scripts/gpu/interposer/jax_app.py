@@ -1,4 +1,5 @@
 """JAX transparency check: jitted functions, a scan, a matrix product, a gradient."""
+
 import hashlib
 import json
 import os
@@ -21,8 +22,9 @@ def loss(w, x):
     def body(h, _):
         h = jnp.tanh(h @ w)
         return h, h.sum()
+
     h, sums = jax.lax.scan(body, x, None, length=8)
-    return (h ** 2).mean() + sums.mean() * 1e-3
+    return (h**2).mean() + sums.mean() * 1e-3
 
 
 g = jax.jit(jax.grad(loss))(w, x)

@@ -1,7 +1,8 @@
 """Summarizes scripts/gpu/interposer/run.sh's raw results into summary.json and a table.
 
-  python3 scripts/gpu/interposer/summarize.py OUT_DIR
+python3 scripts/gpu/interposer/summarize.py OUT_DIR
 """
+
 import json
 import statistics
 import sys
@@ -12,7 +13,7 @@ out = sys.argv[1]
 
 def load(name):
     try:
-        return [json.loads(l) for l in open(f"{out}/{name}") if l.strip()]
+        return [json.loads(line) for line in open(f"{out}/{name}") if line.strip()]
     except FileNotFoundError:
         return []
 
@@ -24,9 +25,11 @@ for r in load("transparency.jsonl"):
 print("transparency (checksum equal to native; Baton's kernel count vs CUPTI's)")
 print(f"{'app':<12} {'native':<18} {'det.':<5} {'baton':<6} {'small':<6} {'kernels baton/small/cupti':<28}")
 for app, runs in by_app.items():
-    def cs(m):
+
+    def cs(m, runs=runs):
         r = runs.get(m) or {}
         return (r.get("result") or {}).get("checksum"), r.get("rc")
+
     n, _ = cs("native")
     c, _ = cs("counted")
     b, brc = cs("baton")
@@ -34,12 +37,20 @@ for app, runs in by_app.items():
     kb = (runs.get("baton", {}).get("baton_report") or {}).get("kernels")
     ks = (runs.get("baton-small", {}).get("baton_report") or {}).get("kernels")
     kc = (runs.get("counted", {}).get("cupti") or {}).get("kernels")
-    entry = {"native": n, "native_repeat_equal": n == c, "baton_equal": b == n and brc == 0,
-             "baton_small_window_equal": s == n and src == 0, "kernels_baton": kb,
-             "kernels_baton_small_window": ks, "kernels_cupti": kc,
-             "deferred_small_window": (runs.get("baton-small", {}).get("baton_report") or {}).get("deferred")}
+    entry = {
+        "native": n,
+        "native_repeat_equal": n == c,
+        "baton_equal": b == n and brc == 0,
+        "baton_small_window_equal": s == n and src == 0,
+        "kernels_baton": kb,
+        "kernels_baton_small_window": ks,
+        "kernels_cupti": kc,
+        "deferred_small_window": (runs.get("baton-small", {}).get("baton_report") or {}).get("deferred"),
+    }
     summary["transparency"][app] = entry
-    print(f"{app:<12} {str(n):<18} {str(n == c):<5} {str(entry['baton_equal']):<6} {str(entry['baton_small_window_equal']):<6} {kb}/{ks}/{kc}")
+    print(
+        f"{app:<12} {str(n):<18} {str(n == c):<5} {str(entry['baton_equal']):<6} {str(entry['baton_small_window_equal']):<6} {kb}/{ks}/{kc}"
+    )
 
 ov = load("overhead.jsonl")
 
@@ -52,8 +63,10 @@ print("\noverhead (medians over repetitions; spread = min..max of per-repetition
 MODES = [m for m in ("passthrough", "baton", "local", "keep") if any(r["mode"] == m for r in ov)]
 for stream in ("legacy", "created"):
     for key in ("launch_ns", "roundtrip_ns"):
-        per = {m: [med(r[key]) for r in ov if r.get("stream") == stream and r["mode"] == m and key in r]
-               for m in ["native"] + MODES}
+        per = {
+            m: [med(r[key]) for r in ov if r.get("stream") == stream and r["mode"] == m and key in r]
+            for m in ["native"] + MODES
+        }
         if not per["native"]:
             continue
         nat = med(per["native"])
@@ -72,8 +85,11 @@ for app in ("torch-bench-infer", "torch-bench-train"):
     per = {m: [r["median_s"] for r in ov if r.get("app") == app and r["mode"] == m] for m in ["native"] + MODES}
     if not per["native"]:
         continue
-    p99 = {m: med([statistics.quantiles(r["times_s"], n=100)[98] for r in ov if r.get("app") == app and r["mode"] == m])
-           for m in per if per[m]}
+    p99 = {
+        m: med([statistics.quantiles(r["times_s"], n=100)[98] for r in ov if r.get("app") == app and r["mode"] == m])
+        for m in per
+        if per[m]
+    }
     nat = med(per["native"])
     row = {"native_s": nat, "native_reps": per["native"], "p99_s": p99}
     line = f"{app:<18} native {nat * 1e3:7.3f} ms (p99 {p99['native'] * 1e3:.3f})"
@@ -96,15 +112,20 @@ if diag:
     print("interposer reports, launch loop (medians per process):", json.dumps(diag))
 ab = load("ab.jsonl")
 if ab:
-    print("\nin-process A/B, added ns per launch (median over processes of each one's paired median; IQR within a process)")
+    print(
+        "\nin-process A/B, added ns per launch (median over processes of each one's paired median; IQR within a process)"
+    )
     summary["ab"] = {}
     for stream in ("legacy", "created"):
         for m in ("native", "baton", "local"):
             rs = [r for r in ab if r["mode"] == m and r["stream"] == stream]
             if rs:
                 v = med([r["added_ns_median"] for r in rs])
-                summary["ab"][f"{stream}_{m}"] = {"added_ns": v, "per_process": [r["added_ns_median"] for r in rs],
-                                                  "direct_ns": med([r["direct_ns"] for r in rs])}
+                summary["ab"][f"{stream}_{m}"] = {
+                    "added_ns": v,
+                    "per_process": [r["added_ns_median"] for r in rs],
+                    "direct_ns": med([r["direct_ns"] for r in rs]),
+                }
                 procs = ", ".join("%+.0f" % r["added_ns_median"] for r in rs)
                 iqr = "%+.0f..%+.0f" % (rs[0]["added_ns_p25"], rs[0]["added_ns_p75"])
                 direct = med([r["direct_ns"] for r in rs])
@@ -113,5 +134,9 @@ calls = load("calls.jsonl")
 if calls:
     summary["calls"] = {c["app"]: c.get("calls", {}) for c in calls}
     for c in calls:
-        print(c["app"], "calls:", " ".join(f"{k}={v}" for k, v in sorted(c.get("calls", {}).items(), key=lambda kv: -kv[1])))
+        print(
+            c["app"],
+            "calls:",
+            " ".join(f"{k}={v}" for k, v in sorted(c.get("calls", {}).items(), key=lambda kv: -kv[1])),
+        )
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=2)

@@ -7,6 +7,7 @@
 Random weights and inputs from fixed seeds; deterministic algorithms, so two native runs print
 the same checksum. The last stdout line is JSON.
 """
+
 import hashlib
 import json
 import os
@@ -98,7 +99,8 @@ def bench(train_mode, iters=200, warmup=20):
 
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "infer"
-    out = {"infer": infer, "train": train,
-           "bench-infer": lambda: bench(False), "bench-train": lambda: bench(True)}[mode]()
+    out = {"infer": infer, "train": train, "bench-infer": lambda: bench(False), "bench-train": lambda: bench(True)}[
+        mode
+    ]()
     out["app"] = f"torch-{mode}"
     print(json.dumps(out))

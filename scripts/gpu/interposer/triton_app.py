@@ -1,4 +1,5 @@
 """Triton transparency check: a vector kernel and a blocked matrix product on torch tensors."""
+
 import hashlib
 import json
 

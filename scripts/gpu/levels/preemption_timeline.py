@@ -26,11 +26,16 @@ midpoint of the two lines is used. `switch_us` (HP's start minus BE's stop, both
 GPU's clock) needs no offset at all.
 Stdlib only, so that CI can run the self-test.
 """
-import bisect, csv, json, struct, sys
 
-WORDS = 16          # per kernel, as preempt_probe.cu's TIMELINE_WORDS
+import bisect
+import csv
+import json
+import struct
+import sys
+
+WORDS = 16  # per kernel, as preempt_probe.cu's TIMELINE_WORDS
 MAX_GAPS = 6
-MERGE_NS = 10_000   # best-effort stretches closer than this count as one (launch gaps)
+MERGE_NS = 10_000  # best-effort stretches closer than this count as one (launch gaps)
 
 
 def busy_stretches(words):
@@ -62,7 +67,7 @@ def envelope(points, pick):
     POINTS (x, y), and the largest distance of those points from it."""
     points = sorted(points)
     n = max(1, min(10, len(points) // 20))
-    chunks = [points[i * len(points) // n:(i + 1) * len(points) // n] for i in range(n)]
+    chunks = [points[i * len(points) // n : (i + 1) * len(points) // n] for i in range(n)]
     tight = [pick(c, key=lambda p: p[1]) for c in chunks]
     if len(tight) == 1:
         return 0.0, tight[0][1], 0.0
@@ -116,20 +121,26 @@ def analyze(words, requests, alone=None):
     rows = per_request(words, requests, offset)
 
     def stats(v):
-        return {"p50": pct(v, .5), "p90": pct(v, .9), "p99": pct(v, .99), "max": max(v) if v else None}
+        return {"p50": pct(v, 0.5), "p90": pct(v, 0.9), "p99": pct(v, 0.99), "max": max(v) if v else None}
+
     busy = [r for r in rows if r[2]]
-    return {"requests": len(rows), "be_busy_at_launch": len(busy),
-            "hp_start_us": stats([r[0] for r in rows]),
-            "be_stop_us": stats([r[1] for r in rows]),
-            "be_stop_us_when_busy": stats([r[1] for r in busy]),
-            "switch_us": stats([r[0] - r[1] for r in busy]),
-            "clock_uncertainty_us": unc / 1e3}
+    return {
+        "requests": len(rows),
+        "be_busy_at_launch": len(busy),
+        "hp_start_us": stats([r[0] for r in rows]),
+        "be_stop_us": stats([r[1] for r in rows]),
+        "be_stop_us_when_busy": stats([r[1] for r in busy]),
+        "switch_us": stats([r[0] - r[1] for r in busy]),
+        "clock_uncertainty_us": unc / 1e3,
+    }
 
 
 def load_requests(path):
     with open(path) as f:
-        return [tuple(int(x) for x in (r["launch_host_ns"], r["start_gpu_ns"], r["end_gpu_ns"],
-                                       r["done_host_ns"])) for r in csv.DictReader(f)]
+        return [
+            tuple(int(x) for x in (r["launch_host_ns"], r["start_gpu_ns"], r["end_gpu_ns"], r["done_host_ns"]))
+            for r in csv.DictReader(f)
+        ]
 
 
 def load(timeline, requests_csv, alone_csv=None):
@@ -149,16 +160,17 @@ def self_test():
     us = 1000
     # Two back-to-back kernels (a 2 µs launch gap, merged), switched out at 1500 µs for
     # 300 µs; then idle from 3000 µs to 4000 µs; one more kernel to 5000 µs.
-    words = (record(0, 1000 * us) + record(1002 * us, 3000 * us, [(1500 * us, 1800 * us)])
-             + record(4000 * us, 5000 * us))
+    words = record(0, 1000 * us) + record(1002 * us, 3000 * us, [(1500 * us, 1800 * us)]) + record(4000 * us, 5000 * us)
     st = busy_stretches(words)
     assert st == [[0, 1500 * us], [1800 * us, 3000 * us], [4000 * us, 5000 * us]], st
     off = 7_000_000  # GPU clock ahead of the host's by 7 ms
     same = lambda t: off  # noqa: E731
     # Launch at 1300 µs (GPU time): BE stops at 1500, HP starts at 1520.
     # Launch at 3500 µs: BE idle, HP starts at 3505.
-    reqs = [(1300 * us - off, 1520 * us, 1570 * us, 1575 * us - off),
-            (3500 * us - off, 3505 * us, 3555 * us, 3560 * us - off)]
+    reqs = [
+        (1300 * us - off, 1520 * us, 1570 * us, 1575 * us - off),
+        (3500 * us - off, 3505 * us, 3555 * us, 3560 * us - off),
+    ]
     rows = per_request(words, reqs, same)
     assert rows == [(220.0, 200.0, True), (5.0, 0.0, False)], rows
     # A launch before the traced run is left out.

@@ -31,13 +31,27 @@ hold. A p99 that censored samples decide (over 1 % of the samples never ran: ser
 lower bound: it can fail a bound, never hold one. A cell holds when protect and the job's rule
 that applies both hold.
 """
-import glob, json, math, os, random, statistics, sys
+
+import glob
+import json
+import math
+import os
+import random
+import statistics
+import sys
 
 PROTECT, NO_HARM, WORK_CONSERVING = 1.10, 0.90, 0.80
-SETUP_NAMES = {"S": "separate processes, time-sliced", "M": "separate processes, MPS",
-               "P": "one process, the service on a high-priority stream"}
-SERVICE_NAMES = {"Rg25": "ResNet-50 b8 graph, 25 % load", "Rg60": "ResNet-50 b8 graph, 60 % load",
-                 "Dg": "decoder, one graph a token", "Be": "BERT-base b1 eager"}
+SETUP_NAMES = {
+    "S": "separate processes, time-sliced",
+    "M": "separate processes, MPS",
+    "P": "one process, the service on a high-priority stream",
+}
+SERVICE_NAMES = {
+    "Rg25": "ResNet-50 b8 graph, 25 % load",
+    "Rg60": "ResNet-50 b8 graph, 60 % load",
+    "Dg": "decoder, one graph a token",
+    "Be": "BERT-base b1 eager",
+}
 JOB_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training"}
 HOLDS, FAILS, UNDECIDED, NA = "holds", "fails", "undecided", "n/a"
 
@@ -207,32 +221,49 @@ def summarize(recs, services, boot):
         alone_reps = [r["lat_ms"] for r in base]
         alone_pooled = [x for r in alone_reps for x in r]
         censored = sum(r.get("censored", 0) for r in rs)
-        a99, a50 = pct(alone_pooled, .99), pct(alone_pooled, .50)
-        c99 = pct(pooled, .99)
-        cdraws = boot.quantile_draws(reps, .99)
-        adraws = boot.quantile_draws(alone_reps, .99)
-        ratio_draws = [c / a for c, a in zip(cdraws, adraws)]
+        a99, a50 = pct(alone_pooled, 0.99), pct(alone_pooled, 0.50)
+        c99 = pct(pooled, 0.99)
+        cdraws = boot.quantile_draws(reps, 0.99)
+        adraws = boot.quantile_draws(alone_reps, 0.99)
+        ratio_draws = [c / a for c, a in zip(cdraws, adraws, strict=True)]
         lo, hi = interval(ratio_draws)
         svc = services.get(setup, {}).get(hp, {})
         job_rate = median(jobs.get((setup, be, pinned), []))
-        windows = [(r["be_units"], r["be_seconds"]) for r in rs
-                   if r.get("be_covered") and r.get("be_seconds")]
+        windows = [(r["be_units"], r["be_seconds"]) for r in rs if r.get("be_covered") and r.get("be_seconds")]
         share = share_lo = share_hi = None
         if job_rate and windows:
             share = sum(u for u, _ in windows) / sum(s for _, s in windows) / job_rate
             share_lo, share_hi = (x / job_rate for x in interval(boot.mean_draws(windows)))
-        out.append({
-            "setup": setup, "hp": hp, "be": be, "mode": mode, "pinned": pinned,
-            "load": svc.get("load"), "repeats": len(rs), "samples": len(pooled), "censored": censored,
-            "alone_samples": len(alone_pooled),
-            "hp_p99_ms": c99, "hp_p50_ms": pct(pooled, .50), "alone_p99_ms": a99, "alone_p50_ms": a50,
-            "hp_p99_ratio": c99 / a99, "hp_p99_ratio_lo": lo, "hp_p99_ratio_hi": hi,
-            "hp_p50_ratio": pct(pooled, .50) / a50,
-            "p99_lower_bound": censored > 0.01 * len(pooled),
-            "be_share_alone": share, "be_share_alone_lo": share_lo, "be_share_alone_hi": share_hi,
-            "hp_gpu_busy": svc.get("busy"),
-            "_draws": cdraws, "_windows": windows, "_job_rate": job_rate,
-        })
+        out.append(
+            {
+                "setup": setup,
+                "hp": hp,
+                "be": be,
+                "mode": mode,
+                "pinned": pinned,
+                "load": svc.get("load"),
+                "repeats": len(rs),
+                "samples": len(pooled),
+                "censored": censored,
+                "alone_samples": len(alone_pooled),
+                "hp_p99_ms": c99,
+                "hp_p50_ms": pct(pooled, 0.50),
+                "alone_p99_ms": a99,
+                "alone_p50_ms": a50,
+                "hp_p99_ratio": c99 / a99,
+                "hp_p99_ratio_lo": lo,
+                "hp_p99_ratio_hi": hi,
+                "hp_p50_ratio": pct(pooled, 0.50) / a50,
+                "p99_lower_bound": censored > 0.01 * len(pooled),
+                "be_share_alone": share,
+                "be_share_alone_lo": share_lo,
+                "be_share_alone_hi": share_hi,
+                "hp_gpu_busy": svc.get("busy"),
+                "_draws": cdraws,
+                "_windows": windows,
+                "_job_rate": job_rate,
+            }
+        )
     by_key = {(c["setup"], c["hp"], c["be"], c["mode"], c["pinned"]): c for c in out}
     for c in out:
         verdicts(c, by_key, boot)
@@ -250,7 +281,7 @@ def verdicts(c, by_key, boot):
     lb = c["p99_lower_bound"]
     c["be_share_native"] = c["hp_p99_vs_native"] = None
     if native and native is not c:
-        draws = [x / y for x, y in zip(c["_draws"], native["_draws"])]
+        draws = [x / y for x, y in zip(c["_draws"], native["_draws"], strict=True)]
         c["hp_p99_vs_native"] = c["hp_p99_ms"] / native["hp_p99_ms"]
         c["hp_p99_vs_native_lo"], c["hp_p99_vs_native_hi"] = interval(draws)
         if c["be_share_alone"] is not None and native["be_share_alone"]:
@@ -258,7 +289,7 @@ def verdicts(c, by_key, boot):
             nat = native["_windows"]
             mine = c["_windows"]
             ratio_draws = []
-            for a, b in zip(boot.mean_draws(mine), boot.mean_draws(nat)):
+            for a, b in zip(boot.mean_draws(mine), boot.mean_draws(nat), strict=True):
                 ratio_draws.append(a / b if b else 0.0)
             c["be_share_native_lo"], c["be_share_native_hi"] = interval(ratio_draws)
     # The reference: alone, or in one process native-split.
@@ -267,7 +298,7 @@ def verdicts(c, by_key, boot):
             c["protect"] = c["no_harm"] = c["work_conserving"] = NA
             c["reference"] = "native-split (not measured)"
             return
-        draws = [x / y for x, y in zip(c["_draws"], split["_draws"])]
+        draws = [x / y for x, y in zip(c["_draws"], split["_draws"], strict=True)]
         ref, (rlo, rhi) = c["hp_p99_ms"] / split["hp_p99_ms"], interval(draws)
         c["reference"] = "native-split"
     else:
@@ -278,30 +309,43 @@ def verdicts(c, by_key, boot):
     if c["mode"] in ("native", "native-split"):
         c["protect"] = bound
     else:
-        vs = judge(c["hp_p99_vs_native"], c.get("hp_p99_vs_native_lo"), c.get("hp_p99_vs_native_hi"), 1.0,
-                   lower_bound=lb) if native else UNDECIDED
+        vs = (
+            judge(
+                c["hp_p99_vs_native"], c.get("hp_p99_vs_native_lo"), c.get("hp_p99_vs_native_hi"), 1.0, lower_bound=lb
+            )
+            if native
+            else UNDECIDED
+        )
         c["protect"] = both(bound, vs)
     # Which job rule applies follows native's own protection (against the same reference).
     nat_ref = ref
     if native and native is not c:
-        nat_ref = native["hp_p99_ms"] / (split["hp_p99_ms"] if c["reference"] == "native-split"
-                                         else native["alone_p99_ms"])
+        nat_ref = native["hp_p99_ms"] / (
+            split["hp_p99_ms"] if c["reference"] == "native-split" else native["alone_p99_ms"]
+        )
     c["native_ref"] = nat_ref
     busy = c["hp_gpu_busy"]
     c["wc_bound"] = WORK_CONSERVING * (1 - busy) if busy is not None else None
     if c["mode"] in ("native", "native-split"):
         c["no_harm"] = NA
-        c["work_conserving"] = judge(c["be_share_alone"], c["be_share_alone_lo"], c["be_share_alone_hi"],
-                                     c["wc_bound"], upper=False) if c["wc_bound"] is not None else UNDECIDED
+        c["work_conserving"] = (
+            judge(c["be_share_alone"], c["be_share_alone_lo"], c["be_share_alone_hi"], c["wc_bound"], upper=False)
+            if c["wc_bound"] is not None
+            else UNDECIDED
+        )
         return
     if nat_ref is not None and nat_ref <= PROTECT:
-        c["no_harm"] = judge(c["be_share_native"], c.get("be_share_native_lo"), c.get("be_share_native_hi"),
-                             NO_HARM, upper=False)
+        c["no_harm"] = judge(
+            c["be_share_native"], c.get("be_share_native_lo"), c.get("be_share_native_hi"), NO_HARM, upper=False
+        )
         c["work_conserving"] = NA
     else:
         c["no_harm"] = NA
-        c["work_conserving"] = judge(c["be_share_alone"], c["be_share_alone_lo"], c["be_share_alone_hi"],
-                                     c["wc_bound"], upper=False) if c["wc_bound"] is not None else UNDECIDED
+        c["work_conserving"] = (
+            judge(c["be_share_alone"], c["be_share_alone_lo"], c["be_share_alone_hi"], c["wc_bound"], upper=False)
+            if c["wc_bound"] is not None
+            else UNDECIDED
+        )
     if native and native is not c and c["reference"] == "alone":
         c["rule_in_doubt"] = native["hp_p99_ratio_lo"] <= PROTECT < native["hp_p99_ratio_hi"]
 
@@ -333,8 +377,9 @@ def table(cells, modes):
     order = {s: i for i, s in enumerate("SMP")}
     svc_order = {s: i for i, s in enumerate(SERVICE_NAMES)}
     for pinned in (True, False):
-        keys = sorted((k for k in rows if k[1] == pinned),
-                      key=lambda k: (order.get(k[0], 9), svc_order.get(k[2], 9), k[3]))
+        keys = sorted(
+            (k for k in rows if k[1] == pinned), key=lambda k: (order.get(k[0], 9), svc_order.get(k[2], 9), k[3])
+        )
         if not keys:
             continue
         lines.append("" if pinned else "\nAs users run it (nothing pinned, one repeat):\n")
@@ -349,15 +394,20 @@ def table(cells, modes):
             r = rows[k]
             n = r.get("native")
             row = f"| {k[0]} | {k[2]} / {k[3]} | "
-            row += (f"{fmt_ratio(n, 'hp_p99_ratio')}, ×{n['hp_p50_ratio']:.2f}, {fmt_share(n['be_share_alone'])}"
-                    if n else "—") + " |"
+            row += (
+                f"{fmt_ratio(n, 'hp_p99_ratio')}, ×{n['hp_p50_ratio']:.2f}, {fmt_share(n['be_share_alone'])}"
+                if n
+                else "—"
+            ) + " |"
             for m in others:
                 c = r.get(m)
                 if not c:
                     row += " — | — |"
                     continue
-                row += (f" {fmt_ratio(c, 'hp_p99_ratio')}, {fmt_ratio(c, 'hp_p99_vs_native')}, "
-                        f"{fmt_share(c['be_share_alone'])} / {fmt_share(c['be_share_native'])} |")
+                row += (
+                    f" {fmt_ratio(c, 'hp_p99_ratio')}, {fmt_ratio(c, 'hp_p99_vs_native')}, "
+                    f"{fmt_share(c['be_share_alone'])} / {fmt_share(c['be_share_native'])} |"
+                )
                 job = ("no harm " + c["no_harm"]) if c["no_harm"] != NA else ("work-conserving " + c["work_conserving"])
                 ref = " (vs native-split)" if c.get("reference") == "native-split" else ""
                 row += f" protect {c['protect']}{ref}, {job}{' (rule in doubt)' if c.get('rule_in_doubt') else ''} |"
@@ -368,10 +418,14 @@ def table(cells, modes):
 def counts(cells, mode="baton"):
     mine = [c for c in cells if c["mode"] == mode and c["pinned"]]
     verdicts = [cell_verdict(c) for c in mine]
-    return {"cells": len(mine), "held": verdicts.count(HOLDS), "failed": verdicts.count(FAILS),
-            "undecided": verdicts.count(UNDECIDED),
-            "protect_held": sum(c["protect"] == HOLDS for c in mine),
-            "protect_failed": sum(c["protect"] == FAILS for c in mine)}
+    return {
+        "cells": len(mine),
+        "held": verdicts.count(HOLDS),
+        "failed": verdicts.count(FAILS),
+        "undecided": verdicts.count(UNDECIDED),
+        "protect_held": sum(c["protect"] == HOLDS for c in mine),
+        "protect_failed": sum(c["protect"] == FAILS for c in mine),
+    }
 
 
 def main(argv=None):
@@ -383,7 +437,7 @@ def main(argv=None):
         if name in argv:
             i = argv.index(name)
             opts[name] = int(argv[i + 1])
-            argv = argv[:i] + argv[i + 2:]
+            argv = argv[:i] + argv[i + 2 :]
     boot_n, skip = opts["--boot"], opts["--skip"]
     if len(argv) != 1:
         sys.exit(__doc__)
@@ -400,19 +454,33 @@ def main(argv=None):
     modes.sort(key=lambda m: (m != "native", m != "native-split", m != "baton", m))
     for c in cells:
         c["verdict"] = cell_verdict(c)
-    summary = {"schema": "baton.matrix-summary/2", "commits": commits, "machines": machines,
-               "skipped_samples": skip,
-               "raw": [os.path.basename(p) for p in paths], "services": services,
-               "counts": {m: counts(cells, m) for m in modes if m not in ("native", "native-split")},
-               "skipped": skipped, "notes": notes, "cells": cells}
+    summary = {
+        "schema": "baton.matrix-summary/2",
+        "commits": commits,
+        "machines": machines,
+        "skipped_samples": skip,
+        "raw": [os.path.basename(p) for p in paths],
+        "services": services,
+        "counts": {m: counts(cells, m) for m in modes if m not in ("native", "native-split")},
+        "skipped": skipped,
+        "notes": notes,
+        "cells": cells,
+    }
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     t = table(cells, modes)
     n = summary["counts"].get("baton")
-    head = (f"Commit(s) {', '.join(commits) or 'unknown'}; {len(paths)} raw file(s)"
-            + (f", the first {skip} samples of each measurement dropped" if skip else "") + ". "
-            + (f"baton: {n['held']} of {n['cells']} cells hold (protect holds in {n['protect_held']}, "
-               f"fails in {n['protect_failed']}); {n['failed']} fail, {n['undecided']} undecided." if n else ""))
+    head = (
+        f"Commit(s) {', '.join(commits) or 'unknown'}; {len(paths)} raw file(s)"
+        + (f", the first {skip} samples of each measurement dropped" if skip else "")
+        + ". "
+        + (
+            f"baton: {n['held']} of {n['cells']} cells hold (protect holds in {n['protect_held']}, "
+            f"fails in {n['protect_failed']}); {n['failed']} fail, {n['undecided']} undecided."
+            if n
+            else ""
+        )
+    )
     with open(os.path.join(d, "table.md"), "w") as f:
         f.write(head + "\n\n" + t + "\n")
     print(head)
@@ -422,7 +490,7 @@ def main(argv=None):
 
 def self_test():
     """The statistics and the verdicts on made-up raw data, with known answers."""
-    assert pct([5, 1, 3, 2, 4], .5) == 3 and pct(list(range(1, 101)), .99) == 99
+    assert pct([5, 1, 3, 2, 4], 0.5) == 3 and pct(list(range(1, 101)), 0.99) == 99
     assert judge(1.05, 1.0, 1.2, 1.10) == HOLDS and judge(1.2, 1.12, 1.3, 1.10) == FAILS
     assert judge(1.2, 1.05, 1.3, 1.10) == UNDECIDED and judge(1.05, 1.0, 1.2, 1.10, lower_bound=True) == UNDECIDED
     assert judge(0.85, 0.8, 0.9, 0.8, upper=False) == HOLDS and judge(0.7, 0.6, 0.75, 0.8, upper=False) == FAILS
@@ -434,22 +502,48 @@ def self_test():
 
     def samples(scale, n=1000):
         return [round(scale * (1 + rng.expovariate(4)), 4) for _ in range(n)]
+
     recs = []
     # Rg25 in S: native x2 slower, baton x1.02 (holds); the job at 90 % of alone natively, 70 %
     # under baton (native does not protect: work-conserving applies, 0.8 x 0.75 = 60 %: holds).
     # Be in S: native x1.0, baton x1.0 with the job at 60 % of native's (no harm fails).
     for rep in range(3):
         for hp, alone in (("Rg25", 1.0), ("Be", 4.0)):
-            recs.append({"kind": "alone", "setup": "S", "mode": "native", "rep": rep, "hp": hp,
-                         "pinned": True, "lat_ms": samples(alone)})
-            for mode, slow, share in (("native", 2.0 if hp == "Rg25" else 1.0, 0.9),
-                                      ("baton", 1.02 if hp == "Rg25" else 1.0, 0.7 if hp == "Rg25" else 0.54)):
-                recs.append({"kind": "cell", "setup": "S", "mode": mode, "rep": rep, "hp": hp, "be": "G",
-                             "pinned": True, "lat_ms": samples(alone * slow), "censored": 0,
-                             "be_units": 100 * share * 10, "be_seconds": 10.0, "be_covered": True})
-        recs.append({"kind": "job_alone", "setup": "S", "mode": "native", "rep": rep, "be": "G",
-                     "pinned": True, "rate": 100.0})
-    services = {"S": {"Rg25": {"load": .25, "busy": .25}, "Be": {"load": .4, "busy": .05}}}
+            recs.append(
+                {
+                    "kind": "alone",
+                    "setup": "S",
+                    "mode": "native",
+                    "rep": rep,
+                    "hp": hp,
+                    "pinned": True,
+                    "lat_ms": samples(alone),
+                }
+            )
+            for mode, slow, share in (
+                ("native", 2.0 if hp == "Rg25" else 1.0, 0.9),
+                ("baton", 1.02 if hp == "Rg25" else 1.0, 0.7 if hp == "Rg25" else 0.54),
+            ):
+                recs.append(
+                    {
+                        "kind": "cell",
+                        "setup": "S",
+                        "mode": mode,
+                        "rep": rep,
+                        "hp": hp,
+                        "be": "G",
+                        "pinned": True,
+                        "lat_ms": samples(alone * slow),
+                        "censored": 0,
+                        "be_units": 100 * share * 10,
+                        "be_seconds": 10.0,
+                        "be_covered": True,
+                    }
+                )
+        recs.append(
+            {"kind": "job_alone", "setup": "S", "mode": "native", "rep": rep, "be": "G", "pinned": True, "rate": 100.0}
+        )
+    services = {"S": {"Rg25": {"load": 0.25, "busy": 0.25}, "Be": {"load": 0.4, "busy": 0.05}}}
     cells = summarize(recs, services, Boot(200))
     by = {(c["hp"], c["mode"]): c for c in cells}
     rg, be = by[("Rg25", "baton")], by[("Be", "baton")]
@@ -461,14 +555,17 @@ def self_test():
     assert be["no_harm"] == FAILS and be["work_conserving"] == NA, be
     assert cell_verdict(be) == FAILS
     # A p99 that censored samples decide is a lower bound: it never holds.
-    lb = [dict(r, censored=200) if r["kind"] == "cell" and r["hp"] == "Rg25" and r["mode"] == "baton" else r
-          for r in recs]
+    lb = [
+        dict(r, censored=200) if r["kind"] == "cell" and r["hp"] == "Rg25" and r["mode"] == "baton" else r for r in recs
+    ]
     c = {(c["hp"], c["mode"]): c for c in summarize(lb, services, Boot(100))}[("Rg25", "baton")]
     assert c["p99_lower_bound"] and c["protect"] != HOLDS, c
     assert "Rg25 / G" in table(cells, ["native", "baton"])
     recorded = recorded_check()
-    print(f"matrix analysis self-test: ok ({len(cells)} cells, {recorded} recorded cells reproduced; "
-          f"numpy {'used' if np is not None else 'absent'})")
+    print(
+        f"matrix analysis self-test: ok ({len(cells)} cells, {recorded} recorded cells reproduced; "
+        f"numpy {'used' if np is not None else 'absent'})"
+    )
 
 
 def recorded_check():

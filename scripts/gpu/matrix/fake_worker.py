@@ -3,7 +3,12 @@
 commands and answers, with made-up timings. A request takes 2 ms (Dg tokens 1 ms), half as long
 again while any fake job floods (a flag file in $MATRIX_FAKE_DIR); a flood completes a unit of
 work every 5 ms. Serving sleeps 0.2 ms a request, so windows are real and short."""
-import json, os, sys, threading, time
+
+import json
+import os
+import sys
+import threading
+import time
 
 FLAG = os.path.join(os.environ["MATRIX_FAKE_DIR"], "flooding")
 
@@ -19,8 +24,15 @@ def serve(hp, n):
     t_first = time.monotonic()
     time.sleep(0.0002 * n)
     lat = [base * slow * (1 + (i % 10) / 100) for i in range(n)]
-    return {"lat_ms": lat, "censored": 0, "requests": n, "t_first": t_first, "t_last": time.monotonic(),
-            "cpu_s": 0.0, "invol_switches": 0}
+    return {
+        "lat_ms": lat,
+        "censored": 0,
+        "requests": n,
+        "t_first": t_first,
+        "t_last": time.monotonic(),
+        "cpu_s": 0.0,
+        "invol_switches": 0,
+    }
 
 
 def main():
@@ -44,10 +56,11 @@ def main():
             t0 = time.monotonic()
             state["log"] = log = [[t0, 0.0]]
 
-            def run():
+            def run(log=log):
                 while not stop.is_set():
                     time.sleep(0.005)
                     log.append([time.monotonic(), log[-1][1] + 1.0])
+
             state["thread"] = threading.Thread(target=run)
             state["thread"].start()
             answer({"t_start": t0})

@@ -31,12 +31,23 @@ starting requests past --cap times its planned span (what is left then is a lowe
 services.py). Writes DIR/raw-<setups>-<jobs>[-r<first>].json after every measurement, then
 analyze.py's summary of every raw file in DIR.
 """
-import argparse, importlib.metadata, json, os, platform, select, subprocess, sys, tempfile, time
+
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import select
+import subprocess
+import sys
+import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, HERE)
 import analyze  # noqa: E402
+
 sys.path.insert(0, os.path.join(HERE, "..", "apps"))
 from mps import mps  # noqa: E402
 
@@ -117,7 +128,7 @@ def machine_slice(n=None, spec=None, siblings=None):
     if parts > len(cs):
         return list(range(n))
     size = len(cs) // parts
-    return sorted(c for core in cs[k * size:(k + 1) * size] for c in core)
+    return sorted(c for core in cs[k * size : (k + 1) * size] for c in core)
 
 
 def cpu_sets(cpus, siblings=None):
@@ -128,8 +139,8 @@ def cpu_sets(cpus, siblings=None):
         return None, None, list(cpus)
     cs = cores(cpus, siblings or cpu_siblings(max(cpus) + 1))
     m = len(cs)
-    hp = [c for core in cs[m // 2:m // 2 + m // 4] for c in core]
-    be = [c for core in cs[m // 2 + m // 4:] for c in core]
+    hp = [c for core in cs[m // 2 : m // 2 + m // 4] for c in core]
+    be = [c for core in cs[m // 2 + m // 4 :] for c in core]
     rest = [c for c in cpus if c not in hp and c not in be] or list(cpus)
     return hp, be, rest
 
@@ -166,8 +177,9 @@ def steal_s():
 
 def machine():
     try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip()
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True
+        ).stdout.strip()
     except OSError:
         smi = "no nvidia-smi"
 
@@ -176,10 +188,17 @@ def machine():
             return importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
             return None
+
     n = os.cpu_count() or 1
-    return {"gpu": smi, "kernel": platform.release(), "cpus": n, "cores": len(cores(range(n), cpu_siblings(n))),
-            "python": platform.python_version(), "torch": version("torch"),
-            "transformers": version("transformers")}
+    return {
+        "gpu": smi,
+        "kernel": platform.release(),
+        "cpus": n,
+        "cores": len(cores(range(n), cpu_siblings(n))),
+        "python": platform.python_version(),
+        "torch": version("torch"),
+        "transformers": version("transformers"),
+    }
 
 
 class WorkerError(Exception):
@@ -191,8 +210,9 @@ class Worker:
 
     def __init__(self, name, cmd, env, log):
         self.name = name
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                  env=env, text=True, bufsize=1, cwd=ROOT)
+        self.p = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, text=True, bufsize=1, cwd=ROOT
+        )
         self.info = None
 
     def read(self, timeout):
@@ -231,8 +251,9 @@ class Part:
     def __init__(self, m, setup):
         self.m, self.a, self.setup = m, m.a, setup
         self.tmp = tempfile.mkdtemp(prefix=f"baton-matrix-{setup}.")
-        self.env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false",
-                        TRANSFORMERS_VERBOSITY="error")
+        self.env = dict(
+            os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error"
+        )
         self.daemons, self.workers, self.calib = {}, {}, {}
 
     def spec(self, mode):
@@ -241,8 +262,13 @@ class Part:
     def start_daemon(self, mode):
         sock = os.path.join(self.tmp, f"{mode}.sock")
         args = [self.m.baton, "daemon", "--socket", sock, "--idle-exit", "900", *self.spec(mode).get("daemon", [])]
-        p = subprocess.Popen(args, env=self.env, stdout=subprocess.DEVNULL, stderr=self.m.log,
-                             preexec_fn=lambda: os.sched_setaffinity(0, REST_CPUS))
+        p = subprocess.Popen(
+            args,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=self.m.log,
+            preexec_fn=lambda: os.sched_setaffinity(0, REST_CPUS),
+        )
         env = dict(self.env, BATON_SOCKET=sock)
         for _ in range(200):
             if p.poll() is not None:
@@ -307,13 +333,19 @@ class Part:
                 probe = nat.call(300, cmd="serve", hp=kind, rate=200 / b2b, n=100, seed=999, cap_s=60)
                 ms = max(b2b, analyze.median(probe["lat_ms"]))
             self.calib[kind] = {"request_ms": ms, "back_to_back_ms": b2b, "ms": r["ms"]}
-            self.m.say(f"{self.setup}: {kind} alone {ms:.3f} ms a request in open loop (median; "
-                       f"{b2b:.3f} back to back)")
+            self.m.say(
+                f"{self.setup}: {kind} alone {ms:.3f} ms a request in open loop (median; {b2b:.3f} back to back)"
+            )
         for name in self.a.services:
             kind, load = SERVICES[name]
             rate = load * 1e3 / self.calib[kind]["request_ms"]
-            entry = {"service": kind, "load": load, "rate": rate, "request_ms": self.calib[kind]["request_ms"],
-                     "back_to_back_ms": self.calib[kind]["back_to_back_ms"]}
+            entry = {
+                "service": kind,
+                "load": load,
+                "rate": rate,
+                "request_ms": self.calib[kind]["request_ms"],
+                "back_to_back_ms": self.calib[kind]["back_to_back_ms"],
+            }
             try:
                 b = busy.call(300, cmd="busy", hp=kind, rate=rate, n=4 if kind == "Dg" else 200)
                 entry.update(busy=b["busy"], busy_wall_s=b["wall_s"])
@@ -331,8 +363,15 @@ class Part:
         n = self.a.samples
         span = n / (c["rate"] * (64 if kind == "Dg" else 1))
         st = steal_s()
-        r = w.call(max(120, 4 * self.a.cap * span), cmd="serve", hp=kind, rate=c["rate"], n=n,
-                   seed=1000 * rep + sorted(SERVICES).index(name), cap_s=self.a.cap * span)
+        r = w.call(
+            max(120, 4 * self.a.cap * span),
+            cmd="serve",
+            hp=kind,
+            rate=c["rate"],
+            n=n,
+            seed=1000 * rep + sorted(SERVICES).index(name),
+            cap_s=self.a.cap * span,
+        )
         st2 = steal_s()
         if st is not None and st2 is not None:
             r["steal_s"] = round(st2 - st, 3)
@@ -341,13 +380,14 @@ class Part:
     def alone(self, rep, pinned):
         w = self.workers[("hp", "native")]
         for name in self.a.services:
-            base = {"kind": "alone", "setup": self.setup, "mode": "native", "rep": rep, "hp": name,
-                    "pinned": pinned}
+            base = {"kind": "alone", "setup": self.setup, "mode": "native", "rep": rep, "hp": name, "pinned": pinned}
             try:
                 r = self.serve(w, name, rep)
                 self.m.record({**base, **r})
-                self.m.say(f"{self.setup} rep {rep} alone {name:5}: p50 {analyze.pct(r['lat_ms'], .5):8.3f} "
-                           f"p99 {analyze.pct(r['lat_ms'], .99):8.3f} ms")
+                self.m.say(
+                    f"{self.setup} rep {rep} alone {name:5}: p50 {analyze.pct(r['lat_ms'], 0.5):8.3f} "
+                    f"p99 {analyze.pct(r['lat_ms'], 0.99):8.3f} ms"
+                )
             except WorkerError as e:
                 self.m.record({**base, "error": str(e)})
                 self.m.say(f"{self.setup} rep {rep} alone {name}: {e}")
@@ -355,8 +395,7 @@ class Part:
     def job_alone(self, rep, pinned):
         w = self.workers[("be", "native")]
         for job in self.a.jobs:
-            base = {"kind": "job_alone", "setup": self.setup, "mode": "native", "rep": rep, "be": job,
-                    "pinned": pinned}
+            base = {"kind": "job_alone", "setup": self.setup, "mode": "native", "rep": rep, "be": job, "pinned": pinned}
             try:
                 t = w.call(60, cmd="flood", be=job)["t_start"]
                 time.sleep(JOB_ALONE_S)
@@ -388,18 +427,32 @@ class Part:
             err = str(e)
         for name in self.a.services:
             r = results.get(name, {"error": err or "not run"})
-            rec = {"kind": "cell", "setup": self.setup, "mode": mode, "rep": rep, "hp": name, "be": job,
-                   "pinned": pinned, **r}
+            rec = {
+                "kind": "cell",
+                "setup": self.setup,
+                "mode": mode,
+                "rep": rep,
+                "hp": name,
+                "be": job,
+                "pinned": pinned,
+                **r,
+            }
             if "error" not in r and r.get("t_first") is not None:
                 win = analyze.window_progress(log["log"], r["t_first"], r["t_last"])
-                rec.update(be_units=win["units"], be_seconds=r["t_last"] - r["t_first"],
-                           be_covered=win["covered"], be_unit=log["unit"])
+                rec.update(
+                    be_units=win["units"],
+                    be_seconds=r["t_last"] - r["t_first"],
+                    be_covered=win["covered"],
+                    be_unit=log["unit"],
+                )
                 if log.get("error"):
                     rec["error"] = "job: " + log["error"]
-                self.m.say(f"{self.setup} rep {rep} {mode:10} {name:5}+{job}: p50 "
-                           f"{analyze.pct(r['lat_ms'], .5):8.3f} p99 {analyze.pct(r['lat_ms'], .99):8.3f} ms"
-                           f"{' (' + str(r['censored']) + ' censored)' if r['censored'] else ''}; job "
-                           f"{(win['units'] or 0) / max(1e-9, r['t_last'] - r['t_first']):8.1f} {log['unit']}/s")
+                self.m.say(
+                    f"{self.setup} rep {rep} {mode:10} {name:5}+{job}: p50 "
+                    f"{analyze.pct(r['lat_ms'], 0.5):8.3f} p99 {analyze.pct(r['lat_ms'], 0.99):8.3f} ms"
+                    f"{' (' + str(r['censored']) + ' censored)' if r['censored'] else ''}; job "
+                    f"{(win['units'] or 0) / max(1e-9, r['t_last'] - r['t_first']):8.1f} {log['unit']}/s"
+                )
             else:
                 self.m.say(f"{self.setup} rep {rep} {mode} {name}+{job}: {rec.get('error')}")
             self.m.record(rec)
@@ -412,9 +465,16 @@ class Part:
                 # A block that would not end within the budget is skipped, said as such.
                 need = max(self.m.cell_s) if self.m.cell_s else 0
                 if self.m.elapsed() + need > self.a.budget_s:
-                    self.m.raw["skipped"].append({"setup": self.setup, "rep": rep, "pinned": pinned, "be": job,
-                                                  "mode": mode, "reason": f"budget: {self.m.elapsed():.0f} s "
-                                                                          f"spent, a block takes ~{need:.0f} s"})
+                    self.m.raw["skipped"].append(
+                        {
+                            "setup": self.setup,
+                            "rep": rep,
+                            "pinned": pinned,
+                            "be": job,
+                            "mode": mode,
+                            "reason": f"budget: {self.m.elapsed():.0f} s spent, a block takes ~{need:.0f} s",
+                        }
+                    )
                     self.m.say(f"setup {self.setup}: repeat {rep} {mode}+{job} skipped (budget)")
                     continue
                 t0 = time.monotonic()
@@ -444,9 +504,14 @@ class Part:
             for rep, pinned in plan:
                 need = min(self.m.block_s) if self.m.block_s else 0
                 if self.m.elapsed() + need / 3 > self.a.budget_s:
-                    self.m.raw["skipped"].append({"setup": self.setup, "rep": rep, "pinned": pinned,
-                                                  "reason": f"budget: {self.m.elapsed():.0f} s spent, a "
-                                                            f"repeat takes ~{need:.0f} s"})
+                    self.m.raw["skipped"].append(
+                        {
+                            "setup": self.setup,
+                            "rep": rep,
+                            "pinned": pinned,
+                            "reason": f"budget: {self.m.elapsed():.0f} s spent, a repeat takes ~{need:.0f} s",
+                        }
+                    )
                     self.m.say(f"setup {self.setup}: repeat {rep} skipped (budget)")
                     continue
                 if not pinned:
@@ -454,8 +519,9 @@ class Part:
                 t0 = time.monotonic()
                 self.repeat(rep, modes, pinned)
                 self.m.block_s.append(time.monotonic() - t0)
-                self.m.say(f"setup {self.setup}: repeat {rep}{'' if pinned else ' (unpinned)'} took "
-                           f"{self.m.block_s[-1]:.0f} s")
+                self.m.say(
+                    f"setup {self.setup}: repeat {rep}{'' if pinned else ' (unpinned)'} took {self.m.block_s[-1]:.0f} s"
+                )
         finally:
             for w in self.unique():
                 w.close()
@@ -477,13 +543,20 @@ class Matrix:
         self.log = open(os.path.join(a.out, "workers.log"), "a")
         self.t0 = time.monotonic()
         self.block_s, self.cell_s = [], []
-        self.raw = {"schema": "baton.matrix-raw/2", "machine": machine(),
-                    "commit": os.environ.get("BATON_COMMIT", "unknown"), "args": vars(a),
-                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "modes": {m: BATON_MODES.get(m) or EXTRA_MODES.get(m) for m in a.modes or []},
-                    "services": {}, "records": [], "skipped": [], "notes": [],
-                    "cpus": {"hp": HP_CPUS, "be": BE_CPUS, "rest": REST_CPUS, "slice": SLICE_CPUS},
-                    "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}
+        self.raw = {
+            "schema": "baton.matrix-raw/2",
+            "machine": machine(),
+            "commit": os.environ.get("BATON_COMMIT", "unknown"),
+            "args": vars(a),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "modes": {m: BATON_MODES.get(m) or EXTRA_MODES.get(m) for m in a.modes or []},
+            "services": {},
+            "records": [],
+            "skipped": [],
+            "notes": [],
+            "cpus": {"hp": HP_CPUS, "be": BE_CPUS, "rest": REST_CPUS, "slice": SLICE_CPUS},
+            "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        }
         tail = f"-r{a.first_rep}" if a.first_rep else ""
         self.raw_path = os.path.join(a.out, f"raw-{''.join(a.setups)}-{''.join(a.jobs)}{tail}.json")
 
@@ -518,23 +591,38 @@ def main(argv=None):
     p.add_argument("--services", default=",".join(SERVICES))
     p.add_argument("--jobs", default=",".join(JOBS))
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--first-rep", type=int, default=0,
-                   help="number the repeats from here (the mode order and the arrival seeds follow it)")
+    p.add_argument(
+        "--first-rep",
+        type=int,
+        default=0,
+        help="number the repeats from here (the mode order and the arrival seeds follow it)",
+    )
     p.add_argument("--samples", type=int, default=1000, help="latency samples per measurement (Dg: tokens)")
-    p.add_argument("--cap", type=float, default=1.5,
-                   help="stop starting requests past this many times a measurement's planned span")
+    p.add_argument(
+        "--cap",
+        type=float,
+        default=1.5,
+        help="stop starting requests past this many times a measurement's planned span",
+    )
     p.add_argument("--unpinned", action="store_true", help="one more repeat of S and M with nothing pinned")
     p.add_argument("--modes", default=None, help="only these modes, in this order (native among them)")
-    p.add_argument("--budget-s", type=float, default=560,
-                   help="no repeat starts that would not end within this many seconds of the start")
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        default=560,
+        help="no repeat starts that would not end within this many seconds of the start",
+    )
     a = p.parse_args(argv)
     a.setups = [s for s in a.setups.split(",") if s]
     a.services = [s for s in a.services.split(",") if s]
     a.jobs = [j for j in a.jobs.split(",") if j]
     a.modes = a.modes.split(",") if a.modes else None
-    bad = [s for s in a.setups if s not in MODES] + [s for s in a.services if s not in SERVICES] + \
-          [j for j in a.jobs if j not in JOBS] + \
-          [m for m in a.modes or [] if m not in MODES["P"] and m not in BATON_MODES and m not in EXTRA_MODES]
+    bad = (
+        [s for s in a.setups if s not in MODES]
+        + [s for s in a.services if s not in SERVICES]
+        + [j for j in a.jobs if j not in JOBS]
+        + [m for m in a.modes or [] if m not in MODES["P"] and m not in BATON_MODES and m not in EXTRA_MODES]
+    )
     if bad:
         p.error(f"unknown setup, service, job or mode: {', '.join(bad)}")
     if a.modes is not None and "native" not in a.modes:
@@ -544,8 +632,10 @@ def main(argv=None):
     m = Matrix(a)
     if not os.access(m.baton, os.X_OK):
         p.error(f"no baton executable at {m.baton} (set BATON_BIN)")
-    m.say(f"machine: {m.raw['machine']}; commit {m.raw['commit']}; setups {a.setups}, services "
-          f"{a.services}, jobs {a.jobs}, {a.repeats} repeat(s){' + unpinned' if a.unpinned else ''}")
+    m.say(
+        f"machine: {m.raw['machine']}; commit {m.raw['commit']}; setups {a.setups}, services "
+        f"{a.services}, jobs {a.jobs}, {a.repeats} repeat(s){' + unpinned' if a.unpinned else ''}"
+    )
     for setup in a.setups:
         try:
             Part(m, setup).run()

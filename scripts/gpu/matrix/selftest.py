@@ -4,7 +4,12 @@ shim stands in for `baton`) through setups S and P, two repeats and an unpinned 
 analysis must find every cell with its samples, the references right, and the slowdown the
 fakes make (x1.5 natively, and, the shim being no scheduler, under "baton" too). Then parts side
 by side (side_by_side.py) and the CPU slicing. Run by scripts/test.sh."""
-import json, os, subprocess, sys, tempfile
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -16,8 +21,10 @@ def shim(tmp):
     `baton list` answers."""
     path = os.path.join(tmp, "baton")
     with open(path, "w") as f:
-        f.write('#!/bin/sh\ncase "$1" in\n  run) while [ "$1" != "--" ]; do shift; done; shift; exec "$@";;\n'
-                '  daemon) exec sleep 600;;\n  *) exit 0;;\nesac\n')
+        f.write(
+            '#!/bin/sh\ncase "$1" in\n  run) while [ "$1" != "--" ]; do shift; done; shift; exec "$@";;\n'
+            "  daemon) exec sleep 600;;\n  *) exit 0;;\nesac\n"
+        )
     os.chmod(path, 0o755)
     return path
 
@@ -31,11 +38,33 @@ def run(args, env, what):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="matrix-selftest.")
-    env = dict(os.environ, BATON_BIN=shim(tmp), MATRIX_WORKER=os.path.join(HERE, "fake_worker.py"),
-               MATRIX_FAKE_DIR=tmp, MATRIX_JOB_ALONE_S="0.6", MATRIX_SPLIT_DEVICE="cuda:0")
+    env = dict(
+        os.environ,
+        BATON_BIN=shim(tmp),
+        MATRIX_WORKER=os.path.join(HERE, "fake_worker.py"),
+        MATRIX_FAKE_DIR=tmp,
+        MATRIX_JOB_ALONE_S="0.6",
+        MATRIX_SPLIT_DEVICE="cuda:0",
+    )
     out = os.path.join(tmp, "out")
-    run([os.path.join(HERE, "matrix.py"), "--out", out, "--setups", "S,P", "--repeats", "2", "--samples", "40",
-         "--unpinned", "--budget-s", "300"], env, "matrix.py")
+    run(
+        [
+            os.path.join(HERE, "matrix.py"),
+            "--out",
+            out,
+            "--setups",
+            "S,P",
+            "--repeats",
+            "2",
+            "--samples",
+            "40",
+            "--unpinned",
+            "--budget-s",
+            "300",
+        ],
+        env,
+        "matrix.py",
+    )
     s = json.load(open(os.path.join(out, "summary.json")))
     cells = s["cells"]
     pinned = [c for c in cells if c["pinned"]]
@@ -63,8 +92,21 @@ def side_by_side(tmp, env):
     out = os.path.join(tmp, "sbs")
     common = "--repeats 1 --samples 20 --budget-s 300"
     parts = [f"--setups S --jobs G --services Rg25,Dg {common}", f"--setups P --jobs T --services Be {common}"]
-    run([os.path.join(HERE, "side_by_side.py"), "--out", out, "--gpus", "0", "--pack", os.path.join(tmp, "sbs.tgz"),
-         "--", *parts], env, "side_by_side.py")
+    run(
+        [
+            os.path.join(HERE, "side_by_side.py"),
+            "--out",
+            out,
+            "--gpus",
+            "0",
+            "--pack",
+            os.path.join(tmp, "sbs.tgz"),
+            "--",
+            *parts,
+        ],
+        env,
+        "side_by_side.py",
+    )
     for k, name in enumerate(["raw-S-G.json", "raw-P-T.json"]):
         raw = json.load(open(os.path.join(out, name)))
         assert raw["cpus"]["slice"] == matrix.machine_slice(spec=f"{k}/2"), raw["cpus"]

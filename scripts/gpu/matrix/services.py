@@ -41,7 +41,16 @@ Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every pro
   {"cmd": "stop"} -> {"log": [[t, units], ...], "unit": U}   one entry per completed step
   {"cmd": "quit"}
 """
-import faulthandler, gc, json, os, random, resource, sys, threading, time
+
+import faulthandler
+import gc
+import json
+import os
+import random
+import resource
+import sys
+import threading
+import time
 
 ROLE = sys.argv[1] if len(sys.argv) > 1 else ""
 if ROLE not in ("hp", "be", "both"):
@@ -158,6 +167,7 @@ class Service:
 
 def build_services(stream):
     from transformers import BertConfig, BertModel
+
     torch.manual_seed(0)
     out = {}
     with torch.no_grad():
@@ -171,6 +181,7 @@ def build_services(stream):
                 rg.replay()
             stream.synchronize()
             on_token()
+
         out["Rg"] = Service(rg_request, 1)
 
         layers, width, heads = (int(x) for x in os.environ.get("MATRIX_DG_SHAPE", "36,1280,20").split(","))
@@ -194,6 +205,7 @@ def build_services(stream):
         def step():
             tok.copy_(d(tok, pos)[:, None])
             pos.add_(1)
+
         g_prefill, g_step = capture(stream, prefill), capture(stream, step)
         note("Dg captured")
         done = torch.cuda.Event()
@@ -206,6 +218,7 @@ def build_services(stream):
                     done.record(stream)
                     done.synchronize()
                     on_token()
+
         out["Dg"] = Service(dg_request, DG_TOKENS)
 
         with torch.cuda.stream(stream):
@@ -217,6 +230,7 @@ def build_services(stream):
                 b(input_ids=bx)
             stream.synchronize()
             on_token()
+
         out["Be"] = Service(be_request, 1)
         for name, s in out.items():
             for _ in range(5):
@@ -233,7 +247,7 @@ def build_jobs(stream, dev):
         n = 8192
         p = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
         q = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
-        jobs["G"] = (lambda: torch.mm(p, q), 2 * n ** 3 / 1e12, 4, "TFLOP")
+        jobs["G"] = (lambda: torch.mm(p, q), 2 * n**3 / 1e12, 4, "TFLOP")
 
         torch.backends.cudnn.benchmark = True
         m = resnet50().to(dev).train()
@@ -247,6 +261,7 @@ def build_jobs(stream, dev):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+
         jobs["T"] = (train_step, 64.0, 2, "images")
         for name, (step, *_) in jobs.items():
             for _ in range(5):
@@ -254,6 +269,19 @@ def build_jobs(stream, dev):
             stream.synchronize()
             note(f"{name} warmed up")
     return jobs
+
+
+class Tokens:
+    """A request's tokens as they reach the host: each one's latency (ms) from the one before,
+    the first's from the request's planned arrival, appended to `lat`."""
+
+    def __init__(self, arrival, lat):
+        self.prev, self.lat = arrival, lat
+
+    def seen(self):
+        t = time.monotonic()
+        self.lat.append((t - self.prev) * 1e3)
+        self.prev = t
 
 
 def arrivals(rate, count, seed):
@@ -316,25 +344,25 @@ class Worker:
                         censored = len(late)
                         break
                     t_first = now if t_first is None else t_first
-                    prev = [arrival]
-
-                    def on_token():
-                        t = time.monotonic()
-                        lat.append((t - prev[0]) * 1e3)
-                        prev[0] = t
-                    s.request(on_token)
+                    s.request(Tokens(arrival, lat).seen)
                     t_last = time.monotonic()
         finally:
             gc.enable()
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
-        return {"lat_ms": [round(v, 4) for v in lat], "censored": censored, "requests": len(planned),
-                "t_first": t_first, "t_last": t_last,
-                "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 4),
-                "invol_switches": ru1.ru_nivcsw - ru0.ru_nivcsw}
+        return {
+            "lat_ms": [round(v, 4) for v in lat],
+            "censored": censored,
+            "requests": len(planned),
+            "t_first": t_first,
+            "t_last": t_last,
+            "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 4),
+            "invol_switches": ru1.ru_nivcsw - ru0.ru_nivcsw,
+        }
 
     def busy(self, name, rate, n):
         import tempfile
         from torch.profiler import ProfilerActivity, profile
+
         s = self.services[name]
         planned = arrivals(rate, n, 12345)
         with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -350,8 +378,11 @@ class Worker:
         with open(path) as f:
             trace = json.load(f)
         os.remove(path)
-        spans = sorted((e["ts"], e["ts"] + e.get("dur", 0)) for e in trace.get("traceEvents", [])
-                       if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+        spans = sorted(
+            (e["ts"], e["ts"] + e.get("dur", 0))
+            for e in trace.get("traceEvents", [])
+            if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+        )
         # Only the timed requests: the last `wall` seconds of device activity.
         if spans:
             end = spans[-1][1]
@@ -392,6 +423,7 @@ class Worker:
             except Exception as e:  # noqa: BLE001 (reported to the controller)
                 self.error = repr(e)
             self.log = log
+
         self.thread = threading.Thread(target=loop, daemon=True)
         self.thread.start()
         return {"t_start": t_start}
@@ -407,9 +439,15 @@ class Worker:
 
 def main():
     w = Worker(ROLE)
-    answer({"ready": True, "pid": os.getpid(), "role": ROLE,
+    answer(
+        {
+            "ready": True,
+            "pid": os.getpid(),
+            "role": ROLE,
             "baton": "baton" in os.environ.get("LD_PRELOAD", ""),
-            "gpu_mib": round(torch.cuda.max_memory_allocated() / 2 ** 20)})
+            "gpu_mib": round(torch.cuda.max_memory_allocated() / 2**20),
+        }
+    )
     for line in sys.stdin:
         req = json.loads(line)
         try:

@@ -12,7 +12,16 @@ repeat measures its own alone baselines), so parts never compare across GPUs. Th
 files are copied into DIR (their names must differ: give the parts different --setups, --jobs
 or --first-rep) and analyze.py reads them all. --pack writes DIR as one compressed archive too
 (the device tool brings back few files)."""
-import argparse, glob, os, shlex, shutil, subprocess, sys, tarfile, time
+
+import argparse
+import glob
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -34,8 +43,9 @@ def last_line(path):
 
 def gpu_count():
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, check=True
+        ).stdout
         return len(out.split())
     except (OSError, subprocess.CalledProcessError):
         return 0
@@ -45,8 +55,12 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
     p.add_argument("--pack", default=None, help="also write DIR as this .tgz")
-    p.add_argument("--gpus", type=int, default=None,
-                   help="GPUs to use (default: as many as nvidia-smi lists; without one, parts share none)")
+    p.add_argument(
+        "--gpus",
+        type=int,
+        default=None,
+        help="GPUs to use (default: as many as nvidia-smi lists; without one, parts share none)",
+    )
     p.add_argument("parts", nargs="+", help="each part's matrix.py arguments, one quoted string a part")
     a = p.parse_args(argv)
     gpus = a.gpus if a.gpus is not None else gpu_count()
@@ -61,8 +75,10 @@ def main(argv=None):
             env["CUDA_VISIBLE_DEVICES"] = str(k)
         cmd = [sys.executable, os.path.join(HERE, "matrix.py"), "--out", out, *shlex.split(part)]
         console = open(os.path.join(a.out, f"console-{k}.txt"), "w")
-        console.write(f"$ CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '')} "
-                      f"MATRIX_SLICE={env['MATRIX_SLICE']} {shlex.join(cmd)}\n")
+        console.write(
+            f"$ CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '')} "
+            f"MATRIX_SLICE={env['MATRIX_SLICE']} {shlex.join(cmd)}\n"
+        )
         console.flush()
         procs.append((k, subprocess.Popen(cmd, env=env, stdout=console, stderr=subprocess.STDOUT), console))
         print(f"part {k}: {part}", flush=True)
@@ -87,8 +103,9 @@ def main(argv=None):
         for raw in sorted(glob.glob(os.path.join(a.out, f"part-{k}", "raw-*.json"))):
             name = os.path.basename(raw)
             if name in seen:
-                sys.exit(f"parts {seen[name]} and {k} both wrote {name}: give them different "
-                         "--setups, --jobs or --first-rep")
+                sys.exit(
+                    f"parts {seen[name]} and {k} both wrote {name}: give them different --setups, --jobs or --first-rep"
+                )
             seen[name] = k
             shutil.copy(raw, os.path.join(a.out, name))
     if seen:

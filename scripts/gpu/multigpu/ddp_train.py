@@ -60,14 +60,19 @@ def main() -> None:
     elapsed = time.perf_counter() - start
     if rank == 0:
         with open(a.out, "a") as f:
-            f.write(json.dumps({
-                "schema": "baton.multigpu-train/1",
-                "world": dist.get_world_size(),
-                "steps": steps,
-                "seconds": elapsed,
-                "steps_per_s": steps / elapsed,
-                "step_s_p50": sorted(times)[len(times) // 2],
-            }) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "schema": "baton.multigpu-train/1",
+                        "world": dist.get_world_size(),
+                        "steps": steps,
+                        "seconds": elapsed,
+                        "steps_per_s": steps / elapsed,
+                        "step_s_p50": sorted(times)[len(times) // 2],
+                    }
+                )
+                + "\n"
+            )
     dist.destroy_process_group()
 
 

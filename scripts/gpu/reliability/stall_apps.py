@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """The two programs of stall.sh.
 
-  stall_apps.py be --seconds S --out FILE      bf16 4096^3 GEMMs, four per step, for S seconds;
-                                               FILE: {"log": [[t, steps], ...]} (monotonic s)
-  stall_apps.py hang --seconds S --out FILE    one kernel that spins for S seconds on one SM
-                                               (a hung kernel that ends); FILE: its launch and
-                                               completion times
+stall_apps.py be --seconds S --out FILE      bf16 4096^3 GEMMs, four per step, for S seconds;
+                                             FILE: {"log": [[t, steps], ...]} (monotonic s)
+stall_apps.py hang --seconds S --out FILE    one kernel that spins for S seconds on one SM
+                                             (a hung kernel that ends); FILE: its launch and
+                                             completion times
 """
-import argparse, json, time
+
+import argparse
+import json
+import time
 
 import torch
 
@@ -27,11 +30,15 @@ def be(a):
 
 def hang(a):
     import cupy
-    spin = cupy.RawKernel(r'''
+
+    spin = cupy.RawKernel(
+        r"""
 extern "C" __global__ void spin(long long cycles) {
     long long t0 = clock64();
     while (clock64() - t0 < cycles) { }
-}''', "spin")
+}""",
+        "spin",
+    )
     rate = cupy.cuda.runtime.getDeviceProperties(0)["clockRate"] * 1e3  # Hz
     spin((1,), (1,), (cupy.int64(1000),))  # compiles and loads on the first call: a short one
     cupy.cuda.runtime.deviceSynchronize()
@@ -39,8 +46,9 @@ extern "C" __global__ void spin(long long cycles) {
     spin((1,), (1,), (cupy.int64(a.seconds * rate),))
     launched = time.monotonic()
     cupy.cuda.runtime.deviceSynchronize()
-    json.dump({"t_launch": t0, "t_launched": launched, "t_done": time.monotonic(), "seconds": a.seconds},
-              open(a.out, "w"))
+    json.dump(
+        {"t_launch": t0, "t_launched": launched, "t_done": time.monotonic(), "seconds": a.seconds}, open(a.out, "w")
+    )
 
 
 if __name__ == "__main__":

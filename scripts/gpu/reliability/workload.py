@@ -12,7 +12,13 @@ Fixed seeds, deterministic cuDNN/cuBLAS algorithms: a native run and a run under
 its daemon killed midway) must write identical digests. --progress names a file rewritten
 with the number of requests or steps done, so the driver can kill the daemon mid-run.
 """
-import argparse, hashlib, json, os, sys, time
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch

@@ -9,9 +9,15 @@ throughput vs standalone and vs the share of time HP leaves idle), a latency CDF
 PAIRING-be-throughput.png). Every number comes from the JSONL given, which the page names as
 benchmarks/suite/ plus its file name (where the raw results are committed).
 """
-import argparse, collections, json, os, re
+
+import argparse
+import collections
+import json
+import os
+import re
 
 import matplotlib
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -25,7 +31,8 @@ def key(args):
 
 def pairing(hp_args, be_args):
     """A file-name stem for one HP workload × BE job, e.g. resnet50-b1-50rps-train."""
-    hp, be = dict(zip(hp_args[::2], hp_args[1::2])), dict(zip(be_args[::2], be_args[1::2]))
+    hp = dict(zip(hp_args[::2], hp_args[1::2], strict=False))
+    be = dict(zip(be_args[::2], be_args[1::2], strict=False))
     parts = [hp.get("--model", "hp")]
     if "--batch" in hp:
         parts.append(f"b{hp['--batch']}")
@@ -53,15 +60,23 @@ def matrix_lead(docs):
     if not os.path.exists(path):
         return []
     head = open(path).read().strip()
-    return ["## The co-location matrix", "",
-            f"Native against Baton's default flags, cell by cell; method, limits and raw files: "
-            f"[`{MATRIX}/README.md`]({MATRIX}/README.md).", "",
-            head, "", "## The earlier suite", ""]
+    return [
+        "## The co-location matrix",
+        "",
+        f"Native against Baton's default flags, cell by cell; method, limits and raw files: "
+        f"[`{MATRIX}/README.md`]({MATRIX}/README.md).",
+        "",
+        head,
+        "",
+        "## The earlier suite",
+        "",
+    ]
 
 
 def rebase_links(text, from_dir, to_dir):
     """Rewrites the relative Markdown link targets of text, written for a page in from_dir, so
     they resolve from a page in to_dir."""
+
     def fix(m):
         target = m.group(2)
         if re.match(r"[a-z]+:|#|/", target):
@@ -69,6 +84,7 @@ def rebase_links(text, from_dir, to_dir):
         path, _, anchor = target.partition("#")
         new = os.path.relpath(os.path.join(from_dir, path), to_dir)
         return f"{m.group(1)}({new}{'#' + anchor if anchor else ''})"
+
     return re.sub(r"(\]\s*)\(([^)\s]+)\)", fix, text)
 
 
@@ -77,11 +93,14 @@ def main():
     p.add_argument("jsonl")
     p.add_argument("--docs", default="docs")
     p.add_argument("--command", default="python3 scripts/gpu/suite/suite.py --quick")
-    p.add_argument("--notes", default=None,
-                   help="a Markdown file appended as the page's reading of the numbers "
-                        "(default: <jsonl without extension>-notes.md if present)")
+    p.add_argument(
+        "--notes",
+        default=None,
+        help="a Markdown file appended as the page's reading of the numbers "
+        "(default: <jsonl without extension>-notes.md if present)",
+    )
     a = p.parse_args()
-    runs = [json.loads(l) for l in open(a.jsonl) if l.strip()]
+    runs = [json.loads(line) for line in open(a.jsonl) if line.strip()]
     # The JSONL may join several suite runs: each run is compared with the baselines measured
     # in that run (the latest "alone" records and unprotected configuration before it).
     alone_hp, alone_be, refs = {}, {}, {}
@@ -103,29 +122,39 @@ def main():
     commits = list(dict.fromkeys(r["machine"].get("commit", "unknown") for r in runs))
     plots = os.path.join(a.docs, SUITE)
     os.makedirs(plots, exist_ok=True)
-    md = ["# Benchmarks", "",
-          f"Machine: {m.get('gpu')}, CUDA {m.get('cuda')}, {m.get('cpus')} CPUs, kernel "
-          f"{m.get('kernel')}; commits {', '.join(commits)} (each row names its own).", "",
-          f"Command: `{a.command}`; raw results: [`{SUITE}/{os.path.basename(a.jsonl)}`]"
-          f"({SUITE}/{os.path.basename(a.jsonl)}) (one line per run, every latency included); "
-          "this page is generated from it by `scripts/gpu/suite/report.py`.", "",
-          "HP: a latency-critical service with Poisson arrivals; latency is arrival to result, "
-          "queueing included. BE: best effort as fast as it goes. \"× alone\" compares with the same "
-          "workload running alone in the same run. \"of idle\" is BE's throughput as a share of "
-          "what it gets alone, divided by the share of time HP leaves the GPU idle when alone "
-          "(the most it could get): 100 % means BE used every moment HP left.", ""]
+    md = [
+        "# Benchmarks",
+        "",
+        f"Machine: {m.get('gpu')}, CUDA {m.get('cuda')}, {m.get('cpus')} CPUs, kernel "
+        f"{m.get('kernel')}; commits {', '.join(commits)} (each row names its own).",
+        "",
+        f"Command: `{a.command}`; raw results: [`{SUITE}/{os.path.basename(a.jsonl)}`]"
+        f"({SUITE}/{os.path.basename(a.jsonl)}) (one line per run, every latency included); "
+        "this page is generated from it by `scripts/gpu/suite/report.py`.",
+        "",
+        "HP: a latency-critical service with Poisson arrivals; latency is arrival to result, "
+        'queueing included. BE: best effort as fast as it goes. "× alone" compares with the same '
+        'workload running alone in the same run. "of idle" is BE\'s throughput as a share of '
+        "what it gets alone, divided by the share of time HP leaves the GPU idle when alone "
+        "(the most it could get): 100 % means BE used every moment HP left.",
+        "",
+    ]
     md[2:2] = matrix_lead(a.docs)
     headline = []
     for (hk, bk), rs in sorted(groups.items()):
         ha, ba = rs[-1]["_ha"], rs[-1]["_ba"]
         md += [f"## HP `{hk}` beside BE `{bk}`", ""]
         if ha:
-            md.append(f"Baselines of the last run (each row is compared with its own run's): HP alone: p50 {ha['p50_ms']:.2f} ms, p99 {ha['p99_ms']:.2f} ms, p99.9 "
-                      f"{ha['p999_ms']:.2f} ms, GPU busy {100 * ha['busy_fraction']:.0f} %. "
-                      + (f"BE alone: {ba['rate']:.1f} {ba['unit']}." if ba else ""))
+            md.append(
+                f"Baselines of the last run (each row is compared with its own run's): HP alone: p50 {ha['p50_ms']:.2f} ms, p99 {ha['p99_ms']:.2f} ms, p99.9 "
+                f"{ha['p999_ms']:.2f} ms, GPU busy {100 * ha['busy_fraction']:.0f} %. "
+                + (f"BE alone: {ba['rate']:.1f} {ba['unit']}." if ba else "")
+            )
             md.append("")
-        md += ["| setup | configuration | HP p50 | HP p99 | HP p99.9 | p50 × alone | p99 × alone | BE | BE × setup's native | BE × alone | of idle | commit |",
-               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        md += [
+            "| setup | configuration | HP p50 | HP p99 | HP p99.9 | p50 × alone | p99 × alone | BE | BE × setup's native | BE × alone | of idle | commit |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
         fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
         setups = ["separate", "mps", "oneproc"]
         bars = []
@@ -133,8 +162,10 @@ def main():
             hp, be = r.get("hp") or {}, r.get("be") or {}
             commit = r["machine"].get("commit", "")
             if not hp:
-                md.append(f"| {r['setup']} | {r['config']} | failed: {r.get('error') or 'no result'} "
-                          f"| | | | | | | | | {commit} |")
+                md.append(
+                    f"| {r['setup']} | {r['config']} | failed: {r.get('error') or 'no result'} "
+                    f"| | | | | | | | | {commit} |"
+                )
                 continue
             ha, ba, ref0 = r["_ha"], r["_ba"], r["_ref"]
             nan = float("nan")
@@ -143,9 +174,11 @@ def main():
             bx = be.get("rate", 0) / ba["rate"] if ba and be and ba.get("rate") else nan
             bn = be.get("rate", 0) / ref0 if be and ref0 else nan
             idle = 1 - ha["busy_fraction"] if ha else nan
-            md.append(f"| {r['setup']} | {r['config']} | {hp['p50_ms']:.2f} ms | {hp['p99_ms']:.2f} ms | "
-                      f"{hp['p999_ms']:.2f} ms | ×{x50:.2f} | ×{x99:.2f} | {be.get('rate', 0):.1f} | "
-                      f"{100 * bn:.0f} % | {100 * bx:.0f} % | {100 * bx / idle:.0f} % | {commit} |")
+            md.append(
+                f"| {r['setup']} | {r['config']} | {hp['p50_ms']:.2f} ms | {hp['p99_ms']:.2f} ms | "
+                f"{hp['p999_ms']:.2f} ms | ×{x50:.2f} | ×{x99:.2f} | {be.get('rate', 0):.1f} | "
+                f"{100 * bn:.0f} % | {100 * bx:.0f} % | {100 * bx / idle:.0f} % | {commit} |"
+            )
             headline.append((hk, bk, r["setup"], r["config"], x50, x99, bn))
             ax = axes[setups.index(r["setup"])] if r["setup"] in setups else axes[0]
             lat = sorted(hp.get("latencies_ms") or [])
@@ -153,7 +186,7 @@ def main():
                 ax.plot(lat, [(i + 1) / len(lat) for i in range(len(lat))], label=r["config"])
             bars.append((f"{r['setup']}\n{r['config']}", 100 * bn))
         ha = rs[-1]["_ha"]
-        for ax, name in zip(axes, setups):
+        for ax, name in zip(axes, setups, strict=True):
             if ha and ha.get("latencies_ms"):
                 lat = sorted(ha["latencies_ms"])
                 ax.plot(lat, [(i + 1) / len(lat) for i in range(len(lat))], "k--", label="HP alone")
@@ -175,16 +208,20 @@ def main():
         fig.savefig(os.path.join(plots, bar), dpi=90)
         plt.close(fig)
         md += ["", f"![HP latency CDFs]({SUITE}/{cdf})", "", f"![BE throughput]({SUITE}/{bar})", ""]
-    md += ["## Headline", "",
-           "| HP | BE | setup | configuration | HP p50 × alone | HP p99 × alone | BE × setup's native |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
-    md += [f"| {h} | {b} | {s} | {c} | ×{x:.2f} | ×{y:.2f} | {100 * z:.0f} % |"
-           for h, b, s, c, x, y, z in headline]
+    md += [
+        "## Headline",
+        "",
+        "| HP | BE | setup | configuration | HP p50 × alone | HP p99 × alone | BE × setup's native |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    md += [f"| {h} | {b} | {s} | {c} | ×{x:.2f} | ×{y:.2f} | {100 * z:.0f} % |" for h, b, s, c, x, y, z in headline]
     notes = a.notes or os.path.splitext(a.jsonl)[0] + "-notes.md"
     if os.path.exists(notes):
         # The notes' links are written for where the notes live; the page is in the docs folder.
-        md += ["", rebase_links(open(notes).read().rstrip(), os.path.dirname(os.path.abspath(notes)),
-                                os.path.abspath(a.docs))]
+        md += [
+            "",
+            rebase_links(open(notes).read().rstrip(), os.path.dirname(os.path.abspath(notes)), os.path.abspath(a.docs)),
+        ]
     open(os.path.join(a.docs, "BENCHMARKS.md"), "w").write("\n".join(md) + "\n")
     print(f"wrote {os.path.join(a.docs, 'BENCHMARKS.md')}: {len(runs)} runs, {len(groups)} pairings")
 

@@ -15,7 +15,17 @@ Baselines: HP alone, BE alone. Each run records the machine, driver, CUDA and th
 and BERT-base at batch 1 and 8, beside training, a bf16 GEMM flood and a CuPy job (~40 min;
 run a part at a time with --models/--jobs/--setups).
 """
-import argparse, json, os, platform, shutil, signal, subprocess, sys, tempfile, time
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -25,15 +35,22 @@ from mps import mps  # noqa: E402
 
 
 def machine():
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()
+    smi = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True
+    ).stdout.strip()
     try:
         import torch
+
         cuda = torch.version.cuda
     except Exception:  # noqa: BLE001
         cuda = None
-    return {"gpu": smi, "cuda": cuda, "kernel": platform.release(), "cpus": os.cpu_count(),
-            "commit": os.environ.get("BATON_COMMIT", "unknown")}
+    return {
+        "gpu": smi,
+        "cuda": cuda,
+        "kernel": platform.release(),
+        "cpus": os.cpu_count(),
+        "commit": os.environ.get("BATON_COMMIT", "unknown"),
+    }
 
 
 class Suite:
@@ -42,8 +59,7 @@ class Suite:
         self.baton = os.environ.get("BATON_BIN", os.path.join(ROOT, "target", "release", "baton"))
         self.out = open(os.path.join(a.out, "suite.jsonl"), "a")
         self.meta = machine()
-        self.env = dict(os.environ, BATON_SOCKET=os.path.join(self.tmp, "baton.sock"),
-                        PYTHONUNBUFFERED="1")
+        self.env = dict(os.environ, BATON_SOCKET=os.path.join(self.tmp, "baton.sock"), PYTHONUNBUFFERED="1")
 
     def wrap(self, cfg, role):
         """The command prefix for ROLE (hp/be) under configuration CFG."""
@@ -62,24 +78,38 @@ class Suite:
         prio = ["--priority", "10" if role == "hp" else "0"]
         if cfg == "baton-up":
             prio = ["--utilization", "75" if role == "hp" else "25"]
-        lvl = {"baton-l2": ["--level", "2"], "baton-l3": ["--level", "3"],
-               "baton-sms": sms}.get(cfg, []) if role == "be" else []
+        lvl = (
+            {"baton-l2": ["--level", "2"], "baton-l3": ["--level", "3"], "baton-sms": sms}.get(cfg, [])
+            if role == "be"
+            else []
+        )
         return [self.baton, "run", *prio, *lvl, "--"]
 
     def record(self, setup, cfg, hp_args, be_args, res):
-        rec = {"setup": setup, "config": cfg, "hp_args": hp_args, "be_args": be_args,
-               "be_sms": self.a.be_sms if "sms" in cfg else None,
-               "machine": self.meta, "time": time.time(), **res}
+        rec = {
+            "setup": setup,
+            "config": cfg,
+            "hp_args": hp_args,
+            "be_args": be_args,
+            "be_sms": self.a.be_sms if "sms" in cfg else None,
+            "machine": self.meta,
+            "time": time.time(),
+            **res,
+        }
         self.out.write(json.dumps(rec) + "\n")
         self.out.flush()
         hp, be = res.get("hp") or {}, res.get("be") or {}
-        print(f"{setup:9} {cfg:15} {' '.join(hp_args):38} {' '.join(be_args):14} "
-              f"HP p50 {hp.get('p50_ms') or 0:7.2f} p99 {hp.get('p99_ms') or 0:7.2f} ms  "
-              f"BE {be.get('rate') or 0:8.1f} {be.get('unit', '')}", flush=True)
+        print(
+            f"{setup:9} {cfg:15} {' '.join(hp_args):38} {' '.join(be_args):14} "
+            f"HP p50 {hp.get('p50_ms') or 0:7.2f} p99 {hp.get('p99_ms') or 0:7.2f} ms  "
+            f"BE {be.get('rate') or 0:8.1f} {be.get('unit', '')}",
+            flush=True,
+        )
 
     def run(self, cmd, env=None):
-        return subprocess.Popen(cmd, env=env or self.env, stdout=subprocess.DEVNULL,
-                                stderr=open(os.path.join(self.tmp, "stderr.log"), "a"))
+        return subprocess.Popen(
+            cmd, env=env or self.env, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.tmp, "stderr.log"), "a")
+        )
 
     def finish(self, p, limit):
         """Waits for P at most LIMIT seconds; a process still running then is killed (a hang
@@ -105,8 +135,9 @@ class Suite:
             if os.path.exists(f):
                 os.remove(f)
         if setup == "oneproc":
-            p = self.run(self.wrap(cfg, "hp") + W + ["both", *hp_args, *be_args, "--seconds", str(s),
-                                                     "--out", hp_out], env)
+            p = self.run(
+                self.wrap(cfg, "hp") + W + ["both", *hp_args, *be_args, "--seconds", str(s), "--out", hp_out], env
+            )
             err = self.finish(p, s + 150)
             r = self.load(hp_out)
             self.record(setup, cfg, hp_args, be_args, {"hp": r.get("hp"), "be": r.get("be"), "error": err})
@@ -117,8 +148,10 @@ class Suite:
                 os.remove(f)
         # BE warms up first (cuDNN autotuning); its measured window then runs from HP's start
         # to HP's end.
-        be = self.run(self.wrap(cfg, "be") + W + ["be", *be_args, "--ready-file", ready,
-                                                  "--stop-file", stop, "--out", be_out], env)
+        be = self.run(
+            self.wrap(cfg, "be") + W + ["be", *be_args, "--ready-file", ready, "--stop-file", stop, "--out", be_out],
+            env,
+        )
         t0 = time.monotonic()
         while not os.path.exists(ready) and be.poll() is None and time.monotonic() - t0 < 180:
             time.sleep(0.2)
@@ -126,8 +159,13 @@ class Suite:
         err = self.finish(hp, s + 120)
         open(stop, "w").close()
         err = self.finish(be, 60) or err
-        self.record(setup, cfg, hp_args, be_args,
-                    {"hp": self.load(hp_out).get("hp"), "be": self.load(be_out).get("be"), "error": err})
+        self.record(
+            setup,
+            cfg,
+            hp_args,
+            be_args,
+            {"hp": self.load(hp_out).get("hp"), "be": self.load(be_out).get("be"), "error": err},
+        )
 
     def alone(self, hp_args=None, be_args=None):
         out = os.path.join(self.tmp, "alone.json")
@@ -154,23 +192,30 @@ def main():
     p.add_argument("--seconds", type=float, default=None)
     p.add_argument("--configs", default=None, help="only these configurations, e.g. native,baton-l3")
     p.add_argument("--rate", type=float, default=50.0)
-    p.add_argument("--be-sms", type=int, default=0,
-                   help="SMs for best-effort kernels in the spatial configurations "
-                        "[default: the device's minus 15 %%, to a multiple of 8]")
+    p.add_argument(
+        "--be-sms",
+        type=int,
+        default=0,
+        help="SMs for best-effort kernels in the spatial configurations "
+        "[default: the device's minus 15 %%, to a multiple of 8]",
+    )
     p.add_argument("--out", default=os.environ.get("OUT", "out"))
     a = p.parse_args()
     a.seconds = a.seconds or (15 if a.quick else 30)
     if not a.be_sms:
         import torch
+
         n = torch.cuda.get_device_properties(0).multi_processor_count
         a.be_sms = max(8, int(n * 0.85) // 8 * 8)
     models = a.models or ("resnet50:1" if a.quick else "resnet50:1,resnet50:8,bert:1,bert:8")
     jobs = (a.jobs or ("train" if a.quick else "train,gemm,cupy")).split(",")
     os.makedirs(a.out, exist_ok=True)
     s = Suite(a)
-    configs = {"separate": ["native", "baton-l1", "baton-l2", "baton-l3"] + ([] if a.quick else ["baton-up"]),
-               "mps": ["mps", "baton-l1", "baton-l2", "baton-sms"],
-               "oneproc": ["priority-stream", "baton-local", "baton-local-l2", "baton-local-sms", "sms-only"]}
+    configs = {
+        "separate": ["native", "baton-l1", "baton-l2", "baton-l3"] + ([] if a.quick else ["baton-up"]),
+        "mps": ["mps", "baton-l1", "baton-l2", "baton-sms"],
+        "oneproc": ["priority-stream", "baton-local", "baton-local-l2", "baton-local-sms", "sms-only"],
+    }
     for job in jobs:
         s.alone(be_args=["--job", job])
     for mb in models.split(","):
@@ -192,8 +237,12 @@ def main():
                             continue
                         if cfg == "baton-up":
                             s.stop_daemon()
-                            d = subprocess.Popen([s.baton, "daemon", "--policy", "up"], env=s.env,
-                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            d = subprocess.Popen(
+                                [s.baton, "daemon", "--policy", "up"],
+                                env=s.env,
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
+                            )
                             time.sleep(1)
                         s.pair(setup, cfg, hp_args, be_args, env)
                         if cfg == "baton-up":
@@ -201,7 +250,7 @@ def main():
                             d.send_signal(signal.SIGTERM)
                 finally:
                     if setup == "mps":
-                        s.stop_daemon()   # its daemon was an MPS client
+                        s.stop_daemon()  # its daemon was an MPS client
                         s.mps(False)
     s.stop_daemon()
 

@@ -13,7 +13,16 @@
 
 Every run writes one JSON object (and prints it).
 """
-import argparse, faulthandler, json, os, random, signal, sys, threading, time
+
+import argparse
+import faulthandler
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
 import torch  # noqa: E402
@@ -68,10 +77,20 @@ def hp_loop(a, out, stream=None, ready=None):
             service += t1 - t0
             lat.append((t1 - arrival) * 1e3)
         wall = time.perf_counter() - t_start
-    out.update(role="hp", model=a.model, batch=a.batch, rate=a.rate, requests=len(lat),
-               p50_ms=pct(lat, .5), p90_ms=pct(lat, .9), p99_ms=pct(lat, .99),
-               p999_ms=pct(lat, .999), max_ms=max(lat), busy_fraction=service / wall,
-               latencies_ms=[round(v, 3) for v in lat])
+    out.update(
+        role="hp",
+        model=a.model,
+        batch=a.batch,
+        rate=a.rate,
+        requests=len(lat),
+        p50_ms=pct(lat, 0.5),
+        p90_ms=pct(lat, 0.9),
+        p99_ms=pct(lat, 0.99),
+        p999_ms=pct(lat, 0.999),
+        max_ms=max(lat),
+        busy_fraction=service / wall,
+        latencies_ms=[round(v, 3) for v in lat],
+    )
 
 
 def be_loop(a, out, stream=None, ready=None, stop=None):
@@ -92,6 +111,7 @@ def be_loop(a, out, stream=None, ready=None, stop=None):
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
+
             unit, per_step = "images/s", 64
         elif a.job == "gemm":
             n = 8192
@@ -101,9 +121,11 @@ def be_loop(a, out, stream=None, ready=None, stop=None):
             def step():
                 for _ in range(8):
                     torch.mm(p, q)
-            unit, per_step = "TFLOP/s", 8 * 2 * n ** 3 / 1e12
+
+            unit, per_step = "TFLOP/s", 8 * 2 * n**3 / 1e12
         else:
             import cupy as cp
+
             n = 1 << 28  # 1 GiB of float32 each
             cs = cp.cuda.ExternalStream(s.cuda_stream)
             with cs:
@@ -113,7 +135,8 @@ def be_loop(a, out, stream=None, ready=None, stop=None):
             def step():
                 with cs:
                     for _ in range(4):
-                        ya.__iadd__(2.0 * xa)   # 20 bytes per element: x, tmp (w, r), y (r, w)
+                        ya.__iadd__(2.0 * xa)  # 20 bytes per element: x, tmp (w, r), y (r, w)
+
             unit, per_step = "GB/s", 4 * 20 * n / 1e9
         for _ in range(3):
             step()
@@ -137,7 +160,7 @@ def be_loop(a, out, stream=None, ready=None, stop=None):
             step()
             steps += 1
             if steps % 4 == 0:
-                s.synchronize()   # as real jobs do now and then (loss.item(), logging)
+                s.synchronize()  # as real jobs do now and then (loss.item(), logging)
         s.synchronize()
         dt = time.monotonic() - t0
     out.update(role="be", job=a.job, steps=steps, unit=unit, rate=per_step * steps / dt)
@@ -156,8 +179,7 @@ def main():
     p.add_argument("--out", required=True)
     a = p.parse_args()
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
-    res = {"mode": a.mode, "pid": os.getpid(),
-           "baton": "baton" in os.environ.get("LD_PRELOAD", "")}
+    res = {"mode": a.mode, "pid": os.getpid(), "baton": "baton" in os.environ.get("LD_PRELOAD", "")}
     if a.mode == "hp":
         hp = {}
         hp_loop(a, hp)
@@ -177,8 +199,14 @@ def main():
         tb.join()
         res["hp"], res["be"] = hp, be
     json.dump(res, open(a.out, "w"))
-    print(json.dumps({k: ({kk: vv for kk, vv in v.items() if kk != "latencies_ms"} if isinstance(v, dict) else v)
-                      for k, v in res.items()}))
+    print(
+        json.dumps(
+            {
+                k: ({kk: vv for kk, vv in v.items() if kk != "latencies_ms"} if isinstance(v, dict) else v)
+                for k, v in res.items()
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ ran for the whole run); OUT/summary.md holds the table.
 With --census LIB, each workload also runs natively once under the CUPTI call counter LIB, and
 OUT/census.jsonl lists the driver functions it called.
 """
+
 import argparse
 import concurrent.futures as cf
 import json
@@ -37,8 +38,17 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_WORKLOADS = ["train-side", "train-default", "infer-side", "graph", "hf-gpt2",
-                    "multistream", "cupy", "jax", "triton"]
+PYTHON_WORKLOADS = [
+    "train-side",
+    "train-default",
+    "infer-side",
+    "graph",
+    "hf-gpt2",
+    "multistream",
+    "cupy",
+    "jax",
+    "triton",
+]
 ALL = PYTHON_WORKLOADS + ["cuda-legacy", "cuda-ptds"]
 
 
@@ -94,20 +104,34 @@ class Runner:
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
             rc, out, err = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired as e:
-            rc, out, err = "timeout", (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), \
-                (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+            rc, out, err = (
+                "timeout",
+                (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""),
+                (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""),
+            )
         return rc, out, err, time.monotonic() - t0
 
     def native(self, workload, rep):
         rc, out, err, secs = self.run(command(workload, self.a.bin), self.env, self.a.timeout)
         res = last_json(out) or {}
-        return {"workload": workload, "role": "native", "level": None, "rep": rep, "rc": rc,
-                "digest": res.get("digest"), "seconds": round(secs, 2),
-                "error": None if rc == 0 else tail(err)}
+        return {
+            "workload": workload,
+            "role": "native",
+            "level": None,
+            "rep": rep,
+            "rc": rc,
+            "digest": res.get("digest"),
+            "seconds": round(secs, 2),
+            "error": None if rc == 0 else tail(err),
+        }
 
     def census(self, workload):
-        env = dict(self.env, LD_PRELOAD=self.a.census, LAUNCH_COUNT_ALL="1",
-                   LAUNCH_COUNT_OUT=f"{self.work}/census-{workload}.json")
+        env = dict(
+            self.env,
+            LD_PRELOAD=self.a.census,
+            LAUNCH_COUNT_ALL="1",
+            LAUNCH_COUNT_OUT=f"{self.work}/census-{workload}.json",
+        )
         rc, out, err, _ = self.run(command(workload, self.a.bin), env, self.a.timeout)
         try:
             calls = json.load(open(f"{self.work}/census-{workload}.json"))
@@ -129,20 +153,45 @@ class Runner:
         baton = [self.a.baton, "run", "--level", str(level)]
         other = None
         if role == "higher":
-            other = [self.a.baton, "run", "--priority", "0", "--level", str(level), "--",
-                     os.path.join(self.a.bin, "contender"), "flood", "600"]
+            other = [
+                self.a.baton,
+                "run",
+                "--priority",
+                "0",
+                "--level",
+                str(level),
+                "--",
+                os.path.join(self.a.bin, "contender"),
+                "flood",
+                "600",
+            ]
         elif role == "suspended":
-            other = [self.a.baton, "run", "--priority", "10", "--level", str(level), "--",
-                     os.path.join(self.a.bin, "contender"), "prober", str(seed), "600"]
+            other = [
+                self.a.baton,
+                "run",
+                "--priority",
+                "10",
+                "--level",
+                str(level),
+                "--",
+                os.path.join(self.a.bin, "contender"),
+                "prober",
+                str(seed),
+                "600",
+            ]
         prio = "10" if role == "higher" else "0"
         proc = None
         if other:
-            proc = subprocess.Popen(other, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, start_new_session=True)
+            proc = subprocess.Popen(
+                other, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+            )
             time.sleep(1.5)  # its CUDA context and queue exist before the workload starts
         started_alive = proc is None or proc.poll() is None
-        rc, out, err, secs = self.run(baton + ["--priority", prio, "--"] + command(workload, self.a.bin),
-                                      dict(env, BATON_REPORT=report, BATON_LOG="warn"), self.a.timeout)
+        rc, out, err, secs = self.run(
+            baton + ["--priority", prio, "--"] + command(workload, self.a.bin),
+            dict(env, BATON_REPORT=report, BATON_LOG="warn"),
+            self.a.timeout,
+        )
         ended_alive = proc is None or proc.poll() is None
         other_out = None
         if proc:
@@ -159,25 +208,47 @@ class Runner:
         res = last_json(out) or {}
         try:
             rep_json = json.loads(open(report).read().splitlines()[-1])
-            summary = {k: rep_json.get(k) for k in ("commands", "deferred", "in_order", "bypassed",
-                                                     "submitter_held", "liveness_releases", "level")}
+            summary = {
+                k: rep_json.get(k)
+                for k in (
+                    "commands",
+                    "deferred",
+                    "in_order",
+                    "bypassed",
+                    "submitter_held",
+                    "liveness_releases",
+                    "level",
+                )
+            }
         except (OSError, ValueError, IndexError):
             summary = None
-        warnings = [l for l in err.splitlines() if "WARN" in l or "baton:" in l][:5]
-        return {"workload": workload, "role": role, "level": level, "rep": rep, "rc": rc,
-                "digest": res.get("digest"), "seconds": round(secs, 2),
-                "other_ran_throughout": bool(started_alive and ended_alive),
-                "other": other_out, "baton_report": summary, "baton_warnings": warnings,
-                "commit": os.environ.get("BATON_COMMIT"),
-                "error": None if rc == 0 else tail(err)}
+        warnings = [line for line in err.splitlines() if "WARN" in line or "baton:" in line][:5]
+        return {
+            "workload": workload,
+            "role": role,
+            "level": level,
+            "rep": rep,
+            "rc": rc,
+            "digest": res.get("digest"),
+            "seconds": round(secs, 2),
+            "other_ran_throughout": bool(started_alive and ended_alive),
+            "other": other_out,
+            "baton_report": summary,
+            "baton_warnings": warnings,
+            "commit": os.environ.get("BATON_COMMIT"),
+            "error": None if rc == 0 else tail(err),
+        }
 
     def emit(self, rec):
         with self.lock:
             self.out.write(json.dumps(rec) + "\n")
             self.out.flush()
-            print(f"{rec['workload']:14} {rec['role']:9} L{rec.get('level')} #{rec.get('rep')} "
-                  f"rc={rec['rc']} {rec.get('digest')} {rec.get('seconds')}s"
-                  + (f"  {rec['error'][-200:]!r}" if rec.get("error") else ""), flush=True)
+            print(
+                f"{rec['workload']:14} {rec['role']:9} L{rec.get('level')} #{rec.get('rep')} "
+                f"rc={rec['rc']} {rec.get('digest')} {rec.get('seconds')}s"
+                + (f"  {rec['error'][-200:]!r}" if rec.get("error") else ""),
+                flush=True,
+            )
 
 
 def main():
@@ -216,11 +287,9 @@ def main():
         native = {}
         for rec in records:
             native.setdefault(rec["workload"], []).append(rec["digest"] if rec["rc"] == 0 else None)
-        jobs = [(w, role, lvl, i) for w in workloads for role in roles for lvl in levels
-                for i in range(a.reps)]
+        jobs = [(w, role, lvl, i) for w in workloads for role in roles for lvl in levels for i in range(a.reps)]
         rng.shuffle(jobs)
-        futs = [pool.submit(r.contended, w, role, lvl, i, rng.randrange(1 << 30))
-                for (w, role, lvl, i) in jobs]
+        futs = [pool.submit(r.contended, w, role, lvl, i, rng.randrange(1 << 30)) for (w, role, lvl, i) in jobs]
         contended = []
         for f in cf.as_completed(futs):
             rec = f.result()
@@ -236,8 +305,10 @@ def main():
 
 
 def write_summary(out, workloads, roles, levels, native, contended):
-    lines = ["| workload | native | " + " | ".join(f"{ro} L{lv}" for ro in roles for lv in levels) + " |",
-             "| --- | --- | " + " | ".join("---" for _ in roles for _ in levels) + " |"]
+    lines = [
+        "| workload | native | " + " | ".join(f"{ro} L{lv}" for ro in roles for lv in levels) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in roles for _ in levels) + " |",
+    ]
     for w in workloads:
         d = native.get(w, [])
         nondet = len(set(d)) != 1 or None in d
@@ -246,7 +317,9 @@ def write_summary(out, workloads, roles, levels, native, contended):
             for lv in levels:
                 rs = [x for x in contended if x["workload"] == w and x["role"] == ro and x["level"] == lv]
                 ok = sum(1 for x in rs if x.get("identical"))
-                cells.append(f"{ok}/{len(rs)}" + ("" if all(x.get("other_ran_throughout", True) for x in rs) else " (overlap?)"))
+                cells.append(
+                    f"{ok}/{len(rs)}" + ("" if all(x.get("other_ran_throughout", True) for x in rs) else " (overlap?)")
+                )
         lines.append(f"| {w} | {'nondeterministic' if nondet else (d[0] if d else '-')} | " + " | ".join(cells) + " |")
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

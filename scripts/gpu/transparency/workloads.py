@@ -25,6 +25,7 @@ too early changes it.
   jax             JAX: an MLP trained by jitted SGD steps (XLA command buffers, cuGraphLaunch)
   triton          Triton: a vector kernel and a blocked matrix product, accumulated in a loop
 """
+
 import hashlib
 import json
 import os
@@ -32,8 +33,7 @@ import sys
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-os.environ.setdefault(
-    "XLA_FLAGS", "--xla_gpu_deterministic_ops=true --xla_gpu_autotune_level=0")
+os.environ.setdefault("XLA_FLAGS", "--xla_gpu_deterministic_ops=true --xla_gpu_autotune_level=0")
 
 
 class Digest:
@@ -50,6 +50,7 @@ class Digest:
 
 def torch_setup():
     import torch
+
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
     torch.use_deterministic_algorithms(True)
@@ -64,6 +65,7 @@ def host(t):
 def train_side():
     torch = torch_setup()
     import torchvision
+
     torch.manual_seed(0)
     model = torchvision.models.resnet18(num_classes=10).cuda()
     x = torch.randn(32, 3, 64, 64, device="cuda")
@@ -88,11 +90,14 @@ def train_side():
 def train_default():
     torch = torch_setup()
     import torchvision
+
     torch.manual_seed(0)
     model = torchvision.models.resnet18(num_classes=10).cuda()
     g = torch.Generator().manual_seed(1)
-    batches = [(torch.randn(32, 3, 64, 64, generator=g).pin_memory(),
-                torch.randint(0, 10, (32,), generator=g).pin_memory()) for _ in range(4)]
+    batches = [
+        (torch.randn(32, 3, 64, 64, generator=g).pin_memory(), torch.randint(0, 10, (32,), generator=g).pin_memory())
+        for _ in range(4)
+    ]
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     d = Digest()
     for step in range(12):
@@ -110,6 +115,7 @@ def train_default():
 def resnet50_half():
     torch = torch_setup()
     import torchvision
+
     torch.manual_seed(0)
     return torch, torchvision.models.resnet50(num_classes=1000).cuda().half().eval()
 
@@ -157,6 +163,7 @@ def graph():
 def hf_gpt2():
     torch = torch_setup()
     import transformers
+
     transformers.logging.set_verbosity_error()
     torch.manual_seed(0)
     cfg = transformers.GPT2Config(n_layer=12, n_embd=768, n_head=12, vocab_size=50257)
@@ -165,8 +172,14 @@ def hf_gpt2():
     d = Digest()
     with torch.no_grad():
         for _ in range(2):
-            out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=48,
-                                 min_new_tokens=48, do_sample=False, pad_token_id=0)
+            out = model.generate(
+                prompt,
+                attention_mask=torch.ones_like(prompt),
+                max_new_tokens=48,
+                min_new_tokens=48,
+                do_sample=False,
+                pad_token_id=0,
+            )
             d.add(out.cpu().numpy())
         d.add(host(model(out).logits[0, -1].cpu()))
     return d.hex()
@@ -184,19 +197,19 @@ def multistream():
     lo.wait_stream(torch.cuda.current_stream())
     for i in range(30):
         with torch.cuda.stream(lo):
-            a = torch.randn(1024, 1024, device="cuda") @ w       # allocated on lo
+            a = torch.randn(1024, 1024, device="cuda") @ w  # allocated on lo
             a = torch.tanh(a) * (i + 1)
         hi.wait_stream(lo)
         with torch.cuda.stream(hi):
-            b = a @ w.t()                                         # a used on hi
+            b = a @ w.t()  # a used on hi
             a.record_stream(hi)
-        del a                                                     # its block waits for hi
+        del a  # its block waits for hi
         third.wait_stream(hi)
         with torch.cuda.stream(third):
-            c = torch.empty(1024, 1024, device="cuda")            # may reuse blocks freed on third
+            c = torch.empty(1024, 1024, device="cuda")  # may reuse blocks freed on third
             c.copy_(b).mul_(0.5)
             b.record_stream(third)
-            pinned.copy_(c, non_blocking=True)                    # into pinned memory, reused
+            pinned.copy_(c, non_blocking=True)  # into pinned memory, reused
             ev = torch.cuda.Event()
             ev.record(third)
         del b
@@ -212,16 +225,21 @@ def multistream():
 
 def cupy():
     import cupy as cp
-    raw = cp.RawKernel(r'''
+
+    raw = cp.RawKernel(
+        r"""
     extern "C" __global__ void scale_add(const float* x, float* y, float a, int n) {
       int i = blockIdx.x * blockDim.x + threadIdx.x;
       if (i < n) y[i] = a * x[i] + y[i];
-    }''', "scale_add")
+    }""",
+        "scale_add",
+    )
     rs = cp.random.RandomState(seed=3)
     a = rs.standard_normal((1024, 1024), dtype=cp.float32)
     b = rs.standard_normal((1024, 1024), dtype=cp.float32)
     s1, s2 = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
     import numpy as np
+
     pinned = cp.cuda.alloc_pinned_memory(1024 * 4)
     host_out = np.frombuffer(pinned, np.float32, 1024)
     d = Digest()
@@ -248,6 +266,7 @@ def jax():
     import jax as jx
     import jax.numpy as jnp
     import numpy as np
+
     k1, k2, k3 = jx.random.split(jx.random.PRNGKey(0), 3)
     params = [jx.random.normal(k1, (512, 1024)) * 0.03, jx.random.normal(k2, (1024, 10)) * 0.03]
     x = jx.random.normal(k3, (256, 512))
@@ -260,13 +279,13 @@ def jax():
 
     @jx.jit
     def step(p, x):
-        l, g = jx.value_and_grad(loss)(p, x)
-        return [w - 0.1 * gw for w, gw in zip(p, g)], l
+        value, g = jx.value_and_grad(loss)(p, x)
+        return [w - 0.1 * gw for w, gw in zip(p, g, strict=True)], value
 
     d = Digest()
     for _ in range(60):
-        params, l = step(params, x)
-        d.add(np.asarray(l))
+        params, value = step(params, x)
+        d.add(np.asarray(value))
     for p in params:
         d.add(np.asarray(p))
     return d.hex()
@@ -291,8 +310,9 @@ def triton():
         rk = tl.arange(0, BK)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for k in range(0, K, BK):
-            acc += tl.dot(tl.load(a + rm[:, None] * K + (k + rk)[None, :]),
-                          tl.load(b + (k + rk)[:, None] * N + rn[None, :]))
+            acc += tl.dot(
+                tl.load(a + rm[:, None] * K + (k + rk)[None, :]), tl.load(b + (k + rk)[:, None] * N + rn[None, :])
+            )
         tl.store(c + rm[:, None] * N + rn[None, :], acc)
 
     torch.manual_seed(0)
@@ -314,9 +334,15 @@ def triton():
 
 
 WORKLOADS = {
-    "train-side": train_side, "train-default": train_default, "infer-side": infer_side,
-    "graph": graph, "hf-gpt2": hf_gpt2, "multistream": multistream, "cupy": cupy,
-    "jax": jax, "triton": triton,
+    "train-side": train_side,
+    "train-default": train_default,
+    "infer-side": infer_side,
+    "graph": graph,
+    "hf-gpt2": hf_gpt2,
+    "multistream": multistream,
+    "cupy": cupy,
+    "jax": jax,
+    "triton": triton,
 }
 
 if __name__ == "__main__":

@@ -4,9 +4,13 @@ suspended spans red, ready marks as ticks; decision latencies below.
 
   plot_trace.py TRACE.json OUT.png [--window-ms 200]
 """
-import json, sys, argparse
+
+import json
+import sys
+import argparse
 
 import matplotlib
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
@@ -31,15 +35,21 @@ susp = [s for s in spans if s["name"] == "suspended"]
 t0 = min(s["ts"] for s in (susp or spans))
 t1 = t0 + a.window_ms * 1e3
 rows = sorted({(s["pid"], s["tid"]) for s in spans})
-fig, (ax, ax2) = plt.subplots(2, 1, figsize=(12, 1.2 + 0.5 * len(rows)), sharex=True,
-                              gridspec_kw={"height_ratios": [max(2, len(rows)), 1.5]})
+fig, (ax, ax2) = plt.subplots(
+    2, 1, figsize=(12, 1.2 + 0.5 * len(rows)), sharex=True, gridspec_kw={"height_ratios": [max(2, len(rows)), 1.5]}
+)
 for i, r in enumerate(rows):
     for s in spans:
         if (s["pid"], s["tid"]) != r or s["ts"] > t1 or s["ts"] + s["dur"] < t0:
             continue
         a0, a1 = max(s["ts"], t0), min(s["ts"] + s["dur"], t1)
-        ax.barh(i, (a1 - a0) / 1e3, left=(a0 - t0) / 1e3, height=0.6,
-                color="tab:green" if s["name"] == "running" else "tab:red")
+        ax.barh(
+            i,
+            (a1 - a0) / 1e3,
+            left=(a0 - t0) / 1e3,
+            height=0.6,
+            color="tab:green" if s["name"] == "running" else "tab:red",
+        )
     xs = [(m["ts"] - t0) / 1e3 for m in marks if (m["pid"], m["tid"]) == r and t0 <= m["ts"] <= t1]
     ax.plot(xs, [i + 0.4] * len(xs), "k|", markersize=6)
 ax.set_yticks(range(len(rows)))
