@@ -1,6 +1,7 @@
 //! Who may change what. Identity is the peer's credentials (`SO_PEERCRED`), never a message.
 //!
-//! - Anyone who can connect may read: list, status, the policy in force.
+//! - Anyone who can connect may read the status and the policy in force; a list shows each
+//!   reader what it may change, and the rest as counts (`core/sight.rs`).
 //! - Root, or the user owning a process, may change that process's queues: priorities,
 //!   hints, launch configuration.
 //! - Device-wide and machine-wide hints, policy changes, traces and shutdown need root, or

@@ -36,6 +36,9 @@ pub struct DaemonConfig {
     pub policy: String,
     /// Where to serve Prometheus metrics and JSON status, if anywhere.
     pub metrics: Option<SocketAddr>,
+    /// Whether the endpoint's `/status` shows each process's name and command line (whoever
+    /// can reach the endpoint sees every process: it is node-local, loopback only).
+    pub metrics_commands: bool,
     /// How often agents send their counters, in milliseconds (0: never).
     pub stats_interval_ms: u32,
     /// Exit once no agent has been connected for this long (daemons `baton run` starts).
@@ -130,6 +133,7 @@ impl DaemonConfig {
             group: None,
             policy: baton_policies::DEFAULT_POLICY.into(),
             metrics: None,
+            metrics_commands: true,
             stats_interval_ms: DEFAULT_STATS_INTERVAL_MS,
             idle_exit: None,
             lease: Some(DEFAULT_LEASE),

@@ -158,6 +158,7 @@ impl Daemon {
             software: format!("baton-daemon {}", env!("CARGO_PKG_VERSION")),
             socket: bound.path.clone(),
             metrics: metrics_addr.map(|a| a.to_string()),
+            metrics_commands: cfg.metrics_commands,
             stats_interval_ms: cfg.stats_interval_ms,
             auth,
             lease: cfg.lease.map(Nanos::from),

@@ -189,13 +189,16 @@ fn requests_from_another_user_are_refused() {
         },
         priority: WirePriority(100),
     };
+    // Another user's process is, to nobody, no process at all: nothing of its owner shows.
     match as_nobody(&set) {
         Reply::Error(e) => {
-            assert_eq!(e.kind, ErrorKind::Unauthorized);
-            assert!(
-                e.message.contains("uid 65534 may not change process"),
-                "{}",
-                e.message
+            assert_eq!(e.kind, ErrorKind::UnknownProcess);
+            assert_eq!(
+                e.message,
+                format!(
+                    "no scheduled process has pid {}: see `baton list`",
+                    root_client.pid()
+                )
             );
         }
         r => panic!("{r:?}"),
@@ -211,19 +214,99 @@ fn requests_from_another_user_are_refused() {
         }
         r => panic!("{r:?}"),
     }
-    // Reading is allowed, and nothing changed.
+    // Reading shows nobody only counts of root's process: no pid, name, command or user.
     match as_nobody(&Request::List { pid: None }) {
-        Reply::List(l) => assert!(
-            l.processes[0]
-                .hints
-                .iter()
-                .all(|h| { !matches!(h, baton_protocol::Hint::Priority(WirePriority(100))) })
-        ),
+        Reply::List(l) => {
+            assert!(l.processes.is_empty(), "{l:?}");
+            assert_eq!(l.others.len(), 1, "{l:?}");
+            assert_eq!((l.others[0].processes, l.others[0].queues), (1, 1));
+            let json = serde_json::to_string(&l).unwrap();
+            assert!(
+                !json.contains("baton-sim") && !json.contains("\"uid\""),
+                "{json}"
+            );
+        }
         r => panic!("{r:?}"),
     }
-    // Root may.
+    // Nor a trace of it.
+    match as_nobody(&Request::TraceRead { cursor: 0 }) {
+        Reply::Error(e) => assert_eq!(e.kind, ErrorKind::Unauthorized),
+        r => panic!("{r:?}"),
+    }
+    // Root sees it whole, unchanged, and may change it.
+    let mine = list(&d.socket);
+    assert_eq!(mine.processes.len(), 1);
+    assert!(mine.others.is_empty());
+    assert!(
+        mine.processes[0]
+            .hints
+            .iter()
+            .all(|h| { !matches!(h, baton_protocol::Hint::Priority(WirePriority(100))) })
+    );
     assert_eq!(request(&d.socket, &set), Reply::Done);
     root_client.send("status");
+}
+
+#[test]
+fn two_users_of_a_system_daemon_see_their_own_processes_and_counts_of_the_others() {
+    if rustix::process::geteuid().as_raw() != 0 {
+        eprintln!("skipped: running as other users needs root");
+        return;
+    }
+    const SECOND: u32 = 65533;
+    let dir = temp_dir("two-users");
+    let mut cfg = DaemonConfig::new(dir.join("baton.sock"));
+    cfg.system = true;
+    cfg.group = nobody_group();
+    if cfg.group.is_none() {
+        eprintln!("skipped: no group with gid {NOBODY} to give the socket to");
+        return;
+    }
+    let d = InProcess::start(cfg);
+    let spawn_as = |uid: u32| {
+        use std::os::unix::process::CommandExt;
+        Killed(
+            std::process::Command::new(sim_client())
+                .arg("--socket")
+                .arg(&d.socket)
+                .args(["--queues", "1", "--priority", "0"])
+                .uid(uid)
+                .gid(NOBODY)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let first = spawn_as(NOBODY);
+    let second = spawn_as(SECOND);
+    let root = Sim::start(&d.socket, 2, 0);
+    wait_until("all three registered", || {
+        list(&d.socket).processes.len() == 3
+    });
+    let list_as = |uid: u32| -> baton_protocol::ProcessList {
+        let req = serde_json::to_string(&Request::List { pid: None }).unwrap();
+        let env = [
+            ("BATON_TEST_CLI_SOCKET", d.socket.as_os_str()),
+            ("BATON_TEST_CLI_REQUEST", req.as_ref()),
+        ];
+        match serde_json::from_str(&rerun_as(uid, "cli_process", &env, "REPLY ")).unwrap() {
+            Reply::List(l) => l,
+            r => panic!("{r:?}"),
+        }
+    };
+    for (uid, own, other) in [(NOBODY, &first, &second), (SECOND, &second, &first)] {
+        let l = list_as(uid);
+        let pids: Vec<u32> = l.processes.iter().map(|p| p.pid).collect();
+        assert_eq!(pids, [own.0.id()], "uid {uid}: {l:?}");
+        // The other user's process and root's, folded: 2 processes, 3 queues.
+        assert_eq!(l.others.len(), 1, "{l:?}");
+        assert_eq!((l.others[0].processes, l.others[0].queues), (2, 3), "{l:?}");
+        let json = serde_json::to_string(&l).unwrap();
+        for hidden in [other.0.id(), root.pid()] {
+            assert!(!json.contains(&format!("\"pid\":{hidden}")), "{json}");
+        }
+    }
 }
 
 fn raw(socket: &std::path::Path) -> UnixStream {

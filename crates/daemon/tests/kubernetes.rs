@@ -102,6 +102,17 @@ fn processes_are_held_to_their_pods_priorities() {
         proc_root: proc_root.clone(),
     });
     let d = InProcess::start(cfg);
+    // This test's own process (the CLI) is the node's: it sees every pod's processes.
+    let me = proc_root.join(std::process::id().to_string());
+    let on_the_node = || {
+        std::fs::create_dir_all(&me).unwrap();
+        std::fs::write(
+            me.join("cgroup"),
+            "0::/user.slice/user-0.slice/session-1.scope\n",
+        )
+        .unwrap();
+    };
+    on_the_node();
     // The list is held back: agents in pods are refused, and retry, until it comes.
     let hp = Sim::start_once_recorded(&d.socket, 1, 100, &proc_root);
     let be = Sim::start_once_recorded(&d.socket, 1, 100, &proc_root);
@@ -134,15 +145,22 @@ fn processes_are_held_to_their_pods_priorities() {
     let watch = heads.recv_timeout(LIMIT).expect("the daemon watches pods");
     assert!(watch.contains("&watch=1&"), "{watch}");
     assert!(watch.contains("resourceVersion=48121"), "{watch}");
-    // This test's own process is the node's: its root decides, its other users may not lift
-    // a pod above what the cluster gave it.
-    let me = proc_root.join(std::process::id().to_string());
-    std::fs::create_dir_all(&me).unwrap();
-    std::fs::write(
-        me.join("cgroup"),
-        "0::/user.slice/user-0.slice/session-1.scope\n",
-    )
-    .unwrap();
+    // From inside the embedder's pod (this test's own process, its cgroup moved there), the
+    // list shows the embedder's process and only counts of the trainer's.
+    cgroup(&proc_root, std::process::id(), EMBEDDER);
+    let from_pod = list(&d.socket);
+    let pids: Vec<u32> = from_pod.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, [hp.pid()], "{from_pod:?}");
+    assert_eq!(from_pod.others.len(), 1, "{from_pod:?}");
+    assert_eq!(
+        (from_pod.others[0].processes, from_pod.others[0].queues),
+        (1, 1)
+    );
+    let json = serde_json::to_string(&from_pod).unwrap();
+    assert!(!json.contains(&format!("\"pid\":{}", be.pid())), "{json}");
+    // This test's own process is the node's again: its root decides, its other users may not
+    // lift a pod above what the cluster gave it.
+    on_the_node();
     let set = Request::SetPriority {
         target: Target::Process { pid: be.pid() },
         priority: WirePriority(60),

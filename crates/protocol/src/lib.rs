@@ -64,7 +64,9 @@ pub use frame::{decode_frame, encode_frame, read_frame, write_frame};
 pub use handshake::{Hello, HelloReply, Refused, Role, Welcome, client_handshake};
 pub use hint::{Hint, HintKind, Scope};
 pub use limits::*;
-pub use listing::{MAX_COMMANDS_PER_SEC, ProcessList, ProcessRow, QueueRow};
+pub use listing::{
+    MAX_COMMANDS_PER_SEC, MAX_LIST_DEVICES, OthersRow, ProcessList, ProcessRow, QueueRow,
+};
 pub use message::{Message, decode_payload, encode_payload};
 pub use policy::{PolicyEntry, PolicyParam, PolicyReport};
 pub use reply::{ErrorKind, ErrorReply, Reply};

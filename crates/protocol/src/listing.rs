@@ -25,6 +25,35 @@ pub struct ProcessList {
     /// Whether processes or queues were left out to respect those limits (ask for one pid to
     /// see it whole).
     pub truncated: bool,
+    /// The processes the asker may not see, folded per device (at most
+    /// [`MAX_LIST_DEVICES`]): visibility follows the authority to change, so a tenant sees
+    /// its own processes and only how many others there are and what they hold.
+    pub others: Vec<OthersRow>,
+}
+
+/// The most devices a [`ProcessList`] folds others' processes on.
+pub const MAX_LIST_DEVICES: usize = 256;
+
+/// Processes on one device that the asker may not see: how many, and what they hold there,
+/// with no pid, name, command line, user, pod or job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OthersRow {
+    /// The device's machine-wide id (the GPU's UUID).
+    pub device: String,
+    /// Processes with a queue on it.
+    pub processes: u32,
+    /// Their queues on it.
+    pub queues: u32,
+    /// Of those, queues with work.
+    pub ready: u32,
+    /// Of those, queues held suspended.
+    pub suspended: u32,
+    /// The lowest priority in force among those queues.
+    pub priority_min: i32,
+    /// The highest.
+    pub priority_max: i32,
+    /// Their share of the device's time, recently, in percent (0 to 100).
+    pub device_share: f64,
 }
 
 /// One process.
@@ -105,7 +134,26 @@ impl ProcessList {
             p.validate()
                 .map_err(|e| e.within(&check::at("processes", i)))?;
         }
-        check::unique("processes", self.processes.iter().map(|p| p.pid))
+        check::unique("processes", self.processes.iter().map(|p| p.pid))?;
+        check::list_len("others", self.others.len(), MAX_LIST_DEVICES)?;
+        for (i, o) in self.others.iter().enumerate() {
+            o.validate()
+                .map_err(|e| e.within(&check::at("others", i)))?;
+        }
+        check::unique("others", self.others.iter().map(|o| o.device.as_str()))
+    }
+}
+
+impl OthersRow {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        check::text("device", &self.device, MAX_LABEL_LEN)?;
+        check::range("processes", self.processes, 1, u32::MAX)?;
+        check::range("queues", self.queues, 1, u32::MAX)?;
+        check::range("ready", self.ready, 0, self.queues)?;
+        check::range("suspended", self.suspended, 0, self.queues)?;
+        check::range("priority_min", self.priority_min, -100, self.priority_max)?;
+        check::range("priority_max", self.priority_max, self.priority_min, 100)?;
+        check::real("device_share", self.device_share, 100.0)
     }
 }
 

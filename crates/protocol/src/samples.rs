@@ -4,10 +4,10 @@
 use crate::{
     AgentMessage, AgentTarget, Backend, ClientId, DaemonMessage, DaemonStatus, DecisionCause,
     DeviceRef, ErrorKind, ErrorReply, Hello, HelloReply, Hint, HintKind, LatencySummary,
-    LaunchWindow, Operations, PolicyEntry, PolicyParam, PolicyReport, ProcessList, ProcessRow,
-    ProcessStarted, QueueCreated, QueueId, QueueRef, QueueRow, QueueStateChange, QueueStats,
-    RefusalReason, Refused, Reply, Request, Role, SpanState, StatsReport, Target, TraceChunk,
-    TraceRecord, Welcome, WireLevel, WirePriority,
+    LaunchWindow, Operations, OthersRow, PolicyEntry, PolicyParam, PolicyReport, ProcessList,
+    ProcessRow, ProcessStarted, QueueCreated, QueueId, QueueRef, QueueRow, QueueStateChange,
+    QueueStats, RefusalReason, Refused, Reply, Request, Role, SpanState, StatsReport, Target,
+    TraceChunk, TraceRecord, Welcome, WireLevel, WirePriority,
 };
 
 /// Every kind of hint, each valid.
@@ -290,6 +290,16 @@ pub fn replies() -> Vec<Reply> {
         Reply::List(ProcessList {
             processes: vec![process_row()],
             truncated: false,
+            others: vec![OthersRow {
+                device: "GPU-00000000-1111-2222-3333-444444444444".into(),
+                processes: 2,
+                queues: 3,
+                ready: 1,
+                suspended: 1,
+                priority_min: 0,
+                priority_max: 10,
+                device_share: 42.5,
+            }],
         }),
         Reply::Policy(PolicyReport {
             current: "hpf".into(),

@@ -333,9 +333,22 @@ fn largest_replies_fit() {
             queues: (0..per as u64).map(queue).collect(),
         })
         .collect();
+    let others = (0..MAX_LIST_DEVICES)
+        .map(|i| OthersRow {
+            device: format!("{i:0>width$}", width = MAX_LABEL_LEN),
+            processes: u32::MAX,
+            queues: u32::MAX,
+            ready: u32::MAX,
+            suspended: u32::MAX,
+            priority_min: i32::MIN,
+            priority_max: i32::MAX,
+            device_share: f64::MAX,
+        })
+        .collect();
     let len = fits(&Reply::List(ProcessList {
         processes,
         truncated: true,
+        others,
     }));
     assert!(len <= MAX_REPLY_FRAME_LEN, "{len}");
     let records = (0..u32::try_from(MAX_TRACE_CHUNK).unwrap())

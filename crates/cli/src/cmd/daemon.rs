@@ -81,6 +81,10 @@ pub struct DaemonArgs {
     /// in the gap (0: not at all) [default: 500].
     #[arg(long, value_name = "US")]
     linger_us: Option<u64>,
+    /// Leave every process's name and command line out of the metrics endpoint's `/status`
+    /// (whoever can reach the endpoint, any local user on loopback, sees every process).
+    #[arg(long, requires = "metrics")]
+    metrics_no_commands: bool,
     /// Exit once no program has been scheduled for this many seconds (how `baton run`
     /// starts the daemon it needs).
     #[arg(long, value_name = "S", hide = true)]
@@ -119,6 +123,7 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
     cfg.system = args.system;
     cfg.group = args.group;
     cfg.metrics = args.metrics;
+    cfg.metrics_commands = !args.metrics_no_commands;
     cfg.idle_exit = args.idle_exit.map(Duration::from_secs);
     cfg.lease = (args.lease_ms > 0).then(|| Duration::from_millis(args.lease_ms));
     cfg.stall = (args.stall_ms > 0).then(|| Duration::from_millis(args.stall_ms));

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use baton_protocol::{Hint, ProcessList, QueueRow, Reply, Request};
+use baton_protocol::{Hint, OthersRow, ProcessList, QueueRow, Reply, Request};
 use clap::Args;
 
 use crate::client::Client;
@@ -126,16 +126,39 @@ pub fn table(list: &ProcessList) -> String {
             ));
         }
     }
+    for o in &list.others {
+        out.push_str(&format!("{:>8}  {}\n", "-", others_text(o)));
+    }
     if list.truncated {
         out.push_str("(list truncated: ask for one process with --pid)\n");
     }
     out
 }
 
+/// Processes this user may not see, on one device, in words.
+pub fn others_text(o: &OthersRow) -> String {
+    let priorities = if o.priority_min == o.priority_max {
+        format!("priority {}", o.priority_min)
+    } else {
+        format!("priorities {}..{}", o.priority_min, o.priority_max)
+    };
+    format!(
+        "{} other process{} on {}: {} queue{} ({} ready, {} suspended), {priorities}, {:.0} % of the device",
+        o.processes,
+        if o.processes == 1 { "" } else { "es" },
+        short(&o.device, 14),
+        o.queues,
+        if o.queues == 1 { "" } else { "s" },
+        o.ready,
+        o.suspended,
+        o.device_share
+    )
+}
+
 /// `baton list --by-device --json`: each device and the queues on it.
 #[derive(Debug, serde::Serialize)]
 pub struct DeviceList {
-    /// `baton.devices/1`.
+    /// `baton.devices/2`.
     pub schema: &'static str,
     /// Every device with a queue, by UUID.
     pub devices: Vec<DeviceEntry>,
@@ -152,6 +175,8 @@ pub struct DeviceEntry {
     pub processes: Vec<u32>,
     /// Its queues.
     pub queues: Vec<DeviceQueue>,
+    /// What this user may not see on it: other tenants' processes, folded.
+    pub others: Option<OthersRow>,
 }
 
 /// One queue in a [`DeviceEntry`].
@@ -189,6 +214,7 @@ pub fn by_device(list: &ProcessList) -> DeviceList {
                         id: q.device.id.clone(),
                         processes: Vec::new(),
                         queues: Vec::new(),
+                        others: None,
                     });
                     devices.len() - 1
                 }
@@ -208,9 +234,20 @@ pub fn by_device(list: &ProcessList) -> DeviceList {
             });
         }
     }
+    for o in &list.others {
+        match devices.iter_mut().find(|d| d.id == o.device) {
+            Some(d) => d.others = Some(o.clone()),
+            None => devices.push(DeviceEntry {
+                id: o.device.clone(),
+                processes: Vec::new(),
+                queues: Vec::new(),
+                others: Some(o.clone()),
+            }),
+        }
+    }
     devices.sort_by(|a, b| a.id.cmp(&b.id));
     DeviceList {
-        schema: "baton.devices/1",
+        schema: "baton.devices/2",
         devices,
         truncated: list.truncated,
     }
@@ -230,6 +267,9 @@ pub fn device_table(list: &ProcessList) -> String {
             count(|q| q.ready),
             count(|q| q.suspended)
         ));
+        if let Some(o) = &d.others {
+            out.push_str(&format!("  {}\n", others_text(o)));
+        }
         for q in &d.queues {
             out.push_str(&format!(
                 "  {:>8}  {:<16} {:<8} ordinal {:<3} {:<6} {:<10} {}\n",
@@ -328,9 +368,10 @@ mod tests {
                 ),
             ],
             truncated: false,
+            others: vec![],
         };
         let doc = by_device(&list);
-        assert_eq!(doc.schema, "baton.devices/1");
+        assert_eq!(doc.schema, "baton.devices/2");
         let ids: Vec<&str> = doc.devices.iter().map(|d| d.id.as_str()).collect();
         assert_eq!(ids, [a, b]);
         assert_eq!(doc.devices[1].processes, [10, 20]);
@@ -362,6 +403,7 @@ mod tests {
                 vec![queue(1, uuid, 0, true), spared, free],
             )],
             truncated: false,
+            others: vec![],
         };
         let t = table(&list);
         let header = t.lines().next().unwrap();
@@ -375,5 +417,36 @@ mod tests {
             .map(|l| l.chars().skip(at).take_while(|c| *c != ' ').collect())
             .collect();
         assert_eq!(column, ["kept", "measured", "off"], "{t}");
+    }
+
+    #[test]
+    fn other_tenants_processes_show_as_one_line_per_device() {
+        let (a, b) = ("GPU-00ba704e-0000", "GPU-01ba704e-0000");
+        let others = |device: &str| OthersRow {
+            device: device.into(),
+            processes: 2,
+            queues: 3,
+            ready: 1,
+            suspended: 2,
+            priority_min: 0,
+            priority_max: 10,
+            device_share: 61.5,
+        };
+        let list = ProcessList {
+            processes: vec![process(10, vec![], vec![queue(1, a, 0, true)])],
+            truncated: false,
+            others: vec![others(a), others(b)],
+        };
+        let t = table(&list);
+        let want = "2 other processes on GPU-00ba704e-…: 3 queues (1 ready, 2 suspended), \
+                    priorities 0..10, 62 % of the device";
+        assert!(t.contains(want), "{t}");
+        // A device only others use is listed by device too.
+        let doc = by_device(&list);
+        assert_eq!(doc.devices.len(), 2);
+        assert!(doc.devices[1].queues.is_empty() && doc.devices[1].others.is_some());
+        let json = serde_json::to_value(&doc).unwrap();
+        assert_eq!(json["devices"][0]["others"]["processes"], 2);
+        assert!(device_table(&list).contains("  2 other processes on GPU-01ba704e-…"));
     }
 }

@@ -114,8 +114,14 @@ fn device_line(m: &Model) -> String {
                 .map(|q| q.device_share)
                 .sum();
             let id: String = d.id.splitn(3, '-').take(2).collect::<Vec<_>>().join("-");
+            let others = d.others.as_ref().map_or(String::new(), |o| {
+                format!(
+                    " (+{} queues of {} others, {:.0}%)",
+                    o.queues, o.processes, o.device_share
+                )
+            });
             format!(
-                "{id}: {} queues, {} suspended, {share:.0}% busy",
+                "{id}: {} queues, {} suspended, {share:.0}% busy{others}",
                 d.queues.len(),
                 d.queues.iter().filter(|q| q.suspended).count()
             )
@@ -207,6 +213,7 @@ pub fn run(args: TopArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
         list: ProcessList {
             processes: vec![],
             truncated: false,
+            others: vec![],
         },
         sort: Sort::Pid,
         error: None,
@@ -325,6 +332,7 @@ mod tests {
                     process(20, "train", queue(1, true, 70.0)),
                 ],
                 truncated: false,
+                others: vec![],
             },
             sort: Sort::Pid,
             error: None,

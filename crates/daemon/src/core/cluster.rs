@@ -11,9 +11,10 @@
 //!   gets Baton's default priority (0) as its ceiling.
 //! - Until the daemon has listed its node's pods once, agents in pods are refused and retry
 //!   (they run unscheduled meanwhile), so a daemon's restart cannot demote every pod.
-//! - From inside a group, the CLI may read, and change only its own group's processes, within
-//!   its group's priority; nothing that administers the daemon. From the node, root may do
-//!   anything and other users are held to the target group's priority.
+//! - From inside a group, the CLI sees and changes only its own group's processes (the others
+//!   as anonymous aggregates: `sight.rs`), within its group's priority; nothing that
+//!   administers the daemon, a trace included. From the node, root may do anything and other
+//!   users are held to the target group's priority.
 
 use baton_protocol::{ClientId, Hint, Request, Target};
 
@@ -89,10 +90,8 @@ impl Core {
             return Ok(());
         };
         let (target, hint) = match req {
-            Request::List { .. }
-            | Request::Status
-            | Request::GetPolicy
-            | Request::TraceRead { .. } => {
+            // What anyone may read; each reader sees its own group's processes (`sight.rs`).
+            Request::List { .. } | Request::Status | Request::GetPolicy => {
                 return Ok(());
             }
             Request::SetPriority { target, priority } => (target, Some(Hint::Priority(*priority))),

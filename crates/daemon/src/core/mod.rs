@@ -20,6 +20,7 @@ mod cap;
 mod cluster;
 mod lease;
 mod requests;
+pub(crate) mod sight;
 mod stall;
 pub(crate) mod views;
 
@@ -135,6 +136,8 @@ pub(crate) struct Identity {
     pub(crate) software: String,
     pub(crate) socket: PathBuf,
     pub(crate) metrics: Option<String>,
+    /// Whether the metrics endpoint shows processes' names and command lines.
+    pub(crate) metrics_commands: bool,
     pub(crate) stats_interval_ms: u32,
     pub(crate) auth: Authority,
     /// How long a process holding others back may stay silent (`lease`).

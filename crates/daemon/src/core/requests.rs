@@ -20,11 +20,14 @@ impl Core {
     /// Answers one request.
     pub(crate) fn request(&mut self, peer: Peer, req: Request) -> Reply {
         let arrived = self.now();
+        if let Some(hidden) = self.hidden_target(peer, &req) {
+            return hidden;
+        }
         if let Err(why) = self.cluster_gate(peer, &req) {
             return error(ErrorKind::Unauthorized, &why.to_string());
         }
         match req {
-            Request::List { pid } => Reply::List(self.list(pid)),
+            Request::List { pid } => Reply::List(self.list(pid, &self.sight(peer))),
             Request::Status => Reply::Status(self.status()),
             Request::GetPolicy => Reply::Policy(self.policy_report()),
             Request::SetPriority { target, priority } => {
@@ -56,6 +59,10 @@ impl Core {
                     )
                 }
             },
+            // A trace names every queue and process: only who may record one may read it.
+            Request::TraceRead { .. } if !self.ident.auth.may_administer(peer.uid) => {
+                self.unauthorized(peer, "read the daemon's trace")
+            }
             Request::TraceRead { cursor } => match &self.trace {
                 Trace::Stopped { records, .. } => Reply::Trace(trace::chunk(records, cursor)),
                 _ => error(

@@ -12,6 +12,7 @@ use baton_protocol::{
 };
 use tokio::sync::oneshot;
 
+use super::sight::Sight;
 use super::*;
 use crate::event::Event;
 
@@ -59,6 +60,7 @@ fn core_with(policy: &str, start: Nanos) -> Rig {
             software: "test".into(),
             socket: PathBuf::from("/tmp/x"),
             metrics: None,
+            metrics_commands: true,
             stats_interval_ms: 0,
             auth: Authority {
                 daemon_uid: ME,
@@ -247,7 +249,7 @@ fn a_gone_client_frees_its_queues_and_releases_its_hold() {
     c.end_round();
     assert_eq!(ops(&mut be), vec![(vec![1], vec![])]);
     assert_eq!(c.status().queues, 1);
-    assert!(c.list(Some(100)).processes.is_empty());
+    assert!(c.list(Some(100), &Sight::All).processes.is_empty());
 }
 
 #[test]
@@ -329,7 +331,7 @@ fn an_operator_priority_reorders_processes_and_policy_switch_keeps_state() {
         ops(&mut a).is_empty() && ops(&mut b).is_empty(),
         "same decision"
     );
-    let l = c.list(None);
+    let l = c.list(None, &Sight::All);
     assert_eq!(l.processes.len(), 2);
     assert!(l.processes[0].queues[0].suspended);
     match request(
@@ -488,7 +490,7 @@ fn policy_timers_fire_in_virtual_time_and_suspended_time_is_exact() {
         "{secs} s suspended, want {want}"
     );
     // Ages in the list are read on the same clock.
-    let l = c.list(Some(100));
+    let l = c.list(Some(100), &Sight::All);
     assert!(!l.processes[0].queues[0].suspended);
     assert_eq!(l.processes[0].connected_ns, (c.clock.now()).0);
 }
@@ -511,7 +513,7 @@ fn idleness_is_measured_on_the_core_clock() {
 
 /// The priority in force for process `pid`, as the list shows it.
 fn prio(c: &Rig, pid: u32) -> Option<i32> {
-    c.list(Some(pid))
+    c.list(Some(pid), &Sight::All)
         .processes
         .first()?
         .hints
@@ -570,6 +572,7 @@ mod cluster;
 mod gang;
 mod lease;
 mod service;
+mod sight;
 mod slurm;
 mod stall;
 

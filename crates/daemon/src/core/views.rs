@@ -7,6 +7,7 @@ use baton_protocol::{
 };
 use prometheus_client::metrics::histogram::Histogram;
 
+use super::sight::Sight;
 use super::{Core, QueueRec, priority};
 use crate::service::ServiceHandles;
 use crate::trace::Trace;
@@ -115,13 +116,14 @@ impl QueueRec {
 }
 
 impl Core {
-    /// Every scheduled process (or one), by pid, within the list limits.
-    pub(crate) fn list(&self, only: Option<u32>) -> ProcessList {
+    /// Every scheduled process `sight` shows (or one of them), by pid, within the list limits;
+    /// the others folded per device.
+    pub(crate) fn list(&self, only: Option<u32>, sight: &Sight) -> ProcessList {
         let now = self.now();
         let mut clients: Vec<_> = self
             .clients
             .values()
-            .filter(|c| only.is_none_or(|p| p == c.peer.pid))
+            .filter(|c| only.is_none_or(|p| p == c.peer.pid) && self.sees(sight, c))
             .collect();
         clients.sort_by_key(|c| c.peer.pid);
         let mut processes = Vec::new();
@@ -157,6 +159,7 @@ impl Core {
         ProcessList {
             processes,
             truncated,
+            others: self.others(sight),
         }
     }
 
@@ -203,9 +206,18 @@ impl Core {
             .map(|(id, r)| r.sample(*id, priority(r, self.clients.get(&r.client)), now))
             .collect();
         queues.sort_unstable_by_key(|q| q.id);
+        // The endpoint is the node's (loopback only): it shows every queue, and every
+        // process's name and command line unless told not to (`--metrics-no-commands`).
+        let mut list = self.list(None, &Sight::All);
+        if !self.ident.metrics_commands {
+            for p in &mut list.processes {
+                p.name.clear();
+                p.command.clear();
+            }
+        }
         Snapshot {
             status: self.status(),
-            list: self.list(None),
+            list,
             queues,
             latency: self.latencies.histogram(),
             service: self.service.handles(),

@@ -133,11 +133,17 @@ impl Drop for Killed {
 /// Re-runs this test binary's `test` as [`NOBODY`] with `env`, and returns what follows
 /// `tag` on the line of its output that has it (the re-run test prints it).
 pub fn rerun_as_nobody(test: &str, env: &[(&str, &std::ffi::OsStr)], tag: &str) -> String {
+    rerun_as(NOBODY, test, env, tag)
+}
+
+/// [`rerun_as_nobody`] as user `uid` (in `nobody`'s group, which a system daemon's socket
+/// lets in).
+pub fn rerun_as(uid: u32, test: &str, env: &[(&str, &std::ffi::OsStr)], tag: &str) -> String {
     use std::os::unix::process::CommandExt;
     let out = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .envs(env.iter().copied())
-        .uid(NOBODY)
+        .uid(uid)
         .gid(NOBODY)
         .output()
         .unwrap();

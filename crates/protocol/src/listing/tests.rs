@@ -8,6 +8,20 @@ fn list(processes: Vec<ProcessRow>) -> ProcessList {
     ProcessList {
         processes,
         truncated: false,
+        others: vec![],
+    }
+}
+
+fn others() -> OthersRow {
+    OthersRow {
+        device: "GPU-1".into(),
+        processes: 2,
+        queues: 3,
+        ready: 1,
+        suspended: 0,
+        priority_min: -5,
+        priority_max: 10,
+        device_share: 40.0,
     }
 }
 
@@ -229,5 +243,91 @@ fn json_for_baton_list_has_readable_keys() {
     assert_eq!(
         json["processes"][0]["hints"][0]["active_window"]["active"],
         false
+    );
+}
+
+#[test]
+fn others_are_anonymous_counts_that_add_up() {
+    let with = |o: Vec<OthersRow>| ProcessList {
+        others: o,
+        ..list(vec![process_row()])
+    };
+    assert!(with(vec![others()]).validate().is_ok());
+    for (bad, at) in [
+        (
+            OthersRow {
+                ready: 4,
+                ..others()
+            },
+            "others[0].ready",
+        ),
+        (
+            OthersRow {
+                suspended: 4,
+                ..others()
+            },
+            "others[0].suspended",
+        ),
+        (
+            OthersRow {
+                processes: 0,
+                ..others()
+            },
+            "others[0].processes",
+        ),
+        (
+            OthersRow {
+                priority_min: 11,
+                ..others()
+            },
+            "others[0].priority_min",
+        ),
+        (
+            OthersRow {
+                priority_max: 101,
+                priority_min: 0,
+                ..others()
+            },
+            "others[0].priority_max",
+        ),
+        (
+            OthersRow {
+                device_share: f64::NAN,
+                ..others()
+            },
+            "others[0].device_share",
+        ),
+        (
+            OthersRow {
+                device: String::new(),
+                ..others()
+            },
+            "others[0].device",
+        ),
+    ] {
+        assert_eq!(field(with(vec![bad])), at);
+    }
+    assert_eq!(field(with(vec![others(), others()])), "others");
+    // Nothing in a row names a process, a user or a group.
+    let json = serde_json::to_value(others()).unwrap();
+    let mut keys: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "device",
+            "device_share",
+            "priority_max",
+            "priority_min",
+            "processes",
+            "queues",
+            "ready",
+            "suspended"
+        ]
     );
 }

@@ -115,7 +115,7 @@ fn agent_priorities_are_capped_unless_root() {
     let _user = connect(&mut c, 1, 100, ME, 50);
     let _root = connect(&mut c, 2, 200, 0, 50);
     let prio = |c: &Rig, pid| {
-        c.list(Some(pid)).processes[0]
+        c.list(Some(pid), &Sight::All).processes[0]
             .hints
             .iter()
             .find_map(|h| match h {

@@ -60,6 +60,7 @@ fn snapshot(queues: Vec<QueueSample>, service: &ServiceStats) -> Snapshot {
         list: ProcessList {
             processes: Vec::new(),
             truncated: false,
+            others: vec![],
         },
         queues,
         latency: {
