@@ -340,9 +340,9 @@ fn largest_replies_fit() {
             queues: u32::MAX,
             ready: u32::MAX,
             suspended: u32::MAX,
-            priority_min: i32::MIN,
-            priority_max: i32::MAX,
-            device_share: f64::MAX,
+            priority_min: -100,
+            priority_max: 100,
+            device_share: 100.0,
         })
         .collect();
     let len = fits(&Reply::List(ProcessList {
