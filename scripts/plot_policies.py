@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Turns the policy runs in docs/policies/*.json into docs/policies/*.png.
+"""Turns the policy runs in target/policy-plots/*.json into docs/policies/*.png.
 
 The JSON comes from the lab's virtual-time runs:
 
     cargo run --release -p baton-lab --example policy_plots [OUT_DIR]
-    python3 scripts/plot_policies.py [OUT_DIR]
+    python3 scripts/plot_policies.py [OUT_DIR [PNG_DIR]]
 
 Needs matplotlib (`pip install matplotlib`). Each PNG has two panels: the device work each
 client completed over time (its slope is the client's share of the device), and each job's
@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def plot(path):
+def plot(path, out_folder):
     with open(path) as f:
         doc = json.load(f)
     fig, (work, lat) = plt.subplots(1, 2, figsize=(12, 4.2))
@@ -60,19 +60,21 @@ def plot(path):
     lat.set_yscale("log")
     lat.legend(fontsize=7, markerscale=3)
     fig.tight_layout()
-    out = path[:-5] + ".png"
+    out = os.path.join(out_folder, os.path.basename(path)[:-5] + ".png")
     fig.savefig(out, dpi=90)
     plt.close(fig)
     print(f"wrote {out}")
 
 
 def main():
-    folder = sys.argv[1] if len(sys.argv) > 1 else "docs/policies"
+    folder = sys.argv[1] if len(sys.argv) > 1 else "target/policy-plots"
+    out_folder = sys.argv[2] if len(sys.argv) > 2 else "docs/policies"
+    os.makedirs(out_folder, exist_ok=True)
     paths = sorted(glob.glob(os.path.join(folder, "*.json")))
     if not paths:
         sys.exit(f"no JSON in {folder}: run the policy_plots example first")
     for p in paths:
-        plot(p)
+        plot(p, out_folder)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-//! Runs one scenario per policy in virtual time and writes `docs/policies/NAME.json`, which
-//! `scripts/plot_policies.py` turns into `docs/policies/NAME.png`.
+//! Runs one scenario per policy in virtual time and writes `target/policy-plots/NAME.json` (or
+//! into the folder given as the first argument), which `scripts/plot_policies.py` turns into
+//! `docs/policies/NAME.png`.
 //!
 //! ```text
 //! cargo run --release -p baton-lab --example policy_plots [OUT_DIR]
@@ -375,7 +376,7 @@ fn document(p: &Plot) -> PlotDocument<'_> {
 fn main() -> std::io::Result<()> {
     let out = std::env::args()
         .nth(1)
-        .unwrap_or_else(|| "docs/policies".to_string());
+        .unwrap_or_else(|| "target/policy-plots".to_string());
     std::fs::create_dir_all(&out)?;
     for p in plots() {
         let path = format!("{out}/{}.json", p.name);

@@ -1,6 +1,6 @@
 """The MPS control daemon for the GPU benchmarks: started with its pipe and log directories
-under a run's temporary directory, stopped afterwards. Both setups that use it (the suite and
-the co-location matrix) go through here."""
+under a run's temporary directory, stopped afterwards. The co-location matrix
+goes through here."""
 
 import os
 import subprocess
