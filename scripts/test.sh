@@ -4,8 +4,9 @@
 # XQueue's concurrency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The Python linter and formatter, fetched from PyPI into target/tools-venv.
+# The Python linter and formatter, and the wheel checker, fetched from PyPI into target/tools-venv.
 RUFF_VERSION=0.17.6
+AUDITWHEEL_VERSION=6.8.2
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -20,10 +21,11 @@ LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p baton-core --release --lib --locked loom
 echo "== ruff: lint and format of every Python file under scripts/ and python/ (ruff.toml)"
 tools=target/tools-venv
-if ! "$tools/bin/ruff" --version 2>/dev/null | grep -qx "ruff $RUFF_VERSION"; then
+if ! "$tools/bin/ruff" --version 2>/dev/null | grep -qx "ruff $RUFF_VERSION" \
+    || ! "$tools/bin/auditwheel" --version 2>/dev/null | grep -q "auditwheel $AUDITWHEEL_VERSION "; then
     rm -rf "$tools"
     python3 -m venv "$tools"
-    "$tools/bin/pip" install --quiet "ruff==$RUFF_VERSION"
+    "$tools/bin/pip" install --quiet "ruff==$RUFF_VERSION" "auditwheel==$AUDITWHEEL_VERSION"
 fi
 "$tools/bin/ruff" check scripts python
 "$tools/bin/ruff" format --check scripts python
@@ -32,14 +34,8 @@ python3 scripts/gpu/levels/preemption_timeline.py --self-test
 python3 scripts/gpu/matrix/analyze.py --self-test
 python3 scripts/gpu/matrix/selftest.py
 python3 scripts/gpu/capi/summarize.py --self-test
-echo "== Python package: pip install ./python into a fresh virtual environment, then its tests"
-venv=target/py-venv
-rm -rf "$venv"
-python3 -m venv "$venv"
-# Offline with the environment's own setuptools when it has one; else pip fetches it.
-"$venv/bin/pip" install --quiet --no-build-isolation ./python 2>/dev/null \
-    || "$venv/bin/pip" install --quiet ./python
-BATON_PYTHON="$PWD/$venv/bin/python" cargo test -p baton-cuda-testapps --locked --test capi python
+echo "== the wheel: built from ./python, checked, installed where no cargo is, used; the Python package's tests"
+bash scripts/test-wheel.sh "$tools"
 echo "== cluster deployment (Helm chart rendered and validated without a cluster)"
 bash scripts/test-cluster.sh
 # A single-node Slurm cluster needs root and Debian's slurm-wlm, munge and libslurm-dev

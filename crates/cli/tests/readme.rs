@@ -76,7 +76,8 @@ fn the_readme_is_short_and_leads_with_the_commands() {
     for needle in [
         "cargo run --release -p baton-cli -- demo",
         "scripts/test.sh",
-        "cargo build --release -p baton-cli -p baton-interposer",
+        "pip wheel ./python",
+        "pip install dist/baton_gpu-",
         "baton run --priority",
     ] {
         assert!(

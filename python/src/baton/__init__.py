@@ -11,6 +11,9 @@ Shortest use::
     with baton.priority(10):        # the work this thread issues in the block: priority 10
         run_request()
     baton.hint(upcoming_ms=2)       # work arrives in 2 ms: start making room
+
+The wheel also carries the `baton` executable and the interposer: `baton.run([...])` starts a
+program under Baton from Python, and `python -m baton ARGS` is the `baton` command.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, List, Optional
 
 from . import _abi
+from .cli import executable, interposer, run
 
 __all__ = [
     "BatonError",
@@ -35,10 +39,13 @@ __all__ = [
     "clear_hint",
     "clear_stream_priority",
     "clear_thread_priority",
+    "executable",
     "hint",
+    "interposer",
     "loaded",
     "priority",
     "resume",
+    "run",
     "set_process_priority",
     "set_stream_priority",
     "set_thread_priority",

@@ -1,0 +1,5 @@
+"""`python -m baton ARGS...` is `baton ARGS...`."""
+
+from .cli import main
+
+main()
