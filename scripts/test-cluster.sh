@@ -1,10 +1,22 @@
 #!/usr/bin/env bash
 # The cluster deployment's checks that need no cluster: the Helm chart rendered without helm
 # (scripts/helm-render.py), its manifests checked for what Baton relies on, then validated
-# against the Kubernetes API schemas with kubernetes-validate (PyPI) in a virtual environment;
-# and the Slurm SPANK plugin compiled where Slurm's headers are installed.
+# against the Kubernetes API schemas with kubernetes-validate; and the Slurm SPANK plugin
+# compiled where Slurm's headers are installed (a skip recorded in $BATON_SKIP_LOG elsewhere).
+# PyYAML and kubernetes-validate come from PyPI into a virtual environment, pinned.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+PYYAML_VERSION=6.0.4
+VALIDATE_VERSION=1.37.0
+venv=target/cluster-venv
+if ! "$venv/bin/python" -c "import yaml; assert yaml.__version__ == '$PYYAML_VERSION'" 2>/dev/null \
+    || ! "$venv/bin/pip" show kubernetes-validate 2>/dev/null | grep -qx "Version: $VALIDATE_VERSION"; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet "pyyaml==$PYYAML_VERSION" "kubernetes-validate==$VALIDATE_VERSION"
+fi
+python3() { "$venv/bin/python" "$@"; }
 
 out=target/cluster
 mkdir -p "$out"
@@ -73,15 +85,9 @@ if [ -f /usr/include/slurm/spank.h ]; then
     echo "slurm: spank_baton.so built"
 else
     echo "slurm: no slurm/spank.h (apt-get install libslurm-dev); the SPANK plugin's build skipped"
-fi
-venv=target/cluster-venv
-if [ ! -x "$venv/bin/kubernetes-validate" ]; then
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet kubernetes-validate || {
-        echo "chart: kubernetes-validate could not be installed from PyPI; schema validation skipped" >&2
-        exit 0
-    }
+    if [ -n "${BATON_SKIP_LOG:-}" ]; then
+        echo "the SPANK plugin's build (no slurm/spank.h: apt-get install libslurm-dev)" >>"$BATON_SKIP_LOG"
+    fi
 fi
 "$venv/bin/kubernetes-validate" --strict --quiet "$out/rendered.yaml" "$out/rendered-webhook.yaml"
 echo "chart: manifests valid (strict) against the Kubernetes API schemas kubernetes-validate ships"

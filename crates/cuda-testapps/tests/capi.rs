@@ -201,3 +201,9 @@ fn python_priorities_scopes_hints_and_status_under_the_interposer() {
     let p = preload();
     assert_eq!(py_run("local", &[("LD_PRELOAD", &p)]), "local ok");
 }
+
+#[test]
+fn python_torch_helpers_give_each_thread_a_stream_per_priority() {
+    let p = preload();
+    assert_eq!(py_run("torch", &[("LD_PRELOAD", &p)]), "torch ok");
+}

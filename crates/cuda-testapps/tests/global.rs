@@ -12,14 +12,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{
-    baton_binary, burst_window, driver_dir, finish, interposer_library, launch_calls, log_lines,
-    temp_dir, wait_until,
+    DECISIONS, baton_binary, burst_window, driver_dir, during_holds, finish, finish_with_stderr,
+    hold_over, holds, interposer_library, launch_calls, log_lines, temp_dir, wait_until,
 };
 
 const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
-
-/// How long a decision may take to reach the flood's process on a loaded machine.
-const GRACE_NS: u64 = 5_000_000;
 
 fn under_baton(
     priority: &str,
@@ -59,44 +56,57 @@ fn a_best_effort_process_synchronizing_its_whole_context_is_held_too() {
 }
 
 /// What the best-effort program did beside the burst: the burst's window, the flood's launch
-/// calls, and the daemon's list taken once the flood had launched.
+/// calls and holds (see [`support::holds`]), and the daemon's list taken once the flood had
+/// launched.
 struct Beside {
     start: u64,
     end: u64,
     be_calls: Vec<u64>,
+    be_holds: Vec<(u64, u64)>,
     list: Value,
 }
 
+impl Beside {
+    /// The flood was held over the burst (suspended before the burst ended, resumed after) and
+    /// none of its launches reached the driver while it was held; it also launched after the
+    /// burst (held, not finished early). No bound on how soon the hold took effect: only that
+    /// it did, and held.
+    fn assert_held(&self) {
+        let window_ms = (self.end - self.start) / 1_000_000;
+        let hold = hold_over(&self.be_holds, self.end).unwrap_or_else(|| {
+            panic!(
+                "the flood was not held over the burst's end ({window_ms} ms window from {}): holds {:?}",
+                self.start, self.be_holds
+            )
+        });
+        let leaked = during_holds(&self.be_calls, &self.be_holds);
+        assert!(
+            leaked.is_empty(),
+            "{} flood launches reached the driver while it was held (held {} ms after the burst began)",
+            leaked.len(),
+            hold.0.saturating_sub(self.start) / 1_000_000
+        );
+        assert!(
+            self.be_calls.iter().any(|t| *t >= self.end),
+            "no flood launch after the burst: it never waited"
+        );
+    }
+
+    /// The flood's launch calls while the burst ran.
+    fn launched_during_burst(&self) -> usize {
+        between(&self.be_calls, self.start, self.end)
+    }
+}
+
 /// The burst at priority 10 and the best-effort `scenario` at 0 under one daemon: none of
-/// the best-effort launches reaches its driver while the burst runs, and all of them run.
+/// the best-effort launches reaches its driver while the burst holds it, and all of them run.
 fn held_beside_burst(name: &str, scenario: &str) {
     held_beside_burst_with(name, scenario, &[]);
 }
 
 /// [`held_beside_burst`] with `extra` in the best-effort program's environment.
 fn held_beside_burst_with(name: &str, scenario: &str, extra: &[(&str, &str)]) {
-    let Beside {
-        start,
-        end,
-        be_calls,
-        ..
-    } = beside_burst(name, scenario, extra);
-    let during: Vec<u64> = be_calls
-        .iter()
-        .copied()
-        .filter(|t| *t > start + GRACE_NS && *t < end)
-        .collect();
-    assert!(
-        during.is_empty(),
-        "{} flood launches reached the driver while the burst ran ({} ms window)",
-        during.len(),
-        (end - start) / 1_000_000
-    );
-    // The flood was held, not finished early: some of its launches came after the burst.
-    assert!(
-        be_calls.iter().any(|t| *t >= end),
-        "no flood launch after the burst: it never waited"
-    );
+    beside_burst(name, scenario, extra).assert_held();
 }
 
 #[test]
@@ -160,12 +170,11 @@ fn confines_only_while_outranked(name: &str, yielding: &[(&str, &str)]) {
     ];
     be_env.extend_from_slice(yielding);
     let dir = temp_dir(name);
+    let beside = beside_burst_in(&dir, "flood", &hp_env, &be_env);
     let Beside {
-        start,
-        end,
-        be_calls,
-        list,
-    } = beside_burst_in(&dir, "flood", &hp_env, &be_env);
+        start, end, list, ..
+    } = &beside;
+    let (start, end) = (*start, *end);
     // Claimed by the flood's stream, not by its process.
     let queue = list["processes"]
         .as_array()
@@ -175,9 +184,8 @@ fn confines_only_while_outranked(name: &str, yielding: &[(&str, &str)]) {
         .find(|q| q["hints"].to_string().contains("confining"))
         .unwrap_or_else(|| panic!("no confining queue in {list}"));
     assert_eq!(queue["hints"].to_string(), r#"[{"confining":{"sms":8}}]"#);
-    let during = be_calls.iter().filter(|t| **t > start && **t < end).count();
     assert!(
-        during > 0,
+        beside.launched_during_burst() > 0,
         "no flood launch reached the driver while the burst ran ({} ms): it was held back",
         (end - start) / 1_000_000
     );
@@ -258,10 +266,12 @@ fn a_best_effort_process_of_short_commands_is_measured_and_not_held_for_another_
         (80_000..5_000_000).contains(&ns),
         "the flood's commands measured at {ns} ns"
     );
-    let (during, window_ms) = flood_launches_during_burst(burst, be);
+    let beside = flood_beside_burst(burst, be);
     assert!(
-        !during.is_empty(),
-        "no flood launch reached the driver while the burst ran ({window_ms} ms): it was held back"
+        beside.launched_during_burst() > 0 && hold_over(&beside.be_holds, beside.end).is_none(),
+        "the flood was held back over the burst ({} ms): holds {:?}",
+        (beside.end - beside.start) / 1_000_000,
+        beside.be_holds
     );
 }
 
@@ -291,11 +301,15 @@ fn a_stream_measured_short_is_measured_again_only_while_another_process_outranks
     let told = last_call(&burst.be_log);
     // `baton list` says so: launching without its window, measured again now and then.
     assert_eq!(flood_window(&burst.socket, be.id()), Some((true, true)));
-    std::thread::sleep(Duration::from_millis(2_500));
-    let outranked = event_records(&burst.be_log, told, u64::MAX);
+    // Measured again while outranked: a sync point (an event record on its stream) comes.
+    wait_until(
+        "a sync point of the flood while the burst's process outranks it",
+        Duration::from_secs(20),
+        || event_records(&burst.be_log, told, u64::MAX) > 0,
+    );
     std::fs::write(&burst.go, b"go").unwrap();
     assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
-    let (_, burst_end) = burst_window(&burst.hp_log, GRACE_NS);
+    let (_, burst_end) = burst_window(&burst.hp_log);
     wait_until(
         "the daemon to list the flood as no longer measured again",
         Duration::from_secs(10),
@@ -306,10 +320,6 @@ fn a_stream_measured_short_is_measured_again_only_while_another_process_outranks
     let until = last_call(&burst.be_log);
     assert!(finish(be, "be-flood").starts_with("be-flood ok"));
     stop_daemon(&burst.socket);
-    assert!(
-        outranked > 0,
-        "no sync point in 2.5 s while the burst's process outranked the flood: not measured again"
-    );
     assert!(
         until > burst_end + 3_000_000_000,
         "the flood stopped too soon after the burst to judge"
@@ -438,25 +448,28 @@ fn told_command_ns(socket: &Path) -> Option<u64> {
     hint_of(&listed(socket), "command_time")["command_ns"].as_u64()
 }
 
-/// Lets the burst go and both programs finish, then returns the flood's launches that reached
-/// its driver while the burst ran (after the grace) and the burst's window in ms; the flood
-/// must have outlasted the burst.
-fn flood_launches_during_burst(burst: Burst, be: Child) -> (Vec<u64>, u64) {
+/// Lets the burst go and both programs finish; what the flood did beside the burst (the flood
+/// must have outlasted it).
+fn flood_beside_burst(burst: Burst, be: Child) -> Beside {
     std::fs::write(&burst.go, b"go").unwrap();
     assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
-    assert!(finish(be, "be-flood").starts_with("be-flood ok"));
+    let (out, stderr) = finish_with_stderr(be, "be-flood");
+    assert!(out.starts_with("be-flood ok"), "{out}");
+    let list = listed(&burst.socket);
     stop_daemon(&burst.socket);
-    let (start, end) = burst_window(&burst.hp_log, GRACE_NS);
-    let calls = launch_calls(&log_lines(&burst.be_log));
+    let (start, end) = burst_window(&burst.hp_log);
+    let be_calls = launch_calls(&log_lines(&burst.be_log));
     assert!(
-        calls.last().is_some_and(|t| *t > end),
+        be_calls.last().is_some_and(|t| *t > end),
         "the flood ended before the burst did: nothing to judge"
     );
-    let during = calls
-        .into_iter()
-        .filter(|t| *t > start + GRACE_NS && *t < end)
-        .collect();
-    (during, (end - start) / 1_000_000)
+    Beside {
+        start,
+        end,
+        be_calls,
+        be_holds: holds(&stderr),
+        list,
+    }
 }
 
 /// Stops the daemon serving `socket` (the programs' `baton run` started it).
@@ -520,9 +533,12 @@ impl Burst {
         }
     }
 
-    /// The best-effort `scenario` at priority 0 with `be_env`, under the burst's daemon.
+    /// The best-effort `scenario` at priority 0 with `be_env`, under the burst's daemon,
+    /// logging when the daemon's decisions take effect ([`DECISIONS`]).
     fn flood(&self, scenario: &str, be_env: &[(&str, &str)]) -> Child {
-        under_baton("0", scenario, &self.be_log, &self.socket, &self.go, be_env)
+        let mut env = vec![DECISIONS];
+        env.extend_from_slice(be_env);
+        under_baton("0", scenario, &self.be_log, &self.socket, &self.go, &env)
     }
 }
 
@@ -582,10 +598,11 @@ fn beside_burst_in(
     let list = listed(&burst.socket);
     std::fs::write(&burst.go, b"go").unwrap();
     assert_eq!(finish(burst.hp, "burst"), "burst ok n=8");
-    assert_eq!(finish(be, scenario), format!("{scenario} ok n=48"));
+    let (out, stderr) = finish_with_stderr(be, scenario);
+    assert_eq!(out, format!("{scenario} ok n=48"));
     stop_daemon(&burst.socket);
 
-    let (start, end) = burst_window(&burst.hp_log, GRACE_NS);
+    let (start, end) = burst_window(&burst.hp_log);
     let be_calls = launch_calls(&log_lines(&burst.be_log));
     assert_eq!(
         be_calls.len(),
@@ -596,6 +613,7 @@ fn beside_burst_in(
         start,
         end,
         be_calls,
+        be_holds: holds(&stderr),
         list,
     }
 }
@@ -637,13 +655,8 @@ fn told_short_then_long_and_held(name: &str, flood_env: &[(&str, &str)]) {
         Duration::from_secs(20),
         || told_command_ns(&burst.socket).is_some_and(|ns| ns >= 5_000_000),
     );
-    let (during, window_ms) = flood_launches_during_burst(burst, be);
-    assert!(
-        during.is_empty(),
-        "{} flood launches reached the driver while the burst ran ({window_ms} ms window): the \
-         long commands were not held back",
-        during.len()
-    );
+    // The long commands were held back for the burst.
+    flood_beside_burst(burst, be).assert_held();
 }
 
 /// How many of `calls` fall in `(from, to)`.

@@ -13,19 +13,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{
-    baton_binary, burst_window, driver_dir, finish, interposer_library, launch_calls, log_lines,
-    num, temp_dir, wait_until,
+    DECISIONS, baton_binary, burst_window, driver_dir, during_holds, finish, finish_with_stderr,
+    hold_over, holds, interposer_library, launch_calls, log_lines, num, temp_dir, wait_until,
 };
 
 const RUNTIME_LIKE: &str = env!("CARGO_BIN_EXE_runtime-like");
-
-/// How long a decision may take to reach another process on a loaded machine.
-const GRACE_NS: u64 = 5_000_000;
-
-/// The same for a gang: a hold reaches every rank's process, each through its own agent, and
-/// a launch already on its way to the driver still lands; on a 2-CPU machine running other
-/// tests beside this one that took longer than `GRACE_NS`.
-const GANG_GRACE_NS: u64 = 20_000_000;
 
 /// `runtime-like devices` on four fake GPUs, natively.
 #[test]
@@ -109,6 +101,7 @@ impl Setup<'_> {
             .env("FAKE_CUDA_KERNEL_US", "2000")
             .env("BATON_SOCKET", self.socket)
             .env("BATON_TEST_GO", self.go)
+            .env(DECISIONS.0, DECISIONS.1)
             .env_remove("BATON_GANG")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -200,8 +193,10 @@ fn one_gpu_under_two_ordinals_is_one_device_and_other_gpus_run_free() {
     let devices = s.list(true);
     std::fs::write(&go, b"go").unwrap();
     assert_eq!(finish(hp, "burst"), "burst ok n=8");
-    assert_eq!(finish(be, "flood on GPU 1"), "flood ok n=48");
-    assert_eq!(finish(free, "flood on GPU 0"), "flood ok n=48");
+    let (be_out, be_err) = finish_with_stderr(be, "flood on GPU 1");
+    assert_eq!(be_out, "flood ok n=48");
+    let (free_out, free_err) = finish_with_stderr(free, "flood on GPU 0");
+    assert_eq!(free_out, "flood ok n=48");
     s.stop(daemon);
 
     // The daemon keys both processes on GPU 1 by its UUID, whatever their ordinals.
@@ -225,21 +220,29 @@ fn one_gpu_under_two_ordinals_is_one_device_and_other_gpus_run_free() {
         "{devices:#}"
     );
 
-    let (start, end) = burst_window(&hp_log, GRACE_NS);
-    let held: Vec<u64> = launch_calls(&log_lines(&be_log))
-        .into_iter()
-        .filter(|t| *t > start + GRACE_NS && *t < end)
-        .collect();
+    // The flood on the burst's GPU was held over the burst, and nothing of it reached the
+    // driver while held.
+    let (_, end) = burst_window(&hp_log);
+    let be_holds = holds(&be_err);
+    let hold = hold_over(&be_holds, end)
+        .unwrap_or_else(|| panic!("the flood on GPU 1 was not held over the burst: {be_holds:?}"));
+    let leaked = during_holds(&launch_calls(&log_lines(&be_log)), &be_holds);
     assert!(
-        held.is_empty(),
-        "{} launches of the flood on the burst's GPU reached the driver during it",
-        held.len()
+        leaked.is_empty(),
+        "{} launches of the flood on the burst's GPU reached the driver while it was held",
+        leaked.len()
     );
-    // The flood on GPU 0 kept running meanwhile: its kernels executed inside the window.
+    // The flood on GPU 0 was never held for it, and ran meanwhile: its kernels executed
+    // while the other was held.
+    assert_eq!(
+        hold_over(&holds(&free_err), end),
+        None,
+        "the flood on GPU 0 was held"
+    );
     let ran = log_lines(&free_log)
         .iter()
         .filter(|l| l["ev"] == "exec" && l["name"] == "append_tag")
-        .filter(|l| num(l, "start_ns") > start + GRACE_NS && num(l, "start_ns") < end)
+        .filter(|l| num(l, "start_ns") > hold.0 && num(l, "start_ns") < hold.1)
         .count();
     assert!(ran > 0, "the flood on the other GPU was held back too");
     assert!(
@@ -251,18 +254,32 @@ fn one_gpu_under_two_ordinals_is_one_device_and_other_gpus_run_free() {
     );
 }
 
-/// Launch calls of a rank's log inside `[from, to]`.
-fn launches_in(log: &Path, from: u64, to: u64) -> usize {
-    launch_calls(&log_lines(log))
-        .into_iter()
-        .filter(|t| *t > from && *t < to)
-        .count()
+/// What one rank did beside the burst: its launch calls and holds (see [`support::holds`]),
+/// and its output.
+struct Rank {
+    calls: Vec<u64>,
+    holds: Vec<(u64, u64)>,
+    out: String,
+}
+
+impl Rank {
+    /// The hold over the burst's end, if the rank had one; then none of its launches reached
+    /// the driver while it was held.
+    fn held_over(&self, end: u64) -> Option<(u64, u64)> {
+        let hold = hold_over(&self.holds, end)?;
+        let leaked = during_holds(&self.calls, &self.holds);
+        assert!(
+            leaked.is_empty(),
+            "{} launches of a held rank reached its driver",
+            leaked.len()
+        );
+        Some(hold)
+    }
 }
 
 /// Two ranks of one job on GPUs 0 and 1 meeting at a barrier after every step, beside a
-/// burst on GPU 0; returns each rank's launch calls during the burst (after the grace) and
-/// their output lines.
-fn gang_run(mode: &str) -> ([usize; 2], [String; 2]) {
+/// burst on GPU 0; what each rank did, and the end of the burst.
+fn gang_run(mode: &str) -> ([Rank; 2], u64) {
     let dir = temp_dir(&format!("gang-{mode}"));
     let (socket, go) = (dir.join("baton.sock"), dir.join("go"));
     let barrier = dir.join("barrier");
@@ -278,7 +295,7 @@ fn gang_run(mode: &str) -> ([usize; 2], [String; 2]) {
         "10",
         "0",
         &hp_log,
-        // 80 ms of work: long enough to judge after GANG_GRACE_NS.
+        // 80 ms of work.
         &[("FAKE_CUDA_KERNEL_US", "10000")],
     );
     s.registered(hp.id());
@@ -318,14 +335,13 @@ fn gang_run(mode: &str) -> ([usize; 2], [String; 2]) {
     }
     std::fs::write(&go, b"go").unwrap();
     assert_eq!(finish(hp, "burst"), "burst ok n=8");
-    let outs: Vec<String> = ranks
+    let outs: Vec<(String, String)> = ranks
         .into_iter()
         .enumerate()
-        .map(|(r, c)| finish(c, &format!("rank {r}")))
+        .map(|(r, c)| finish_with_stderr(c, &format!("rank {r}")))
         .collect();
     s.stop(daemon);
-    let (start, end) = burst_window(&hp_log, GRACE_NS);
-    let during = [0, 1].map(|r| launches_in(&logs[r], start + GANG_GRACE_NS, end));
+    let (_, end) = burst_window(&hp_log);
     // Every rank ran on its own GPU, and was resumed: it launched after the burst.
     for (r, log) in logs.iter().enumerate() {
         let lines = log_lines(log);
@@ -340,25 +356,57 @@ fn gang_run(mode: &str) -> ([usize; 2], [String; 2]) {
             "rank {r} never launched after the burst"
         );
     }
-    (during, [outs[0].clone(), outs[1].clone()])
+    let rank = |r: usize| Rank {
+        calls: launch_calls(&log_lines(&logs[r])),
+        holds: holds(&outs[r].1),
+        out: outs[r].0.clone(),
+    };
+    ([rank(0), rank(1)], end)
 }
 
 #[test]
 fn a_gang_is_held_back_and_resumed_together_across_gpus() {
-    let (together, outs) = gang_run("together");
-    println!("together: launches during the burst {together:?}; {outs:?}");
-    assert!(outs.iter().all(|o| o.contains("ok steps=40")), "{outs:?}");
-    assert_eq!(
-        together,
-        [0, 0],
-        "a rank's launches reached its driver while the burst held its gang"
-    );
-    let (independent, outs) = gang_run("independent");
-    println!("independent: launches during the burst {independent:?}; {outs:?}");
-    // Per device, rank 0 is held and rank 1 busy-waits for it on GPU 1 meanwhile.
-    assert_eq!(independent[0], 0, "rank 0 ran beside the burst on GPU 0");
+    let ([r0, r1], end) = gang_run("together");
     assert!(
-        independent[1] > 0,
+        [&r0, &r1].iter().all(|r| r.out.contains("ok steps=40")),
+        "{} / {}",
+        r0.out,
+        r1.out
+    );
+    // Both ranks held over the burst, though only rank 0 shares its GPU.
+    for (i, r) in [&r0, &r1].iter().enumerate() {
+        assert!(
+            r.held_over(end).is_some(),
+            "rank {i} was not held over the burst: {:?}",
+            r.holds
+        );
+    }
+    let ([r0, r1], end) = gang_run("independent");
+    assert!(
+        [&r0, &r1].iter().all(|r| r.out.contains("ok steps=40")),
+        "{} / {}",
+        r0.out,
+        r1.out
+    );
+    // Per device, rank 0 is held and rank 1 busy-waits for it on GPU 1 meanwhile.
+    let hold = r0.held_over(end).unwrap_or_else(|| {
+        panic!(
+            "rank 0 was not held beside the burst on GPU 0: {:?}",
+            r0.holds
+        )
+    });
+    assert_eq!(
+        hold_over(&r1.holds, end),
+        None,
+        "rank 1 was held, alone on GPU 1"
+    );
+    let busy = r1
+        .calls
+        .iter()
+        .filter(|t| **t > hold.0 && **t < hold.1)
+        .count();
+    assert!(
+        busy > 0,
         "rank 1 did not busy-wait on GPU 1 while rank 0 was held"
     );
 }

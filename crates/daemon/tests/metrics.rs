@@ -5,7 +5,6 @@
 mod support;
 
 use std::io::{Read, Write};
-use std::time::Duration;
 
 use baton_daemon::DaemonConfig;
 use openmetrics_parser::OpenMetricsType;
@@ -52,7 +51,8 @@ fn a_scrape_parses_and_counts_a_known_preemption() {
     });
     let (hp_pid, be_pid) = (hp.pid().to_string(), be.pid().to_string());
     be.send("ready 0");
-    be.quiet("suspend", Duration::from_millis(50));
+    assert!(!settled(&d.socket, be.pid(), 0, true));
+    be.none_so_far("suspend");
     hp.send("ready 0");
     be.expect("suspend 0");
     // The agent answers once it applied the suspension; the daemon measures that answer.

@@ -13,9 +13,10 @@ use baton_daemon::{Daemon, DaemonConfig};
 use baton_protocol::Hint;
 use support::*;
 
-/// Not a test: a daemon process (this binary re-run with `BATON_TEST_DAEMON_SOCKET`, and
-/// `BATON_TEST_DAEMON_METRICS` for a metrics address).
+/// An entry point, not a test: a daemon process (this binary re-run with
+/// `BATON_TEST_DAEMON_SOCKET`, and `BATON_TEST_DAEMON_METRICS` for a metrics address).
 #[test]
+#[ignore = "an entry point: this binary re-runs it with --ignored"]
 fn daemon_process() {
     let Some(socket) = std::env::var_os("BATON_TEST_DAEMON_SOCKET") else {
         return;
@@ -30,6 +31,7 @@ fn daemon_process() {
 fn start(socket: &std::path::Path, metrics: Option<&str>) -> Killed {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
+        "--ignored",
         "--exact",
         "daemon_process",
         "--nocapture",
@@ -113,20 +115,15 @@ fn with_loopback_metrics_the_one_network_listener_is_on_loopback() {
 
 #[test]
 fn another_users_process_cannot_claim_more_than_the_cap() {
-    if rustix::process::geteuid().as_raw() != 0 {
-        eprintln!("skipped: running a client as another user needs root");
-        return;
-    }
     // A system daemon lets `nobody`'s group in (see tests/daemon.rs).
+    let Some(group) = as_other_users("security: another user's process and the cap") else {
+        return;
+    };
     let dir = temp_dir("cap");
     let mut cfg = DaemonConfig::new(dir.join("baton.sock"));
     cfg.system = true;
     cfg.max_priority = Some(10);
-    cfg.group = nobody_group();
-    if cfg.group.is_none() {
-        eprintln!("skipped: no group with gid 65534 to give the socket to");
-        return;
-    }
+    cfg.group = Some(group);
     let d = InProcess::start(cfg);
     let nobody = Killed(
         Command::new(sim_client())

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 use baton_protocol::{Reply, Request};
 use support::*;
 
-/// Not a test: the daemon process (see `support::Separate`).
+/// An entry point, not a test: the daemon process (see `support::Separate`).
 #[test]
+#[ignore = "an entry point: this binary re-runs it with --ignored"]
 fn daemon_process() {
     serve_daemon_if_asked();
 }

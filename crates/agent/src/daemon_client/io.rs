@@ -424,6 +424,16 @@ fn apply_operations(sh: &Shared, ops: &Operations) {
             tracing::warn!(queue = %id, error = %e, "suspend: hardware step failed");
         }
     }
+    // When the decision took effect, on the clock other processes and tools read
+    // (`CLOCK_MONOTONIC`): launches after the first line and before the second were held.
+    if !suspend.is_empty() {
+        let ids: Vec<u64> = suspend.iter().map(|(id, _)| id.0).collect();
+        tracing::debug!(target: "baton::decisions", queues = ?ids, t_ns = monotonic_ns(), "suspended");
+    }
+    if !run.is_empty() {
+        let ids: Vec<u64> = run.iter().map(|(id, _)| id.0).collect();
+        tracing::debug!(target: "baton::decisions", queues = ?ids, t_ns = monotonic_ns(), "resuming");
+    }
     for (id, ctl) in &run {
         if let Err(e) = ctl.resume(ResumeFlags::default()) {
             tracing::warn!(queue = %id, error = %e, "resume: hardware step failed");
@@ -438,6 +448,12 @@ fn apply_operations(sh: &Shared, ops: &Operations) {
         }
     }
     st.send(&AgentMessage::Applied { seq: ops.seq });
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds, comparable across the processes of one boot.
+fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
 }
 
 /// A configuration change the agent could not apply.

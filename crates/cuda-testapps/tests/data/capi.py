@@ -1,11 +1,14 @@
 """The `baton` Python package on the driver API (reached through ctypes, as the CUDA runtime
 reaches it: `dlopen` + `dlsym`). First argument: "absent" (no Baton: every call raises
-NotLoadedError) or "local" (under the interposer with a scheduler in the process). Prints
-"<mode> ok" or raises."""
+NotLoadedError), "local" (under the interposer with a scheduler in the process) or "torch"
+(`baton.torch` under the interposer, over a stand-in for the few parts of PyTorch it uses,
+whose streams are the driver's). Prints "<mode> ok" or raises."""
 
+import contextlib
 import ctypes
 import sys
 import threading
+import types
 
 import baton
 
@@ -39,11 +42,15 @@ hp, be = streams
 def launch(stream, us=10):
     arg = ctypes.c_uint64(us)
     params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.byref(arg), ctypes.c_void_p))
-    cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-    ]
+    cuda.cuLaunchKernel.argtypes = (
+        [ctypes.c_void_p]
+        + [ctypes.c_uint] * 7
+        + [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
+    )
     r = cuda.cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, stream, params, None)
     assert r == 0, f"cuLaunchKernel returned {r}"
 
@@ -124,6 +131,79 @@ elif mode == "local":
     assert by_stream[hp].priority == 10 and by_stream[be].priority == 3, st
     assert by_stream[be].submitted >= 6, by_stream[be]
     assert by_stream[hp].kind == "regular"
+    cu("cuCtxSynchronize")
+elif mode == "torch":
+    # What baton.torch uses of PyTorch: torch.device, and torch.cuda's current_device, Stream
+    # (its `cuda_stream` a driver stream), stream (makes one current on this thread) and
+    # current_stream (what `baton` reads for `stream=None`).
+    class Device:
+        def __init__(self, kind, index=None):
+            if isinstance(kind, Device):
+                kind, index = kind.type, kind.index
+            self.type, self.index = kind, index
+
+    class Stream:
+        def __init__(self, device=None, handle=None):
+            if handle is None:
+                # As PyTorch does on a thread's first CUDA call: the device's context current.
+                cu("cuCtxSetCurrent", ctx)
+                s = ctypes.c_void_p()
+                cu("cuStreamCreate", ctypes.byref(s), 0)
+                handle = s.value
+            self.cuda_stream, self.device = handle, device
+
+    legacy = Stream(handle=0)
+    current = threading.local()
+
+    @contextlib.contextmanager
+    def stream(s):
+        before = getattr(current, "stream", legacy)
+        current.stream = s
+        try:
+            yield
+        finally:
+            current.stream = before
+
+    torch = types.ModuleType("torch")
+    torch.device = Device
+    torch.cuda = types.SimpleNamespace(
+        current_device=lambda: 0,
+        Stream=Stream,
+        stream=stream,
+        current_stream=lambda: getattr(current, "stream", legacy),
+        is_available=lambda: True,
+        is_initialized=lambda: True,
+    )
+    sys.modules["torch"] = torch
+    import baton.torch
+
+    with baton.torch.priority(10) as s10:
+        # The block's work is on this thread's priority-10 stream, at priority 10.
+        assert torch.cuda.current_stream() is s10
+        assert baton.stream_priority(s10) == 10
+        launch(s10.cuda_stream)
+        assert baton.stream_priority(None) == 10
+    assert torch.cuda.current_stream() is legacy
+    # One stream per (device, priority) and thread: the same again, another for another
+    # priority, another for another thread.
+    with baton.torch.priority(10) as again:
+        assert again is s10
+    with baton.torch.priority(-5) as low:
+        assert low is not s10 and baton.stream_priority(low) == -5
+    theirs = []
+
+    def other():
+        with baton.torch.priority(10) as s:
+            launch(s.cuda_stream)
+            theirs.append(s)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert theirs and theirs[0] is not s10 and baton.stream_priority(theirs[0]) == 10
+    by_stream = {q.stream: q for q in baton.status().queues}
+    assert by_stream[s10.cuda_stream].priority == 10, by_stream
+    assert by_stream[s10.cuda_stream].submitted >= 1, by_stream
     cu("cuCtxSynchronize")
 else:
     raise SystemExit(f"unknown mode {mode}")

@@ -4,6 +4,7 @@ back while a high-priority stream's long kernel runs.
 
   python_lock.py pydll|cdll
 """
+
 import ctypes
 import sys
 import time

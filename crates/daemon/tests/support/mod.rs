@@ -120,6 +120,42 @@ pub fn nobody_group() -> Option<String> {
     })
 }
 
+/// The group to give a system daemon's socket to when this test may run processes as another
+/// user ([`NOBODY`]): it needs root and [`nobody_group`]. Otherwise the part is skipped, and
+/// visibly: see [`skip`].
+pub fn as_other_users(what: &str) -> Option<String> {
+    let why = if !rustix::process::geteuid().is_root() {
+        "needs root"
+    } else {
+        match nobody_group() {
+            Some(group) => return Some(group),
+            None => "no group with gid 65534",
+        }
+    };
+    skip(what, why);
+    None
+}
+
+/// Records that `what` did not run, and `why`: appended to the file `$BATON_SKIP_LOG` names
+/// (`scripts/test.sh` lists those lines in its last), and a failure under `BATON_CI_STRICT=1`,
+/// which allows no skip.
+pub fn skip(what: &str, why: &str) {
+    assert!(
+        std::env::var_os("BATON_CI_STRICT").is_none_or(|v| v != "1"),
+        "{what}: {why}, and BATON_CI_STRICT=1 allows no skip"
+    );
+    eprintln!("skipped: {what} ({why})");
+    if let Some(log) = std::env::var_os("BATON_SKIP_LOG") {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("open $BATON_SKIP_LOG");
+        writeln!(f, "{what} ({why})").expect("write $BATON_SKIP_LOG");
+    }
+}
+
 /// A child process killed (and reaped) when dropped.
 pub struct Killed(pub Child);
 
@@ -141,7 +177,13 @@ pub fn rerun_as_nobody(test: &str, env: &[(&str, &std::ffi::OsStr)], tag: &str) 
 pub fn rerun_as(uid: u32, test: &str, env: &[(&str, &std::ffi::OsStr)], tag: &str) -> String {
     use std::os::unix::process::CommandExt;
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            test,
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .envs(env.iter().copied())
         .uid(uid)
         .gid(NOBODY)
@@ -168,6 +210,7 @@ impl Separate {
     pub fn start(socket: &Path) -> Separate {
         let child = Command::new(std::env::current_exe().unwrap())
             .args([
+                "--ignored",
                 "--exact",
                 "daemon_process",
                 "--nocapture",
@@ -344,15 +387,12 @@ impl Sim {
         }
     }
 
-    /// No line starting with `prefix` arrives within `d` (a bounded check that nothing
-    /// happens, not a wait for something to happen).
-    pub fn quiet(&self, prefix: &str, d: Duration) {
-        let deadline = Instant::now() + d;
-        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            match self.lines.recv_timeout(left) {
-                Ok(l) => assert!(!l.starts_with(prefix), "unexpected {l:?}"),
-                Err(_) => return,
-            }
+    /// Asserts that no line starting with `prefix` has arrived so far (takes the lines that
+    /// did). With [`settled`] first, a decision the daemon did not send: no waiting for
+    /// silence, which a slow machine would pass anyway.
+    pub fn none_so_far(&self, prefix: &str) {
+        while let Ok(l) = self.lines.try_recv() {
+            assert!(!l.starts_with(prefix), "unexpected {l:?}");
         }
     }
 
@@ -394,6 +434,24 @@ pub fn registered(socket: &Path, pid: u32, queues: usize) -> bool {
         .processes
         .iter()
         .any(|p| p.pid == pid && p.queues.len() == queues)
+}
+
+/// Whether the daemon at `socket` holds queue `queue` of process `pid` suspended, once it has
+/// taken in the queue's latest readiness `ready`: listed until it shows that readiness, then
+/// listed once more, in a later round of the daemon's loop, which decides on a round's reports
+/// and sends its decisions before the next round begins.
+pub fn settled(socket: &Path, pid: u32, queue: usize, ready: bool) -> bool {
+    let row = |l: &baton_protocol::ProcessList| {
+        l.processes
+            .iter()
+            .find(|p| p.pid == pid)
+            .and_then(|p| p.queues.get(queue))
+            .map(|q| (q.ready, q.suspended))
+    };
+    wait_until("the daemon to take in the queue's readiness", || {
+        row(&list(socket)).is_some_and(|(r, _)| r == ready)
+    });
+    row(&list(socket)).expect("the queue is listed").1
 }
 
 /// The priority process `pid` is listed with (its priority hint), if any.
