@@ -40,6 +40,7 @@ echo "== GPU-script analysis self-tests"
 python3 scripts/gpu/levels/preemption_timeline.py --self-test
 python3 scripts/gpu/matrix/analyze.py --self-test
 python3 scripts/gpu/matrix/selftest.py
+python3 scripts/gpu/multigpu/multigpu.py --self-test
 python3 scripts/gpu/capi/summarize.py --self-test
 echo "== the wheel: built from ./python, checked, installed where no cargo is, used; the Python package's tests"
 bash scripts/test-wheel.sh "$tools"

@@ -19,7 +19,8 @@ Services (random weights, nothing downloaded), each request served as serving en
       the 64 tokens is a sample (inter-token latency)
   Be  BERT-base fp16, batch 1, sequence 128, eager: the launch-bound control
 Jobs: G bf16 8192x8192x8192 GEMMs back to back (unit: TFLOP); T ResNet-50 fp32 training,
-batch 64, SGD (unit: images).
+batch 64, SGD (unit: images). MATRIX_SERVICES and MATRIX_JOBS (comma-separated names) build only
+those, for drivers that need fewer (the multi-GPU run: Rg and G).
 
 Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every process):
   {"cmd": "time", "hp": H, "n": N} -> {"ms": [...]}
@@ -165,73 +166,26 @@ class Service:
         self.request, self.tokens = request, tokens
 
 
-def build_services(stream):
-    from transformers import BertConfig, BertModel
+def wanted(var, names):
+    """The names of NAMES that the comma-separated list in VAR asks for (all when unset)."""
+    asked = [n for n in os.environ.get(var, ",".join(names)).split(",") if n]
+    bad = [n for n in asked if n not in names]
+    if bad:
+        raise SystemExit(f"{var}: unknown {', '.join(bad)}; choose among {', '.join(names)}")
+    return set(asked)
 
+
+def build_services(stream):
+    want = wanted("MATRIX_SERVICES", ("Rg", "Dg", "Be"))
     torch.manual_seed(0)
     out = {}
     with torch.no_grad():
-        r = resnet50().to(DEV).half().eval()
-        rx = torch.randn(8, 3, 224, 224, device=DEV, dtype=torch.half)
-        rg = capture(stream, lambda: r(rx))
-        note("Rg captured")
-
-        def rg_request(on_token):
-            with torch.cuda.stream(stream):
-                rg.replay()
-            stream.synchronize()
-            on_token()
-
-        out["Rg"] = Service(rg_request, 1)
-
-        layers, width, heads = (int(x) for x in os.environ.get("MATRIX_DG_SHAPE", "36,1280,20").split(","))
-        ctx = DG_PROMPT + DG_TOKENS
-        with torch.device(DEV):
-            d = Decoder(layers, width, heads, DG_BATCH, ctx)
-        for p in d.parameters():
-            if p.dim() >= 2:
-                nn.init.normal_(p, std=0.02)
-        d = d.half().eval()
-        prompt = torch.randint(0, 50000, (DG_BATCH, DG_PROMPT), device=DEV)
-        prompt_pos = torch.arange(DG_PROMPT, device=DEV)
-        tok = torch.zeros(DG_BATCH, 1, dtype=torch.long, device=DEV)
-        pos = torch.zeros(1, dtype=torch.long, device=DEV)
-        host = torch.zeros(DG_BATCH, 1, dtype=torch.long).pin_memory()
-
-        def prefill():
-            tok.copy_(d(prompt, prompt_pos)[:, None])
-            pos.fill_(DG_PROMPT)
-
-        def step():
-            tok.copy_(d(tok, pos)[:, None])
-            pos.add_(1)
-
-        g_prefill, g_step = capture(stream, prefill), capture(stream, step)
-        note("Dg captured")
-        done = torch.cuda.Event()
-
-        def dg_request(on_token):
-            with torch.cuda.stream(stream):
-                for i in range(DG_TOKENS):
-                    (g_prefill if i == 0 else g_step).replay()
-                    host.copy_(tok, non_blocking=True)
-                    done.record(stream)
-                    done.synchronize()
-                    on_token()
-
-        out["Dg"] = Service(dg_request, DG_TOKENS)
-
-        with torch.cuda.stream(stream):
-            b = BertModel(BertConfig(), add_pooling_layer=False).to(DEV).half().eval()
-        bx = torch.randint(0, 30000, (1, 128), device=DEV)
-
-        def be_request(on_token):
-            with torch.cuda.stream(stream):
-                b(input_ids=bx)
-            stream.synchronize()
-            on_token()
-
-        out["Be"] = Service(be_request, 1)
+        if "Rg" in want:
+            out["Rg"] = build_rg(stream)
+        if "Dg" in want:
+            out["Dg"] = build_dg(stream)
+        if "Be" in want:
+            out["Be"] = build_be(stream)
         for name, s in out.items():
             for _ in range(5):
                 s.request(lambda: None)
@@ -239,30 +193,110 @@ def build_services(stream):
     return out
 
 
+def build_rg(stream):
+    """Rg: ResNet-50 fp16 b8, one graph replay per request."""
+    r = resnet50().to(DEV).half().eval()
+    rx = torch.randn(8, 3, 224, 224, device=DEV, dtype=torch.half)
+    rg = capture(stream, lambda: r(rx))
+    note("Rg captured")
+
+    def rg_request(on_token):
+        with torch.cuda.stream(stream):
+            rg.replay()
+        stream.synchronize()
+        on_token()
+
+    return Service(rg_request, 1)
+
+
+def build_dg(stream):
+    """Dg: the decoder, a prefill graph then one step graph replay per token."""
+    layers, width, heads = (int(x) for x in os.environ.get("MATRIX_DG_SHAPE", "36,1280,20").split(","))
+    ctx = DG_PROMPT + DG_TOKENS
+    with torch.device(DEV):
+        d = Decoder(layers, width, heads, DG_BATCH, ctx)
+    for p in d.parameters():
+        if p.dim() >= 2:
+            nn.init.normal_(p, std=0.02)
+    d = d.half().eval()
+    prompt = torch.randint(0, 50000, (DG_BATCH, DG_PROMPT), device=DEV)
+    prompt_pos = torch.arange(DG_PROMPT, device=DEV)
+    tok = torch.zeros(DG_BATCH, 1, dtype=torch.long, device=DEV)
+    pos = torch.zeros(1, dtype=torch.long, device=DEV)
+    host = torch.zeros(DG_BATCH, 1, dtype=torch.long).pin_memory()
+
+    def prefill():
+        tok.copy_(d(prompt, prompt_pos)[:, None])
+        pos.fill_(DG_PROMPT)
+
+    def step():
+        tok.copy_(d(tok, pos)[:, None])
+        pos.add_(1)
+
+    g_prefill, g_step = capture(stream, prefill), capture(stream, step)
+    note("Dg captured")
+    done = torch.cuda.Event()
+
+    def dg_request(on_token):
+        with torch.cuda.stream(stream):
+            for i in range(DG_TOKENS):
+                (g_prefill if i == 0 else g_step).replay()
+                host.copy_(tok, non_blocking=True)
+                done.record(stream)
+                done.synchronize()
+                on_token()
+
+    return Service(dg_request, DG_TOKENS)
+
+
+def build_be(stream):
+    """Be: BERT-base b1, eager."""
+    from transformers import BertConfig, BertModel
+
+    with torch.cuda.stream(stream):
+        b = BertModel(BertConfig(), add_pooling_layer=False).to(DEV).half().eval()
+    bx = torch.randint(0, 30000, (1, 128), device=DEV)
+
+    def be_request(on_token):
+        with torch.cuda.stream(stream):
+            b(input_ids=bx)
+        stream.synchronize()
+        on_token()
+
+    return Service(be_request, 1)
+
+
+def train_job(dev):
+    """T: ResNet-50 fp32 training, batch 64, SGD."""
+    torch.backends.cudnn.benchmark = True
+    m = resnet50().to(dev).train()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(64, 3, 224, 224, device=dev)
+    y = torch.randint(0, 1000, (64,), device=dev)
+    lossf = nn.CrossEntropyLoss()
+
+    def train_step():
+        loss = lossf(m(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return (train_step, 64.0, 2, "images")
+
+
 def build_jobs(stream, dev):
     """The jobs on DEV: name -> (step, units per step, steps in flight, unit)."""
+    want = wanted("MATRIX_JOBS", ("G", "T"))
     torch.manual_seed(1)
     jobs = {}
     with torch.cuda.stream(stream):
-        n = 8192
-        p = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
-        q = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
-        jobs["G"] = (lambda: torch.mm(p, q), 2 * n**3 / 1e12, 4, "TFLOP")
-
-        torch.backends.cudnn.benchmark = True
-        m = resnet50().to(dev).train()
-        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-        x = torch.randn(64, 3, 224, 224, device=dev)
-        y = torch.randint(0, 1000, (64,), device=dev)
-        lossf = nn.CrossEntropyLoss()
-
-        def train_step():
-            loss = lossf(m(x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-
-        jobs["T"] = (train_step, 64.0, 2, "images")
+        if "G" in want:
+            n = 8192
+            p = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+            q = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+            jobs["G"] = (lambda: torch.mm(p, q), 2 * n**3 / 1e12, 4, "TFLOP")
+        if "T" in want:
+            jobs["T"] = train_job(dev)
         for name, (step, *_) in jobs.items():
             for _ in range(5):
                 step()
