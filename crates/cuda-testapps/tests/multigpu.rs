@@ -410,3 +410,75 @@ fn a_gang_is_held_back_and_resumed_together_across_gpus() {
         "rank 1 did not busy-wait on GPU 1 while rank 0 was held"
     );
 }
+
+#[test]
+fn a_gang_that_yields_gives_way_only_on_the_gpu_where_it_is_outranked() {
+    // Under MPS with `--yield`, a process keeps its kernels to part of the SMs while a more
+    // urgent process is on its GPU, and is never held back for it. A gang of two such ranks
+    // beside a service on GPU 0: rank 0 keeps to 8 SMs there; rank 1, alone on GPU 1, keeps
+    // the whole GPU. Holding gangs together (`--gang together`) must not confine rank 1 too
+    // (on two H200s, the time-slice form of that mistake handed rank 1's GPU to a priority
+    // -10 filler and cut the job to 0.14 of its steps: docs/MULTI_GPU.md).
+    let dir = temp_dir("gang-yielding");
+    let (socket, go) = (dir.join("baton.sock"), dir.join("go"));
+    let s = Setup {
+        socket: &socket,
+        go: &go,
+    };
+    let daemon = s.daemon("together");
+    let hp_log = dir.join("hp.log");
+    // The service waits for the go file, which comes once both ranks are done: it is on GPU 0
+    // all the while, and outranks rank 0 there.
+    let hp = s.start("burst", "10", "0", &hp_log, &[]);
+    s.registered(hp.id());
+    let logs = [dir.join("rank0.log"), dir.join("rank1.log")];
+    let ranks: Vec<Child> = (0..2)
+        .map(|r| {
+            s.start(
+                "flood",
+                "0",
+                &r.to_string(),
+                &logs[r],
+                &[
+                    ("BATON_GANG", "train-job"),
+                    ("BATON_MPS", "on"),
+                    ("BATON_YIELD", "on"),
+                    ("BATON_YIELD_SMS", "8"),
+                    // 48 kernels of 10 ms, 8 in flight: long past the daemon's first word.
+                    ("FAKE_CUDA_KERNEL_US", "10000"),
+                ],
+            )
+        })
+        .collect();
+    for c in &ranks {
+        s.registered(c.id());
+    }
+    for (r, c) in ranks.into_iter().enumerate() {
+        assert_eq!(finish(c, &format!("rank {r}")), "flood ok n=48");
+    }
+    std::fs::write(&go, b"go").unwrap();
+    assert_eq!(finish(hp, "burst"), "burst ok n=8");
+    s.stop(daemon);
+    let sms = |r: usize| -> Vec<Option<u64>> {
+        log_lines(&logs[r])
+            .iter()
+            .filter(|l| l["ev"] == "exec" && l["op"] == "kernel")
+            .map(|l| l["sms"].as_u64())
+            .collect()
+    };
+    let (rank0, rank1) = (sms(0), sms(1));
+    assert_eq!(
+        (rank0.len(), rank1.len()),
+        (48, 48),
+        "every kernel ran once"
+    );
+    assert!(
+        rank0.contains(&Some(8)),
+        "rank 0 never kept to its SMs beside the service on GPU 0: {rank0:?}"
+    );
+    assert!(
+        rank1.iter().all(Option::is_none),
+        "rank 1, alone on GPU 1, kept to part of its SMs because its gang's other rank was \
+         outranked elsewhere: {rank1:?}"
+    );
+}

@@ -23,7 +23,16 @@ use crate::{Decision, GangId, Policy, QueueView, Snapshot};
 ///    held gang is then suspended.
 ///
 /// A gang runs again as soon as no queue of it would be suspended on its own: in the first
-/// decision after the higher work is done. Queues without a gang are decided as the wrapped
+/// decision after the higher work is done.
+///
+/// Queues that other processes' work never holds back (a process that yields by time slice,
+/// keeps its kernels to part of the SMs while outranked, or is isolated: the default on a
+/// time-sliced GPU, and `--yield` under MPS) are never held for the gang and never make it
+/// held: such a rank gives way on its own device only, and keeps the answer the wrapped
+/// policy gives it there. Told that it may be suspended because another rank is outranked
+/// elsewhere, it would give its own device away (a short slice, fewer SMs) to whatever runs
+/// beside it there, lower work included — measured on two H200s, a priority −10 GEMM flood
+/// beside rank 1 cut a two-rank job to 0.14 of its steps (`docs/MULTI_GPU.md`). Queues without a gang are decided as the wrapped
 /// policy decides them (step 3 only frees their devices of held gangs). The wrapped policy is
 /// asked twice in a decision that holds a gang, so policies that keep per-decision state see
 /// the second (masked) call last.
@@ -43,7 +52,8 @@ impl<P: Policy> Gangs<P> {
     }
 }
 
-/// The gangs of `snap` that `d` holds back: a queue of the gang suspended while one is ready.
+/// The gangs of `snap` that `d` holds back: a queue of the gang that can be held
+/// ([`holdable`]) suspended while one is ready.
 fn held(snap: &Snapshot<'_>, d: &Decision) -> BTreeSet<GangId> {
     let mut busy = BTreeSet::new();
     let mut stopped = BTreeSet::new();
@@ -52,12 +62,23 @@ fn held(snap: &Snapshot<'_>, d: &Decision) -> BTreeSet<GangId> {
             if snap.wants(q) {
                 busy.insert(g);
             }
-            if d.suspends(q.id) {
+            if holdable(q) && d.suspends(q.id) {
                 stopped.insert(g);
             }
         }
     }
     busy.intersection(&stopped).copied().collect()
+}
+
+/// Whether a gang hold reaches `q`: other processes' work can hold it back (it does not
+/// yield by time slice, confine its kernels or run isolated; see [`Gangs`]).
+fn holdable(q: &QueueView) -> bool {
+    !crate::hpf::spared_across(q)
+}
+
+/// The gang of `queue`, when a gang hold reaches it.
+fn holdable_gang(queue: &QueueView) -> Option<GangId> {
+    queue.hints.gang.filter(|_| holdable(queue))
 }
 
 impl<P: Policy> Policy for Gangs<P> {
@@ -119,14 +140,15 @@ impl<P: Policy> Policy for Gangs<P> {
         }
     }
 
-    /// A gang's queue may stop whenever any queue of its gang may.
+    /// A gang's queue that a hold reaches may stop whenever any such queue of its gang may;
+    /// the others as the wrapped policy says.
     fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        match queue.hints.gang {
+        match holdable_gang(queue) {
             None => self.inner.may_suspend(snap, queue),
             Some(g) => snap
                 .queues
                 .iter()
-                .filter(|q| q.hints.gang == Some(g))
+                .filter(|q| holdable_gang(q) == Some(g))
                 .any(|q| self.inner.may_suspend(snap, q)),
         }
     }
@@ -145,18 +167,19 @@ impl<P: Policy> Policy for Gangs<P> {
             if let Some(g) = q.hints.gang {
                 let e = per_gang.entry(g).or_default();
                 e.0 |= *r || *s;
-                e.1 |= *s;
+                e.1 |= *s && holdable(q);
             }
         }
         snap.queues
             .iter()
             .zip(inner)
-            .map(|(q, own)| {
-                q.hints
-                    .gang
-                    .and_then(|g| per_gang.get(&g).copied())
-                    .unwrap_or(own)
-            })
+            .map(
+                |(q, own)| match q.hints.gang.and_then(|g| per_gang.get(&g)) {
+                    Some(&(report, stop)) if holdable(q) => (report, stop),
+                    Some(&(report, _)) => (report, own.1),
+                    None => own,
+                },
+            )
             .collect()
     }
 }
@@ -202,6 +225,48 @@ mod tests {
         assert!(g.may_suspend(&snap, &r1));
         assert!(!Hpf.may_suspend(&snap, &r1));
         assert_eq!(g.attention(&snap)[2], (true, true));
+    }
+
+    #[test]
+    fn ranks_that_give_way_by_themselves_do_so_on_their_own_device_only() {
+        // Every process yields by time slice (the default on a time-sliced GPU): the service
+        // outranks rank 0 on device 0; on device 1 rank 1 outranks a priority -10 filler.
+        let yielding = |mut q: QueueView| {
+            q.hints.yielding = Some(Nanos::from_micros(100));
+            q
+        };
+        let mut hp = QueueView::new(1, 10, 0, true);
+        hp.hints.priority = Priority::new(10).unwrap();
+        let mut filler = yielding(QueueView::new(4, 30, 1, true));
+        filler.hints.priority = Priority::new(-10).unwrap();
+        let queues = [
+            hp,
+            yielding(rank(2, 20, 0, true)),
+            yielding(rank(3, 21, 1, true)),
+            filler,
+        ];
+        let snap = Snapshot::new(Nanos::ZERO, &queues);
+        let mut g = Gangs::new(Hpf);
+        // Nothing is held: each gives way through the GPU.
+        assert!(g.decide(&snap).suspend.is_empty());
+        assert_eq!(g.counters(), [("gang_holds", 0)]);
+        // Rank 0 gives way to the service; rank 1 keeps its device from the filler, which
+        // gives way to it (it need not report: nothing it does changes a decision). Rank 1
+        // still reports, as a gang's queues do.
+        let att = g.attention(&snap);
+        assert_eq!(att[1], (true, true));
+        assert_eq!(att[2], (true, false));
+        assert_eq!(att[3], (false, true));
+        assert!(!g.may_suspend(&snap, &queues[2]));
+        assert!(g.may_suspend(&snap, &queues[1]));
+        // A rank held back (not yielding) beside a yielding one: the held one still stops
+        // with its gang, and the yielding one never makes the gang held.
+        let mut held_rank = rank(3, 21, 1, true);
+        held_rank.hints.priority = Priority::new(0).unwrap();
+        let queues = [hp, yielding(rank(2, 20, 0, true)), held_rank, filler];
+        let snap = Snapshot::new(Nanos::ZERO, &queues);
+        assert!(g.decide(&snap).suspend.is_empty());
+        assert_eq!(g.attention(&snap)[2], (true, false));
     }
 
     #[test]

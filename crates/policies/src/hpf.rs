@@ -220,7 +220,7 @@ fn beside_launch_bound(queue: &QueueView, snap: &Snapshot<'_>) -> bool {
 /// its kernels to part of the SMs while outranked ([`Hint::Confining`](crate::Hint::Confining):
 /// under MPS more urgent kernels then find the rest free). Each is a claim a process makes
 /// when asked to.
-fn spared_across(queue: &QueueView) -> bool {
+pub(crate) fn spared_across(queue: &QueueView) -> bool {
     let h = &queue.hints;
     h.isolated.is_some() || h.yielding.is_some() || h.confining.is_some()
 }
