@@ -1,8 +1,9 @@
 //! Two processes, for scheduling across processes (`baton run --priority`, the daemon): a
 //! best-effort `flood` of slow kernels, and a latency-critical `burst` that creates its stream
 //! at once (so the daemon knows it before the flood starts), then waits for a go file and
-//! launches a short burst. The tests read both processes' driver logs: while the burst is
-//! ready, the flood's launches must not reach the driver.
+//! launches a short burst (or, given a stop file, keeps its stream busy until that file
+//! appears). The tests read both processes' driver logs: while the burst is ready, the flood's
+//! launches must not reach the driver.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -62,10 +63,24 @@ pub fn flood_ctx_sync(s: &Session) -> Result<String, AppError> {
     Ok(format!("flood-ctx-sync ok n={FLOOD}"))
 }
 
+/// Rounds a burst told to wait for a stop file runs at most (its log's capacity).
+const MAX_ROUNDS: i32 = 4096;
+
+/// `BURST` kernels appending their tags 0, 1, … in order once the go file exists. With
+/// `$BATON_TEST_BURST_UNTIL` naming a file, the burst runs rounds of `BURST` kernels back to
+/// back until that file exists instead: a test ends it once it has seen what the burst must
+/// cause, so that the burst's length is no race against how fast the machine is. Two rounds
+/// stay queued behind the one the host waits for (an event recorded after each), so the stream
+/// does not run dry while the host is slow to come back: the queue is ready from the first
+/// launch to the last kernel's end.
 pub fn burst(s: &Session) -> Result<String, AppError> {
+    /// Rounds queued behind the one the host waits for.
+    const AHEAD: usize = 2;
     let (g, k) = (&s.gpu, &s.k);
+    let until = std::env::var_os("BATON_TEST_BURST_UNTIL").map(PathBuf::from);
+    let capacity = BURST * if until.is_some() { MAX_ROUNDS } else { 1 };
     let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
-    let (log, counter) = (g.alloc(BURST as usize)?, g.alloc(1)?);
+    let (log, counter) = (g.alloc(capacity as usize)?, g.alloc(1)?);
     g.memset32(counter, 0, 1)?;
     let go = go_file()?;
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -75,16 +90,40 @@ pub fn burst(s: &Session) -> Result<String, AppError> {
         })?;
         std::thread::sleep(Duration::from_millis(1));
     }
-    for t in 0..BURST {
-        g.launch(k.append, stream, &[Ptr(log), Ptr(counter), I32(t)])?;
+    let mut n = 0;
+    let mut inflight = std::collections::VecDeque::new();
+    loop {
+        for _ in 0..BURST {
+            g.launch(k.append, stream, &[Ptr(log), Ptr(counter), I32(n)])?;
+            n += 1;
+        }
+        let Some(until) = &until else { break };
+        if until.exists() {
+            break;
+        }
+        ensure(n < capacity, || {
+            format!("no stop file {} after {n} kernels", until.display())
+        })?;
+        let ev = g.event(0)?;
+        g.record(ev, stream)?;
+        inflight.push_back(ev);
+        if inflight.len() > AHEAD
+            && let Some(ev) = inflight.pop_front()
+        {
+            g.event_sync(ev)?;
+            g.destroy_event(ev)?;
+        }
     }
     g.sync(stream)?;
-    let out = g.download(log, BURST as usize)?;
-    ensure(out == (0..BURST).collect::<Vec<_>>(), || {
+    for ev in inflight {
+        g.destroy_event(ev)?;
+    }
+    let out = g.download(log, n as usize)?;
+    ensure(out == (0..n).collect::<Vec<_>>(), || {
         format!("burst tags {out:?}")
     })?;
     g.destroy_stream(stream)?;
-    Ok(format!("burst ok n={BURST}"))
+    Ok(format!("burst ok n={n}"))
 }
 
 /// `$name` as a whole number, or `default` when unset or not one.
