@@ -58,7 +58,12 @@ MODES = {
     "together": {"train": "baton", "hp": "baton", "gang": "together", "filler": False},
     "independent+filler": {"train": "baton", "hp": "baton", "gang": "independent", "filler": True},
     "together+filler": {"train": "baton", "hp": "baton", "gang": "together", "filler": True},
+    # The job held back instead of yielding (`baton run --hold`): where gangs matter.
+    "held-independent+filler": {"train": "held", "hp": "baton", "gang": "independent", "filler": True},
+    "held-together+filler": {"train": "held", "hp": "baton", "gang": "together", "filler": True},
 }
+# The training jobs: name -> `baton run` arguments (None: natively).
+TRAINING = {"native": None, "baton": ["--priority", "0"], "held": ["--priority", "0", "--hold"]}
 
 
 def cpu_layout(cpus, siblings):
@@ -254,7 +259,10 @@ class Run:
         self.worker("hp-baton", "hp", ["--priority", "10"], self.cpus["hp"], "0")
         if a.filler:
             self.worker("filler", "be", ["--priority=-10"], self.cpus["filler"], "1")
-        for name, prefix in (("native", []), ("baton", [self.baton, "run", "--priority", "0", "--"])):
+        needed = {MODES[m]["train"] for m in a.modes} | {"native", "baton"}
+        for name in (n for n in TRAINING if n in needed):
+            args = TRAINING[name]
+            prefix = [] if args is None else [self.baton, "run", *args, "--"]
             self.jobs[name] = TrainingJob(self, name, a.ranks, prefix, self.env, self.cpus["train"], self.log)
         for w in self.workers.values():
             w.info = w.read(600)
@@ -308,9 +316,8 @@ class Run:
         return r
 
     def train_alone(self, rep):
+        self.set_gang("independent")
         for name, job in self.jobs.items():
-            if name == "baton":
-                self.set_gang("independent")
             job.set("run")
             t_from = time.monotonic() + RAMP_S
             time.sleep(RAMP_S + TRAIN_ALONE_S)
@@ -339,7 +346,18 @@ class Run:
                 filler.call(60, cmd="flood", be="G")
             job.set("run")
             time.sleep(RAMP_S)
+            tracer = None
+            if rep == 0 and mode in self.a.trace:
+                path = os.path.join(self.a.out, f"trace-{mode.replace('+', '_')}.json")
+                tracer = subprocess.Popen(
+                    [self.baton, "trace", "--seconds", str(self.a.trace_s), "--out", path],
+                    env=self.env,
+                    stdout=self.log,
+                    stderr=self.log,
+                )
             r = self.serve(w, rep, snapshot=f"{mode}" if rep == 0 and m["gang"] else None)
+            if tracer:
+                tracer.wait(timeout=60)
             job.set("pause")
             rec.update(r)
             if filler:
@@ -402,9 +420,17 @@ class Run:
         self.say(f"check ordinals: {self.raw['checks']['ordinals']}")
         self.save()
 
-    def kill_rank(self):
-        """SIGKILL of the held gang's last rank while the service runs, the daemon's list polled."""
-        job, w = self.jobs["baton"], self.workers["hp-baton"]
+    def kill_ranks(self):
+        """kill_rank for each training job under Baton, the held one first (each kill ends
+        its job)."""
+        for name in ("held", "baton"):
+            if name in self.jobs:
+                self.kill_rank(name)
+
+    def kill_rank(self, name):
+        """SIGKILL of the last rank of job NAME, its gang held together, while the service
+        runs, the daemon's list polled."""
+        job, w = self.jobs[name], self.workers["hp-baton"]
         victim = max(job.pids)
         pids = set(job.pids.values())
         self.set_gang("together")
@@ -444,7 +470,7 @@ class Run:
                 break
             time.sleep(0.02)
         gone = next((t for t, present, _ in after if job.pids[victim] not in present), None)
-        self.raw["checks"]["kill"] = {
+        self.raw["checks"][f"kill-{name}"] = {
             "victim_rank": victim,
             "victim_pid": job.pids[victim],
             "victim_listed_before": job.pids[victim] in listed,
@@ -455,7 +481,7 @@ class Run:
             "timeline": [[round(t, 4), sorted(p), sorted(h)] for t, p, h in after],
             "service_p99_ms": analyze.pct(served.get("lat_ms", []), 0.99),
         }
-        self.say(f"check kill: victim gone after {gone} s; holds left {released} s after the service stopped")
+        self.say(f"check kill ({name}): victim gone after {gone} s; holds left {released} s after the service stopped")
         self.save()
 
     def run(self):
@@ -474,7 +500,7 @@ class Run:
                 self.repeat(rep)
                 block = time.monotonic() - t
                 self.say(f"repeat {rep} took {block:.0f} s")
-            for check in (self.probe_ordinals, self.kill_rank):
+            for check in (self.probe_ordinals, self.kill_ranks):
                 try:
                     check()
                 except Exception as e:  # noqa: BLE001 (the raw file says which check broke)
@@ -820,7 +846,8 @@ def dry_run():
         assert (e["filler_rate"] is not None) == mode.endswith("filler"), (mode, e)
     assert s["train_alone"]["baton"]["steps_per_s"] > 20, s["train_alone"]
     assert s["checks"]["ordinals"] == {"error": "fewer than two GPUs"}, s["checks"]
-    assert s["checks"]["kill"]["victim_rank"] == 1, s["checks"]["kill"]
+    for name in ("held", "baton"):
+        assert s["checks"][f"kill-{name}"]["victim_rank"] == 1, s["checks"]
 
 
 def main(argv=None):
@@ -835,6 +862,8 @@ def main(argv=None):
     p.add_argument("--cap", type=float, default=1.5, help="stop starting requests past this many planned spans")
     p.add_argument("--no-filler", dest="filler", action="store_false")
     p.add_argument("--modes", default=None, help="comma-separated, among " + ", ".join(MODES))
+    p.add_argument("--trace", default="", help="modes whose first window `baton trace` records")
+    p.add_argument("--trace-s", type=float, default=2.0, help="how long each trace records")
     p.add_argument("--budget-s", type=float, default=480, help="no repeat starts that would not end by then")
     a = p.parse_args(argv)
     if a.self_test:
@@ -851,7 +880,8 @@ def main(argv=None):
         p.error(f"--ranks {a.ranks}: nvidia-smi lists {gpus} GPU(s)")
     a.filler = a.filler and a.ranks >= 2
     a.modes = (a.modes or ",".join(m for m in MODES if a.filler or not MODES[m]["filler"])).split(",")
-    bad = [m for m in a.modes if m not in MODES] + (["native"] if "native" not in a.modes else [])
+    a.trace = [m for m in a.trace.split(",") if m]
+    bad = [m for m in a.modes + a.trace if m not in MODES] + (["native"] if "native" not in a.modes else [])
     if bad:
         p.error(f"unknown modes or native missing: {bad}")
     if any(MODES[m]["filler"] for m in a.modes) and not a.filler:
