@@ -29,6 +29,7 @@ Writes DIR/raw.json after every measurement, then DIR/summary.json and DIR/table
 """
 
 import argparse
+import gzip
 import json
 import os
 import signal
@@ -722,11 +723,22 @@ def table(s):
     return "\n".join(lines) + "\n"
 
 
-def analyze_dir(d, boot_n=1000):
-    with open(os.path.join(d, "raw.json")) as f:
-        raw = json.load(f)
+def load_raw(d):
+    """DIR/raw.json, or the DIR/raw.json.gz a results page keeps."""
+    path = os.path.join(d, "raw.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            raw = json.load(f)
+    else:
+        with gzip.open(path + ".gz", "rt") as f:
+            raw = json.load(f)
     if raw.get("schema") != "baton.multigpu-raw/1":
-        raise SystemExit(f"{d}/raw.json: not a multi-GPU raw file ({raw.get('schema')})")
+        raise SystemExit(f"{d}: not a multi-GPU raw file ({raw.get('schema')})")
+    return raw
+
+
+def analyze_dir(d, boot_n=1000):
+    raw = load_raw(d)
     s = summarize(raw, boot_n)
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(s, f, indent=1, default=str)
@@ -808,7 +820,22 @@ def self_test():
     lay = cpu_layout(list(range(32)), {c: [c] for c in range(32)})
     assert len(lay["hp"]) == 4 and len(lay["filler"]) == 1 and len(lay["train"]) == 11 and 0 in lay["rest"], lay
     dry_run()
+    recorded_check()
     print("multigpu.py self-test: ok")
+
+
+def recorded_check():
+    """The committed run's summary follows from its committed raw file: every mode's samples,
+    pooled p50 and p99, steps/s and filler rate (the intervals take fewer draws here)."""
+    d = os.path.join(ROOT, "docs", "benchmarks", "multigpu", "h200x2")
+    with open(os.path.join(d, "summary.json")) as f:
+        committed = json.load(f)
+    s = summarize(load_raw(d), boot_n=50)
+    assert set(s["modes"]) == set(committed["modes"]) and s["modes"], (s["modes"].keys(), committed["modes"].keys())
+    for mode, e in s["modes"].items():
+        k = committed["modes"][mode]
+        for f in ("samples", "censored", "p50_ms", "p99_ms", "p99_x", "p50_x", "steps_per_s", "filler_rate"):
+            assert e[f] == k[f] or abs(e[f] - k[f]) < 1e-9, (mode, f, e[f], k[f])
 
 
 def dry_run():

@@ -66,9 +66,11 @@ pub struct DaemonArgs {
           conflicts_with = "kubernetes")]
     slurm_steps: Option<PathBuf>,
     /// How the ranks of one multi-GPU job (a gang: same BATON_GANG, Slurm job step or torchrun
-    /// rendezvous) are treated: `together` holds all of a gang's queues back, on every device,
-    /// whenever the policy holds back one of them, and resumes them together; `independent`
-    /// decides each device alone (see docs/MULTI_GPU.md).
+    /// rendezvous) are treated: `independent` decides each device alone; `together` holds all
+    /// of a held gang's queues back, on every device, whenever the policy holds back one of
+    /// them, and resumes them together (ranks that yield by time slice or SMs, the default,
+    /// are never held). Measured on two GPUs, `together` cost a held job and the service
+    /// beside it more than it freed (see docs/MULTI_GPU.md).
     #[arg(long, value_name = "MODE", default_value = "independent", value_parser = ["independent", "together"])]
     gang: String,
     /// Commands measured shorter than this many µs are short: HPF does not hold a program's
