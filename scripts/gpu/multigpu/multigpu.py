@@ -696,7 +696,7 @@ def fmt(v, spec="{:.2f}"):
 def table(s):
     lines = [
         "| mode | service p99 × alone (90 % interval) | p50 × alone | samples | training steps/s (× alone, × native) | "
-        "time in the all-reduce, rank 0 / rank 1 | filler on GPU 1 |",
+        "time in the all-reduce, rank 0 / 1 / … | filler on GPU 1 |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     a = s["alone"]
