@@ -270,8 +270,11 @@ fn two_users_of_a_system_daemon_see_their_own_processes_and_counts_of_the_others
     let first = spawn_as(NOBODY);
     let second = spawn_as(SECOND);
     let root = Sim::start(&d.socket, 2, 0);
-    wait_until("all three registered", || {
-        list(&d.socket).processes.len() == 3
+    // Each with its queues: a process is listed as soon as it connects, before its queues,
+    // and the others' counts are per device, so a process without queues yet is not in them.
+    wait_until("all three registered with their 4 queues", || {
+        let l = list(&d.socket);
+        l.processes.len() == 3 && l.processes.iter().map(|p| p.queues.len()).sum::<usize>() == 4
     });
     let list_as = |uid: u32| -> baton_protocol::ProcessList {
         let req = serde_json::to_string(&Request::List { pid: None }).unwrap();

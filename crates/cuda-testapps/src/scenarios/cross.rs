@@ -69,13 +69,15 @@ const MAX_ROUNDS: i32 = 4096;
 /// `BURST` kernels appending their tags 0, 1, … in order once the go file exists. With
 /// `$BATON_TEST_BURST_UNTIL` naming a file, the burst runs rounds of `BURST` kernels back to
 /// back until that file exists instead: a test ends it once it has seen what the burst must
-/// cause, so that the burst's length is no race against how fast the machine is. Two rounds
+/// cause, so that the burst's length is no race against how fast the machine is. Eight rounds
 /// stay queued behind the one the host waits for (an event recorded after each), so the stream
 /// does not run dry while the host is slow to come back: the queue is ready from the first
-/// launch to the last kernel's end.
+/// launch to the last kernel's end, unless the host stalls for longer than those rounds take.
 pub fn burst(s: &Session) -> Result<String, AppError> {
-    /// Rounds queued behind the one the host waits for.
-    const AHEAD: usize = 2;
+    /// Rounds queued behind the one the host waits for: 64 kernels, 128 ms of the default 2 ms
+    /// ones, more than a loaded 2-CPU machine has been seen to stall the host (two rounds, 32
+    /// ms, once let the stream run dry, and the flood legitimately run, mid-burst).
+    const AHEAD: usize = 8;
     let (g, k) = (&s.gpu, &s.k);
     let until = std::env::var_os("BATON_TEST_BURST_UNTIL").map(PathBuf::from);
     let capacity = BURST * if until.is_some() { MAX_ROUNDS } else { 1 };
