@@ -842,17 +842,12 @@ def dry_run():
     """The whole driver without a GPU: a shim for `baton` (run execs the program; daemon waits;
     the rest answer nothing), the matrix's stand-in worker and fake_train.py; every mode must
     be measured in both repeats, the training logs read, the checks report what they lacked."""
+    import selftest  # the matrix's: its stand-in for `baton`
+
     tmp = tempfile.mkdtemp(prefix="multigpu-selftest.")
-    shim = os.path.join(tmp, "baton")
-    with open(shim, "w") as f:
-        f.write(
-            '#!/bin/sh\ncase "$1" in\n  run) while [ "$1" != "--" ]; do shift; done; shift; exec "$@";;\n'
-            "  daemon) exec sleep 600;;\n  *) exit 0;;\nesac\n"
-        )
-    os.chmod(shim, 0o755)
     env = dict(
         os.environ,
-        BATON_BIN=shim,
+        BATON_BIN=selftest.shim(tmp),
         MULTIGPU_SERVICE=os.path.join(HERE, "..", "matrix", "fake_worker.py"),
         MULTIGPU_TRAINER=os.path.join(HERE, "fake_train.py"),
         MULTIGPU_TRAIN_ALONE_S="0.3",
