@@ -32,10 +32,11 @@ use crate::{Decision, GangId, Policy, QueueView, Snapshot};
 /// policy gives it there. Told that it may be suspended because another rank is outranked
 /// elsewhere, it would give its own device away (a short slice, fewer SMs) to whatever runs
 /// beside it there, lower work included — measured on two H200s, a priority −10 GEMM flood
-/// beside rank 1 cut a two-rank job to 0.14 of its steps (`docs/MULTI_GPU.md`). Queues without a gang are decided as the wrapped
-/// policy decides them (step 3 only frees their devices of held gangs). The wrapped policy is
-/// asked twice in a decision that holds a gang, so policies that keep per-decision state see
-/// the second (masked) call last.
+/// beside rank 1 cut a two-rank job to 0.14 of its steps (`docs/MULTI_GPU.md`).
+///
+/// Queues without a gang are decided as the wrapped policy decides them (step 3 only frees
+/// their devices of held gangs). The wrapped policy is asked twice in a decision that holds a
+/// gang, so policies that keep per-decision state see the second (masked) call last.
 ///
 /// Reads: [`Hint::Gang`](crate::Hint::Gang) and whatever the wrapped policy reads. Select it
 /// as `gang:NAME` in the registry, or with the daemon's `--gang together`.
@@ -93,7 +94,7 @@ impl<P: Policy> Policy for Gangs<P> {
             return first;
         }
         self.held += 1;
-        let in_held = |q: &QueueView| q.hints.gang.is_some_and(|g| gangs.contains(&g));
+        let in_held = |q: &QueueView| holdable_gang(q).is_some_and(|g| gangs.contains(&g));
         let masked: Vec<QueueView> = snap
             .queues
             .iter()
@@ -266,6 +267,17 @@ mod tests {
         let queues = [hp, yielding(rank(2, 20, 0, true)), held_rank, filler];
         let snap = Snapshot::new(Nanos::ZERO, &queues);
         assert!(g.decide(&snap).suspend.is_empty());
+        assert_eq!(g.attention(&snap)[2], (true, false));
+        // The other way round: the held rank is outranked, so the gang is held, but the
+        // hold reaches only the rank it can stop; the yielding one keeps GPU 1.
+        let queues = [
+            hp,
+            rank(2, 20, 0, true),
+            yielding(rank(3, 21, 1, true)),
+            filler,
+        ];
+        let snap = Snapshot::new(Nanos::ZERO, &queues);
+        assert_eq!(sorted(g.decide(&snap).suspend), [XQueueId(2)]);
         assert_eq!(g.attention(&snap)[2], (true, false));
     }
 
