@@ -152,8 +152,14 @@ static int scheduled(CUstream s0, CUstream s1, CUdeviceptr log, CUdeviceptr coun
     EXPECT(baton_hint_stream(s1, &deadline), BATON_OK);
     EXPECT(baton_hint_stream(s1, &clear), BATON_OK);
 
-    /* Status and queues. */
+    /* Status and queues. The agent connects to the daemon in the background (what was set
+     * before is sent once it has): on a loaded machine the first status can come before the
+     * connection, so wait for it (20 s at most) rather than race it. */
     EXPECT(baton_status(&st), BATON_OK);
+    for (int i = 0; global && st.connected != 1 && i < 2000; i++) {
+        usleep(10000);
+        EXPECT(baton_status(&st), BATON_OK);
+    }
     if (st.scheduler != (global ? BATON_SCHEDULER_GLOBAL : BATON_SCHEDULER_LOCAL)) FAIL("scheduler %u", st.scheduler);
     if (st.process_priority != 3) FAIL("process priority %d", st.process_priority);
     if (st.queues < 2) FAIL("%u queues", st.queues);
