@@ -28,6 +28,7 @@ mod hwqueue;
 mod level;
 pub mod locks;
 mod stats;
+mod submission;
 mod sync;
 mod xqueue;
 
@@ -44,7 +45,8 @@ pub use held_back::HeldBackCount;
 pub use hwqueue::{HwError, HwQueue, InflightRange};
 pub use level::Level;
 pub use stats::percentile;
+pub use submission::{Owned, Submission, SubmitPath, Submitted};
 pub use xqueue::{
-    DEFAULT_MAX_BUFFERED, Drive, QueueControl, ResumeFlags, SuspendFlags, XQueue, XQueueBuilder,
-    XQueueStatus,
+    DEFAULT_MAX_BUFFERED, Drive, QueueControl, ResumeFlags, SuspendFlags, Turn, XQueue,
+    XQueueBuilder, XQueueStatus,
 };

@@ -307,3 +307,44 @@ impl ScriptedHwQueue {
         Ok(())
     }
 }
+
+/// A submission as an interposer makes one: launched from the caller's thread as `direct`, or
+/// copied into the buffer as `copy` (`None`: it cannot be copied, and launches in place as
+/// `direct`). `copies` counts the copies made.
+pub struct Probe {
+    /// What the caller launches itself.
+    pub direct: TestCommand,
+    /// Its owned copy, if one can be made.
+    pub copy: Option<TestCommand>,
+    /// Incremented for each copy made.
+    pub copies: Option<Arc<std::sync::atomic::AtomicUsize>>,
+}
+
+impl Probe {
+    /// Launched as `direct`, buffered as `copy`.
+    pub fn new(direct: u64, copy: Option<u64>) -> Probe {
+        Probe {
+            direct: TestCommand(direct),
+            copy: copy.map(TestCommand),
+            copies: None,
+        }
+    }
+}
+
+impl<H: HwQueue<Command = TestCommand>> crate::Submission<H> for Probe {
+    fn launch(self, hw: &H) -> Result<(), HwError> {
+        hw.launch(self.direct)
+    }
+
+    fn into_command(self, _hw: &H) -> Result<TestCommand, Probe> {
+        match self.copy {
+            Some(c) => {
+                if let Some(n) = &self.copies {
+                    n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(c)
+            }
+            None => Err(self),
+        }
+    }
+}

@@ -58,6 +58,7 @@ pub use builder::{DEFAULT_MAX_BUFFERED, XQueueBuilder};
 pub use options::{Drive, ResumeFlags, SuspendFlags};
 pub use queue::XQueue;
 pub use status::{QueueControl, XQueueStatus};
+pub use submit::Turn;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -6,10 +6,10 @@ use baton_core::{CommandKind, HwCommand};
 use baton_cuda_sys::{
     CU_LAUNCH_ATTRIBUTE_COOPERATIVE, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
     CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT, CUdeviceptr, CUevent, CUfunction, CUgraphExec,
-    CUhostFn, CUlaunchAttribute, CUlaunchConfig, CUstream, CUstreamCallback,
+    CUhostFn, CUlaunchAttribute, CUlaunchConfig, CUstreamCallback,
 };
 
-use crate::{Driver, DriverError, KernelArgs, check};
+use crate::KernelArgs;
 
 /// A host pointer the application handed to an asynchronous operation; CUDA's contract makes
 /// the application keep it valid until the operation has run.
@@ -32,6 +32,7 @@ pub enum MemsetWidth {
 
 /// One deferred CUDA operation. Everything the application passed by pointer and might reuse
 /// after its call returned (kernel arguments, launch attributes) is owned here.
+#[derive(Clone)]
 pub enum CudaCommand {
     /// `cuLaunchKernel` or `cuLaunchCooperativeKernel`.
     Kernel {
@@ -223,192 +224,6 @@ impl CudaCommand {
             CudaCommand::Kernel { cooperative, .. } => !cooperative,
             CudaCommand::KernelEx { attrs, .. } => !cooperative_attrs(attrs),
             _ => false,
-        }
-    }
-
-    /// Launches the command on `stream` (a real stream handle or `CU_STREAM_LEGACY`).
-    ///
-    /// # Safety
-    /// `stream` must be a live stream (or `CU_STREAM_LEGACY`) of a context current on this
-    /// thread, and the handles and host pointers in the command must still be valid, as the
-    /// application that issued it promised CUDA.
-    pub unsafe fn launch(self, d: &Driver, stream: CUstream) -> Result<(), DriverError> {
-        // SAFETY (for every call below): the handles and pointers are those the application
-        // passed to the driver, kept valid by CUDA's contract; owned copies live until the call
-        // returns; the entry point has the signature its type states.
-        match self {
-            CudaCommand::Kernel {
-                f,
-                grid,
-                block,
-                shared,
-                mut args,
-                cooperative,
-            } => {
-                if cooperative {
-                    let call =
-                        Driver::require(d.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel")?;
-                    args.with_pointers(|kp, _| {
-                        // SAFETY: see above.
-                        let r = unsafe {
-                            call(
-                                f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared,
-                                stream, kp,
-                            )
-                        };
-                        check("cuLaunchCooperativeKernel", r)
-                    })
-                } else {
-                    let call = Driver::require(d.cuLaunchKernel, "cuLaunchKernel")?;
-                    args.with_pointers(|kp, extra| {
-                        // SAFETY: see above.
-                        let r = unsafe {
-                            call(
-                                f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared,
-                                stream, kp, extra,
-                            )
-                        };
-                        check("cuLaunchKernel", r)
-                    })
-                }
-            }
-            CudaCommand::KernelEx {
-                mut config,
-                mut attrs,
-                f,
-                mut args,
-            } => {
-                let call = Driver::require(d.cuLaunchKernelEx, "cuLaunchKernelEx")?;
-                config.hStream = stream;
-                config.numAttrs = u32::try_from(attrs.len()).unwrap_or(u32::MAX);
-                config.attrs = if attrs.is_empty() {
-                    std::ptr::null_mut()
-                } else {
-                    attrs.as_mut_ptr()
-                };
-                args.with_pointers(|kp, extra| {
-                    // SAFETY: see above; `config.attrs` points into `attrs`, alive here.
-                    let r = unsafe { call(&config, f, kp, extra) };
-                    check("cuLaunchKernelEx", r)
-                })
-            }
-            CudaCommand::HostFunc { f, data } => {
-                let call = Driver::require(d.cuLaunchHostFunc, "cuLaunchHostFunc")?;
-                // SAFETY: see above.
-                check("cuLaunchHostFunc", unsafe { call(stream, f, data.0) })
-            }
-            CudaCommand::StreamCallback { f, data, flags } => {
-                let call = Driver::require(d.cuStreamAddCallback, "cuStreamAddCallback")?;
-                // SAFETY: see above.
-                check("cuStreamAddCallback", unsafe {
-                    call(stream, f, data.0, flags)
-                })
-            }
-            CudaCommand::Copy { dst, src, bytes } => {
-                let call = Driver::require(d.cuMemcpyAsync, "cuMemcpyAsync")?;
-                // SAFETY: see above.
-                check("cuMemcpyAsync", unsafe { call(dst, src, bytes, stream) })
-            }
-            CudaCommand::CopyHtoD { dst, src, bytes } => {
-                let call = Driver::require(d.cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync_v2")?;
-                // SAFETY: see above.
-                check("cuMemcpyHtoDAsync_v2", unsafe {
-                    call(dst, src.0.cast_const(), bytes, stream)
-                })
-            }
-            CudaCommand::CopyDtoH { dst, src, bytes } => {
-                let call = Driver::require(d.cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync_v2")?;
-                // SAFETY: see above.
-                check("cuMemcpyDtoHAsync_v2", unsafe {
-                    call(dst.0, src, bytes, stream)
-                })
-            }
-            CudaCommand::WaitValue32 { addr, value, flags } => {
-                let call = Driver::require(d.cuStreamWaitValue32_v2, "cuStreamWaitValue32_v2")?;
-                // SAFETY: see above.
-                check("cuStreamWaitValue32_v2", unsafe {
-                    call(stream, addr, value, flags)
-                })
-            }
-            CudaCommand::WriteValue32 { addr, value, flags } => {
-                let call = Driver::require(d.cuStreamWriteValue32_v2, "cuStreamWriteValue32_v2")?;
-                // SAFETY: see above.
-                check("cuStreamWriteValue32_v2", unsafe {
-                    call(stream, addr, value, flags)
-                })
-            }
-            CudaCommand::CopyDtoD { dst, src, bytes } => {
-                let call = Driver::require(d.cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync_v2")?;
-                // SAFETY: see above.
-                check("cuMemcpyDtoDAsync_v2", unsafe {
-                    call(dst, src, bytes, stream)
-                })
-            }
-            CudaCommand::Memset {
-                width,
-                dst,
-                value,
-                count,
-            } => match width {
-                MemsetWidth::D8 => {
-                    let call = Driver::require(d.cuMemsetD8Async, "cuMemsetD8Async")?;
-                    // SAFETY: see above.
-                    check("cuMemsetD8Async", unsafe {
-                        call(dst, value.to_le_bytes()[0], count, stream)
-                    })
-                }
-                MemsetWidth::D16 => {
-                    let call = Driver::require(d.cuMemsetD16Async, "cuMemsetD16Async")?;
-                    // SAFETY: see above.
-                    check("cuMemsetD16Async", unsafe {
-                        call(
-                            dst,
-                            u16::from_le_bytes([value.to_le_bytes()[0], value.to_le_bytes()[1]]),
-                            count,
-                            stream,
-                        )
-                    })
-                }
-                MemsetWidth::D32 => {
-                    let call = Driver::require(d.cuMemsetD32Async, "cuMemsetD32Async")?;
-                    // SAFETY: see above.
-                    check("cuMemsetD32Async", unsafe {
-                        call(dst, value, count, stream)
-                    })
-                }
-            },
-            CudaCommand::EventRecord { event, flags } => match flags {
-                None => {
-                    let call = Driver::require(d.cuEventRecord, "cuEventRecord")?;
-                    // SAFETY: see above.
-                    check("cuEventRecord", unsafe { call(event, stream) })
-                }
-                Some(fl) => {
-                    let call = Driver::require(d.cuEventRecordWithFlags, "cuEventRecordWithFlags")?;
-                    // SAFETY: see above.
-                    check("cuEventRecordWithFlags", unsafe { call(event, stream, fl) })
-                }
-            },
-            CudaCommand::WaitEvent { event, flags } => {
-                let call = Driver::require(d.cuStreamWaitEvent, "cuStreamWaitEvent")?;
-                // SAFETY: see above.
-                check("cuStreamWaitEvent", unsafe { call(stream, event, flags) })
-            }
-            CudaCommand::GraphLaunch(g) => {
-                let call = Driver::require(d.cuGraphLaunch, "cuGraphLaunch")?;
-                // SAFETY: see above.
-                check("cuGraphLaunch", unsafe { call(g, stream) })
-            }
-            CudaCommand::GraphUpload(g) => {
-                let call = Driver::require(d.cuGraphUpload, "cuGraphUpload")?;
-                // SAFETY: see above.
-                check("cuGraphUpload", unsafe { call(g, stream) })
-            }
-            CudaCommand::MemFree(p) => {
-                let call = Driver::require(d.cuMemFreeAsync, "cuMemFreeAsync")?;
-                // SAFETY: see above.
-                check("cuMemFreeAsync", unsafe { call(p, stream) })
-            }
         }
     }
 }

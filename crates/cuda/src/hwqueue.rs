@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use baton_core::locks;
-use baton_core::{HwError, HwQueue, Level};
+use baton_core::{HwError, HwQueue, Level, Submission};
 use baton_cuda_sys::{
     CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_LEGACY, CUcontext, CUresult, CUstream,
     CUstreamCaptureStatus,
@@ -17,7 +17,7 @@ use baton_cuda_sys::{
 use crate::gate::Gate;
 use crate::green::Confined;
 use crate::rm::ContextSlice;
-use crate::{CudaCommand, Driver, DriverError, EventPool, PooledEvent, check};
+use crate::{CudaCommand, Driver, DriverError, EventPool, Launch, PooledEvent, check};
 
 thread_local! {
     static LAUNCH_WORKER: Cell<bool> = const { Cell::new(false) };
@@ -85,8 +85,22 @@ pub struct CudaHwQueue {
 
 // SAFETY: CUDA contexts and streams may be used from any thread.
 unsafe impl Send for CudaHwQueue {}
+
 // SAFETY: as above; the queue holds no interior state besides thread-safe pools.
 unsafe impl Sync for CudaHwQueue {}
+
+/// An application's launch, submitted to its stream's queue: launched at once from the
+/// application's thread, or copied for a later launch (see `launch.rs`).
+impl Submission<CudaHwQueue> for Launch<'_> {
+    #[inline]
+    fn launch(self, hw: &CudaHwQueue) -> Result<(), HwError> {
+        hw.launch_now(self)
+    }
+
+    fn into_command(self, hw: &CudaHwQueue) -> Result<CudaCommand, Self> {
+        self.into_owned(hw.driver)
+    }
+}
 
 impl CudaHwQueue {
     /// A queue launching onto `stream` (a real stream or `CU_STREAM_LEGACY`) of `ctx`.
@@ -192,29 +206,38 @@ impl CudaHwQueue {
         }
     }
 
-    /// Launches a command directly from the application's thread (the XQueue's fast path):
-    /// `launch` calls the driver with the stream it is given. `handle` is the application's
-    /// stream as the driver knows it; a `kernel` (not cooperative) goes to the queue's SM
-    /// partition if it has one.
+    /// Launches `l` from the application's thread (the XQueue's fast path, or an operation's
+    /// turn): on the stream the application named, or a kernel on the queue's SM partition if
+    /// it has one.
+    #[inline]
+    pub(crate) fn launch_now(&self, l: Launch<'_>) -> Result<(), HwError> {
+        if self.plain {
+            // SAFETY: `Launch::new`'s contract: the stream is this queue's (as the application
+            // named it) and the calling thread has its context current.
+            return unsafe { l.call(self.driver, l.stream()) }.map_err(hw);
+        }
+        // SAFETY: as above; a confined launch goes to the partition's stream, ordered with it.
+        unsafe { self.launch_on(l.stream(), l.confinable(), |s| l.call(self.driver, s)) }
+    }
+
+    /// Readies the queue for an operation the caller performs itself on `handle` in its turn
+    /// ([`baton_core::XQueue::in_turn`]): the gate, at Level 2.
     ///
     /// # Safety
-    /// `handle` is the queue's live stream as the application named it (or its stand-in), and
-    /// the calling thread has the stream's context current.
-    pub unsafe fn launch_direct(
-        &self,
-        handle: CUstream,
-        kernel: bool,
-        launch: impl FnOnce(CUstream) -> CUresult,
-    ) -> Result<(), HwError> {
-        // SAFETY: the caller's promise.
-        unsafe { self.launch_on(handle, kernel, |s| check("launch", launch(s))) }
+    /// `handle` is the queue's live stream as the application named it (or its stand-in).
+    pub unsafe fn before_in_place(&self, handle: CUstream) -> Result<(), HwError> {
+        if self.plain {
+            return Ok(());
+        }
+        self.gate_before(handle)
     }
 
     /// The gate (Level 2), then `launch` on `stream`, or on the SM partition's stream for a
     /// `confinable` kernel when the queue has one.
     ///
     /// # Safety
-    /// As [`CudaHwQueue::launch_direct`], for `stream`.
+    /// `stream` is the queue's live stream (or the application's name for it), and the calling
+    /// thread has its context current.
     unsafe fn launch_on(
         &self,
         stream: CUstream,

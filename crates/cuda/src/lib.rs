@@ -12,6 +12,8 @@
 //!   deferred after the application's call returned.
 //! - [`CudaCommand`] and [`CudaHwQueue`]: the CUDA implementation of [`baton_core::HwQueue`]
 //!   at Level 1, and at Level 3 with a [`rm::ContextSlice`].
+//! - [`Launch`]: a stream operation as the application called it, the value an interposer
+//!   submits; `launch.rs` holds every driver call that launches one, borrowed or owned.
 //! - [`SmPartition`] and [`Confined`]: a stream's kernels confined to part of the SMs
 //!   (green contexts), so more urgent kernels always find free SMs.
 //! - [`rm`]: the context's channel group found from libcuda's resource-manager calls, and its
@@ -29,6 +31,7 @@ mod events;
 mod gate;
 mod green;
 mod hwqueue;
+mod launch;
 mod params;
 pub mod probe;
 pub mod rm;
@@ -42,4 +45,5 @@ pub use events::{EventPool, PooledEvent};
 pub use gate::Gate;
 pub use green::{Confined, SmPartition};
 pub use hwqueue::{CaptureGate, CudaHwQueue};
+pub use launch::{KernelCall, KernelExCall, Launch, Op, add_driver_ns, take_driver_ns};
 pub use params::{KernelArgs, ParamCache, ParamLayout};

@@ -157,6 +157,7 @@ fn query(d: &Driver, f: CUfunction) -> Option<ParamLayout> {
 }
 
 /// A launch's arguments, copied into memory this value owns.
+#[derive(Clone)]
 pub enum KernelArgs {
     /// No arguments at all.
     None,
@@ -294,15 +295,13 @@ impl KernelArgs {
         Some(KernelArgs::None)
     }
 
-    /// Calls `f(kernelParams, extra)` with pointers into this copy, valid during the call.
-    pub fn with_pointers<R>(
-        &mut self,
-        f: impl FnOnce(*mut *mut c_void, *mut *mut c_void) -> R,
-    ) -> R {
+    /// Calls `f(kernelParams, extra)` with pointers into this copy, valid during the call. The
+    /// driver only reads through them (the API's pointers are not `const`, its contract is).
+    pub fn with_pointers<R>(&self, f: impl FnOnce(*mut *mut c_void, *mut *mut c_void) -> R) -> R {
         match self {
             KernelArgs::None => f(std::ptr::null_mut(), std::ptr::null_mut()),
             KernelArgs::Params { blob, layout } => {
-                let base = blob.as_mut_ptr().cast::<u8>();
+                let base = blob.as_ptr().cast::<u8>().cast_mut();
                 let mut ptrs: Vec<*mut c_void> = layout
                     .params
                     .iter()
@@ -320,7 +319,7 @@ impl KernelArgs {
                 let mut size_copy: usize = *size;
                 let mut list: [*mut c_void; 5] = [
                     CU_LAUNCH_PARAM_BUFFER_POINTER,
-                    blob.as_mut_ptr().cast::<c_void>(),
+                    blob.as_ptr().cast::<c_void>().cast_mut(),
                     CU_LAUNCH_PARAM_BUFFER_SIZE,
                     (&mut size_copy as *mut usize).cast::<c_void>(),
                     CU_LAUNCH_PARAM_END,
@@ -354,8 +353,7 @@ mod tests {
         ];
         let l = layout(&[(0, 1), (8, 8), (16, 8), (24, 2)]);
         // SAFETY: each pointer refers to a live local of the stated size.
-        let mut args =
-            unsafe { KernelArgs::copy(l, ptrs.as_mut_ptr(), std::ptr::null_mut()) }.unwrap();
+        let args = unsafe { KernelArgs::copy(l, ptrs.as_mut_ptr(), std::ptr::null_mut()) }.unwrap();
         (a, b, p, c) = (0, 0.0, 0, 0);
         let _ = (a, b, p, c);
         args.with_pointers(|kp, extra| {
@@ -391,7 +389,7 @@ mod tests {
             CU_LAUNCH_PARAM_END,
         ];
         // SAFETY: a well-formed extra list over live locals.
-        let mut args =
+        let args =
             unsafe { KernelArgs::copy(None, std::ptr::null_mut(), list.as_mut_ptr()) }.unwrap();
         packed = [0; 12];
         let _ = packed;

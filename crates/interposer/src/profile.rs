@@ -7,29 +7,23 @@
 //! Each hook owns a [`HookStat`]; the first call that records into it links it into a global
 //! lock-free list, which the report walks.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::time::Instant;
 
-thread_local! {
-    /// Time the current hook spent in the real driver so far (see [`in_driver`]).
-    static DRIVER_NS: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Runs `call` (the real driver function) and adds its duration to the current hook's
-/// driver time. Out of line: the unprofiled launch path stays as it was.
+/// Runs `call` (the real driver function, called by a hook itself) and adds its duration to
+/// the current hook's driver time. Out of line: the unprofiled path stays as it was.
 #[inline(never)]
 pub(crate) fn in_driver<R>(call: impl FnOnce() -> R) -> R {
     let since = Instant::now();
     let r = call();
-    let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    DRIVER_NS.with(|d| d.set(d.get().saturating_add(ns)));
+    baton_cuda::add_driver_ns(u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX));
     r
 }
 
-/// The driver time recorded on this thread since the last call, which starts it again.
+/// The driver time recorded on this thread since the last call, which starts it again (the
+/// timed launches of `baton_cuda`'s `launch.rs`).
 pub(crate) fn take_driver_ns() -> u64 {
-    DRIVER_NS.with(|d| d.replace(0))
+    baton_cuda::take_driver_ns()
 }
 
 /// One hook's counters.

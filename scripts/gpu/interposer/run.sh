@@ -19,7 +19,9 @@
 # alternate between the real cuLaunchKernel and the one resolved by name (Baton's hook under
 # `baton run`; natively the same function, the control). The steadiest overhead measure here.
 # AB_EVICT_KB="0 4096" also runs it with that much memory written before each launch (cold
-# caches, as between a framework's launches); AB_REPS sets the repetitions (default 3).
+# caches, as between a framework's launches); AB_REPS sets the repetitions (default 3);
+# AB_MODES picks among native, baton, local; AB_LIBS="before=PATH after=PATH" compares
+# interposer builds in the same run, interleaved (default: the one BATON_LIB names).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
@@ -29,6 +31,7 @@ QUICK=0; [ "${1:-}" = "--quick" ] && { QUICK=1; shift; }
 PART=${1:-all}
 BATON=${BATON_BIN:-$ROOT/target/release/baton}
 LIB=${BATON_LIB:-$ROOT/target/release/libbaton_interposer.so}
+AB_LIBS=${AB_LIBS:-current=$LIB}
 APPS=$HERE   # this check's programs; launch_counter.c is shared, in scripts/gpu/apps
 W=$(mktemp -d)
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -45,14 +48,20 @@ PY
 [ -x "$BATON" ] && [ -f "$LIB" ] || { echo "missing $BATON or $LIB"; exit 1; }
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
 
+has() { [ "$PART" = all ] || [[ " $PART " == *" $1 "* ]]; }
+
 say build
-nvcc -O2 -arch=sm_90 -o "$W/cuda_app" "$APPS/cuda_app.cu" 2>&1 | tail -3
-nvcc -O2 -arch=sm_90 -o "$W/launch_overhead" "$APPS/launch_overhead.cu" 2>&1 | tail -3
-nvcc -O2 -arch=sm_90 -o "$W/launch_ab" "$APPS/launch_ab.cu" -ldl 2>&1 | tail -3
-CUPTI_INC=$(ls -d "$CUDA_HOME"/extras/CUPTI/include "$CUDA_HOME"/targets/x86_64-linux/include 2>/dev/null | head -1)
-CUPTI_LIB=$(dirname "$(find "$CUDA_HOME" / -name 'libcupti.so*' 2>/dev/null | head -1)")
-gcc -O2 -shared -fPIC -I"$CUPTI_INC" -o "$W/launch_counter.so" "$ROOT/scripts/gpu/apps/launch_counter.c" -L"$CUPTI_LIB" -lcupti -Wl,-rpath,"$CUPTI_LIB" 2>&1 | tail -3
-[ -f "$W/launch_counter.so" ] && echo "CUPTI counter built ($CUPTI_LIB)" || echo "CUPTI counter unavailable"
+if has transparency || has overhead; then
+  nvcc -O2 -arch=sm_90 -o "$W/cuda_app" "$APPS/cuda_app.cu" 2>&1 | tail -3
+  nvcc -O2 -arch=sm_90 -o "$W/launch_overhead" "$APPS/launch_overhead.cu" 2>&1 | tail -3
+fi
+has ab && { nvcc -O2 -arch=sm_90 -o "$W/launch_ab" "$APPS/launch_ab.cu" -ldl 2>&1 | tail -3; }
+if has calls || has transparency; then
+  CUPTI_INC=$(ls -d "$CUDA_HOME"/extras/CUPTI/include "$CUDA_HOME"/targets/x86_64-linux/include 2>/dev/null | head -1)
+  CUPTI_LIB=$(dirname "$(find "$CUDA_HOME" / -name 'libcupti.so*' 2>/dev/null | head -1)")
+  gcc -O2 -shared -fPIC -I"$CUPTI_INC" -o "$W/launch_counter.so" "$ROOT/scripts/gpu/apps/launch_counter.c" -L"$CUPTI_LIB" -lcupti -Wl,-rpath,"$CUPTI_LIB" 2>&1 | tail -3
+  [ -f "$W/launch_counter.so" ] && echo "CUPTI counter built ($CUPTI_LIB)" || echo "CUPTI counter unavailable"
+fi
 
 last_json() { grep '^{' "$1" | tail -1; }
 
@@ -84,8 +93,6 @@ print(json.dumps(rec))
 PY
   echo "$name/$mode rc=$rc $(last_json "$log" | cut -c1-160)"
 }
-
-has() { [ "$PART" = all ] || [[ " $PART " == *" $1 "* ]]; }
 
 if has calls; then
 say "driver calls each app really makes (CUPTI), native"
@@ -135,14 +142,19 @@ for r in $(seq ${AB_REPS:-3}); do
   for kb in ${AB_EVICT_KB:-0}; do
     # Cold launches are timed one by one: fewer, smaller batches keep the run short.
     if [ "$kb" = 0 ]; then args="400"; else args="100"; fi
-    for mode in native baton local; do
-      for stream in legacy created; do
-        if [ "$kb" = 0 ]; then a="$args $stream"; else a="$args $stream 64 $kb"; fi
-        case $mode in
-          native) taskset -c 4,5 "$W/launch_ab" $a ;;
-          baton) "$BATON" run -- taskset -c 4,5 "$W/launch_ab" $a ;;
-          local) "$BATON" run --local -- taskset -c 4,5 "$W/launch_ab" $a ;;
-        esac | grep '^{' | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.update(mode='$mode', rep=$r); print(json.dumps(d))" >> "$OUT/ab.jsonl"
+    for mode in ${AB_MODES:-native baton local}; do
+      libs=$AB_LIBS
+      [ "$mode" = native ] && libs="-=-"
+      for lib in $libs; do
+        name=${lib%%=*} path=${lib#*=}
+        for stream in legacy created; do
+          if [ "$kb" = 0 ]; then a="$args $stream"; else a="$args $stream 64 $kb"; fi
+          case $mode in
+            native) taskset -c 4,5 "$W/launch_ab" $a ;;
+            baton) "$BATON" run --interposer "$path" -- taskset -c 4,5 "$W/launch_ab" $a ;;
+            local) "$BATON" run --local --interposer "$path" -- taskset -c 4,5 "$W/launch_ab" $a ;;
+          esac | grep '^{' | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.update(mode='$mode', lib='$name', rep=$r, evict_kb=$kb); print(json.dumps(d))" >> "$OUT/ab.jsonl"
+        done
       done
     done
   done

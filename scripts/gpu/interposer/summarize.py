@@ -116,20 +116,25 @@ if ab:
         "\nin-process A/B, added ns per launch (median over processes of each one's paired median; IQR within a process)"
     )
     summary["ab"] = {}
-    for stream in ("legacy", "created"):
-        for m in ("native", "baton", "local"):
-            rs = [r for r in ab if r["mode"] == m and r["stream"] == stream]
-            if rs:
-                v = med([r["added_ns_median"] for r in rs])
-                summary["ab"][f"{stream}_{m}"] = {
-                    "added_ns": v,
-                    "per_process": [r["added_ns_median"] for r in rs],
-                    "direct_ns": med([r["direct_ns"] for r in rs]),
-                }
-                procs = ", ".join("%+.0f" % r["added_ns_median"] for r in rs)
-                iqr = "%+.0f..%+.0f" % (rs[0]["added_ns_p25"], rs[0]["added_ns_p75"])
-                direct = med([r["direct_ns"] for r in rs])
-                print(f"{stream:<8} {m:<7} {v:+7.1f} ns  (processes: {procs}; IQR {iqr}; direct {direct:.0f} ns)")
+    groups = defaultdict(list)
+    for r in ab:
+        # Older records name no interposer build and no eviction.
+        groups[(r.get("evict_kb", 0), r["stream"], r["mode"], r.get("lib", "current"))].append(r)
+    for (kb, stream, m, lib), rs in sorted(groups.items()):
+        lib = "-" if m == "native" else lib
+        v = med([r["added_ns_median"] for r in rs])
+        key = f"{stream}_{m}" + ("" if lib in ("-", "current") else f"_{lib}") + (f"_evict{kb}" if kb else "")
+        summary["ab"][key] = {
+            "added_ns": v,
+            "per_process": [r["added_ns_median"] for r in rs],
+            "direct_ns": med([r["direct_ns"] for r in rs]),
+        }
+        procs = ", ".join("%+.0f" % r["added_ns_median"] for r in rs)
+        iqr = "%+.0f..%+.0f" % (rs[0]["added_ns_p25"], rs[0]["added_ns_p75"])
+        direct = med([r["direct_ns"] for r in rs])
+        print(
+            f"evict {kb:>5} KiB {stream:<8} {m:<7} {lib:<8} {v:+7.1f} ns  (processes: {procs}; IQR {iqr}; direct {direct:.0f} ns)"
+        )
 calls = load("calls.jsonl")
 if calls:
     summary["calls"] = {c["app"]: c.get("calls", {}) for c in calls}

@@ -117,12 +117,8 @@ fn loom_a_dependency_on_a_suspended_queue_never_deadlocks() {
         a.suspend(SuspendFlags::default()).unwrap();
         let x = a.submit(TestCommand(1)).unwrap();
         let dep = a.dependency_on(x).unwrap();
-        b.submit_after(
-            vec![dep],
-            |h| h.launch(TestCommand(9)),
-            || Some(TestCommand(2)),
-        )
-        .unwrap();
+        b.submit_after(vec![dep], crate::testing::Probe::new(9, Some(2)))
+            .unwrap();
         hb.wait_launched(1);
         assert_eq!(ha.script().launched, vec![1]);
         drop(b);

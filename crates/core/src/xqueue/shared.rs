@@ -72,12 +72,13 @@ pub(super) struct Buffered<C> {
 }
 
 impl<H: HwQueue> Shared<H> {
-    /// Counts one hold of a submitting thread that began at `since`.
-    pub(super) fn record_hold(&self, since: crate::Nanos) {
+    /// Counts one hold of a submitting thread that began at `since`, and says how long it was.
+    pub(super) fn record_hold(&self, since: crate::Nanos) -> crate::Nanos {
         use std::sync::atomic::Ordering::Relaxed;
         let held = self.clock.now().0.saturating_sub(since.0);
         self.held[0].fetch_add(1, Relaxed);
         self.held[1].fetch_add(held, Relaxed);
+        crate::Nanos(held)
     }
 }
 

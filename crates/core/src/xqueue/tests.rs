@@ -4,7 +4,7 @@ use std::sync::Mutex as StdMutex;
 use proptest::prelude::*;
 
 use super::*;
-use crate::testing::{ScriptedHwQueue, TestCommand};
+use crate::testing::{Probe, ScriptedHwQueue, TestCommand};
 use crate::{
     CommandSeq, CommandState, EventSink, HwError, InflightRange, ManualClock, Nanos, QueueEvent,
 };
@@ -659,22 +659,17 @@ fn lowering_the_threshold_below_the_inflight_count_still_drains() {
 }
 
 #[test]
-fn submit_with_builds_the_command_only_when_it_must_wait() {
+fn a_submission_is_copied_only_when_it_must_wait() {
     let hw = ScriptedHwQueue::new(Level::L1);
     let q = external(&hw, 2, 1);
-    let mut built = 0;
+    let built = StdArc::new(std::sync::atomic::AtomicUsize::new(0));
     for i in 0..4u64 {
-        q.submit_with(
-            |h| h.launch(TestCommand(100 + i)),
-            || {
-                built += 1;
-                Some(TestCommand(i))
-            },
-        )
-        .unwrap();
+        let mut p = Probe::new(100 + i, Some(i));
+        p.copies = Some(built.clone());
+        q.submit_after(Vec::new(), p).unwrap();
     }
     // Two direct launches filled the window; the other two were built for the buffer.
-    assert_eq!(built, 2);
+    assert_eq!(built.load(std::sync::atomic::Ordering::Relaxed), 2);
     assert_eq!(hw.script().launched, vec![100, 101]);
     assert!(q.has_pending());
     for _ in 0..4 {
@@ -829,12 +824,8 @@ fn a_dependency_holds_a_command_in_its_buffer_without_blocking_the_caller() {
     let dep = a.dependency_on(x).expect("not launched yet");
     assert!(!dep.is_satisfied());
     // B's command must follow A's #2 to the hardware: it waits in B's buffer.
-    b.submit_after(
-        vec![dep.clone()],
-        |h| h.launch(TestCommand(99)),
-        || Some(TestCommand(10)),
-    )
-    .unwrap();
+    b.submit_after(vec![dep.clone()], Probe::new(99, Some(10)))
+        .unwrap();
     b.submit(TestCommand(11)).unwrap();
     assert!(hb.script().launched.is_empty());
     ha.complete_all();
@@ -859,12 +850,7 @@ fn a_suspended_queue_launches_what_another_queue_waits_for_and_no_more() {
     let x = a.submit(TestCommand(1)).unwrap();
     let dep = a.dependency_on(x).unwrap();
     a.submit(TestCommand(2)).unwrap();
-    b.submit_after(
-        vec![dep],
-        |h| h.launch(TestCommand(99)),
-        || Some(TestCommand(10)),
-    )
-    .unwrap();
+    b.submit_after(vec![dep], Probe::new(99, Some(10))).unwrap();
     a.poll();
     // Priority inheritance at launch: #1 goes out despite the suspension; #2 does not.
     assert_eq!(ha.script().launched, vec![1]);
@@ -887,12 +873,7 @@ fn worker_driven_queues_resolve_dependencies_on_a_suspended_queue() {
     let x = a.submit(TestCommand(1)).unwrap();
     a.submit(TestCommand(2)).unwrap();
     let dep = a.dependency_on(x).unwrap();
-    b.submit_after(
-        vec![dep],
-        |h| h.launch(TestCommand(99)),
-        || Some(TestCommand(10)),
-    )
-    .unwrap();
+    b.submit_after(vec![dep], Probe::new(99, Some(10))).unwrap();
     // B's wait returns although A stays suspended: A launched the command B needed.
     b.wait_all().unwrap();
     assert_eq!(hb.script().launched, vec![10]);
@@ -916,10 +897,10 @@ fn a_command_that_cannot_be_copied_launches_in_place_after_the_buffer() {
     submit_n_worker(&q, 3);
     let t = {
         let q = q.clone();
-        std::thread::spawn(move || q.submit_with(|h| h.launch(TestCommand(50)), || None))
+        std::thread::spawn(move || q.submit_after(Vec::new(), Probe::new(50, None)))
     };
     q.resume(ResumeFlags::default()).unwrap();
-    assert_eq!(t.join().unwrap(), Ok(CommandSeq(3)));
+    assert_eq!(t.join().unwrap().unwrap().seq, CommandSeq(3));
     q.wait_all().unwrap();
     assert_eq!(hw.script().launched, vec![0, 1, 2, 50]);
     assert_eq!(q.status().submitted, 4);
@@ -936,9 +917,9 @@ fn a_synchronous_operation_adds_no_sync_point_and_completes_the_queue() {
         .build()
         .unwrap();
     // Idle before and after: no event, no sync point.
-    let seq = q
-        .run_synchronous(Vec::new(), |h| h.launch(TestCommand(7)))
-        .unwrap();
+    let turn = q.in_turn(Vec::new()).unwrap();
+    turn.hw().launch(TestCommand(7)).unwrap();
+    let seq = turn.completed();
     assert_eq!(seq, CommandSeq(0));
     assert_eq!(hw.script().sync_points, 0);
     assert_eq!(q.status().state, QueueState::Idle);
@@ -947,12 +928,40 @@ fn a_synchronous_operation_adds_no_sync_point_and_completes_the_queue() {
     q.submit(TestCommand(1)).unwrap();
     let points = hw.script().sync_points;
     hw.complete_all();
-    q.run_synchronous(Vec::new(), |h| h.launch(TestCommand(2)))
-        .unwrap();
+    let turn = q.in_turn(Vec::new()).unwrap();
+    turn.hw().launch(TestCommand(2)).unwrap();
+    turn.completed();
     assert_eq!(hw.script().sync_points, points);
     assert_eq!(q.status().completed, 3);
     assert_eq!(rec.states(), vec![QueueState::Ready, QueueState::Idle]);
     assert_eq!(hw.script().launched, vec![7, 1, 2]);
+}
+
+#[test]
+fn a_turn_given_up_leaves_the_queue_as_it_was() {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let q = external(&hw, 2, 1);
+    q.submit(TestCommand(1)).unwrap();
+    let before = q.status();
+    let turn = q.in_turn(Vec::new()).unwrap();
+    assert!(turn.held().is_none());
+    drop(turn);
+    assert_eq!(q.status().submitted, before.submitted);
+    // The next turn is the next command.
+    let turn = q.in_turn(Vec::new()).unwrap();
+    turn.hw().launch(TestCommand(2)).unwrap();
+    assert_eq!(turn.launched(), CommandSeq(1));
+    assert_eq!(hw.script().launched, vec![1, 2]);
+    // What cannot be copied is not buffered: with nothing before it, it goes out in place.
+    q.suspend(SuspendFlags::default()).unwrap();
+    let s = q.submit_after(Vec::new(), Probe::new(3, None)).unwrap();
+    assert_eq!((s.seq, s.path), (CommandSeq(2), crate::SubmitPath::InPlace));
+    let s = q.submit_after(Vec::new(), Probe::new(99, Some(4))).unwrap();
+    assert_eq!(
+        (s.seq, s.path),
+        (CommandSeq(3), crate::SubmitPath::Buffered)
+    );
+    assert_eq!(hw.script().launched, vec![1, 2, 3]);
 }
 
 #[test]
@@ -1048,8 +1057,7 @@ fn a_queue_suspended_at_level_two_reopens_its_gate_while_another_waits_for_its_c
     let b_hw = ScriptedHwQueue::new(Level::L1);
     b_hw.set_auto_complete(true);
     let b = XQueue::builder(b_hw.clone()).build().unwrap();
-    b.submit_after(vec![dep], |_| Ok(()), || Some(TestCommand(9)))
-        .unwrap();
+    b.submit_after(vec![dep], Probe::new(99, Some(9))).unwrap();
     until(&["deactivate", "reactivate"]);
     // Once the commands complete, the gate closes again: the queue is still suspended.
     hw.complete_all();

@@ -10,8 +10,9 @@ use crate::registry::Api;
 macro_rules! record {
     ($name:ident, $api:expr) => {
         hook!($name(event: CUevent, stream: CUstream) |rt, real| {
-            // SAFETY: the application's arguments with the mapped stream.
-            rt.event_record(event, stream, $api, None, |h| unsafe { real(event, h) })
+            rt.event_record(event, stream, $api, None)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(event, stream) })
         });
     };
 }
@@ -21,8 +22,9 @@ record!(cuEventRecord_ptsz, Api::PerThread);
 macro_rules! record_flags {
     ($name:ident, $api:expr) => {
         hook!($name(event: CUevent, stream: CUstream, flags: c_uint) |rt, real| {
-            // SAFETY: the application's arguments with the mapped stream.
-            rt.event_record(event, stream, $api, Some(flags), |h| unsafe { real(event, h, flags) })
+            rt.event_record(event, stream, $api, Some(flags))
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(event, stream, flags) })
         });
     };
 }
@@ -32,8 +34,9 @@ record_flags!(cuEventRecordWithFlags_ptsz, Api::PerThread);
 macro_rules! wait_event {
     ($name:ident, $api:expr) => {
         hook!($name(stream: CUstream, event: CUevent, flags: c_uint) |rt, real| {
-            // SAFETY: the application's arguments with the mapped stream.
-            rt.stream_wait_event(stream, $api, event, flags, |h| unsafe { real(h, event, flags) })
+            rt.stream_wait_event(stream, $api, event, flags)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(stream, event, flags) })
         });
     };
 }

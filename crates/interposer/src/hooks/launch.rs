@@ -1,88 +1,39 @@
-//! Kernel launches and host functions.
+//! Kernel launches and host functions: each hook builds the launch as a value ([`Op`]) from
+//! the application's arguments and hands it to [`Runtime::scheduled`] (`ops/mod.rs`), which
+//! submits it to the stream's queue; `baton_cuda`'s `launch.rs` makes the driver call. Where
+//! Baton does not schedule the stream, the hook calls the driver function the application
+//! called.
 
 use std::ffi::{c_int, c_uint, c_void};
 
 use baton_cuda::sys::{
     CUdevice, CUfunction, CUhostFn, CUkernel, CUlaunchConfig, CUresult, CUstream, CUstreamCallback,
 };
-use baton_cuda::{CudaCommand, HostPtr, KernelArgs};
+use baton_cuda::{CudaCommand, HostPtr, KernelCall, KernelExCall, Op};
 
 use crate::ops::Count;
 use crate::registry::Api;
 use crate::runtime::Runtime;
 
-/// A copy of a launch's arguments, or `None` if they cannot be copied faithfully (then the
-/// launch runs in place). Only called when the launch has to wait, so the fast path copies
-/// nothing.
-///
-/// # Safety
-/// `params`/`extra` as the application passed them to a launch, still valid.
-unsafe fn copy_args(
-    rt: &Runtime,
-    f: CUfunction,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-) -> Option<KernelArgs> {
-    let layout = if params.is_null() {
-        None
-    } else {
-        rt.params.layout(rt.driver, f)
-    };
-    // SAFETY: the caller's contract.
-    unsafe { KernelArgs::copy(layout, params, extra) }
-}
-
-/// A `cuLaunchKernel`/`cuLaunchCooperativeKernel` call as a scheduled operation.
-///
-/// # Safety
-/// The arguments as the application passed them to the driver.
-#[allow(clippy::too_many_arguments)]
-unsafe fn kernel(
-    rt: &Runtime,
-    api: Api,
-    f: CUfunction,
-    grid: [u32; 3],
-    block: [u32; 3],
-    shared: u32,
-    stream: CUstream,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-    cooperative: bool,
-    direct: impl FnOnce(CUstream) -> CUresult,
-) -> CUresult {
-    let defer = || {
-        // SAFETY: the caller's contract: the arguments are still valid during the call.
-        let args = unsafe { copy_args(rt, f, params, extra) }?;
-        Some(CudaCommand::Kernel {
-            f,
-            grid,
-            block,
-            shared,
-            args,
-            cooperative,
-        })
-    };
-    scheduled_kernel(rt, f, stream, api, cooperative, direct, defer)
-}
-
 /// A kernel launch as a scheduled operation, after the Level-2 bookkeeping of its function.
-/// Profiled, the real call is timed: a second copy of the path, so the first pays nothing.
 fn scheduled_kernel(
     rt: &Runtime,
-    f: CUfunction,
     stream: CUstream,
     api: Api,
-    cooperative: bool,
-    direct: impl FnOnce(CUstream) -> CUresult,
-    defer: impl FnOnce() -> Option<CudaCommand>,
-) -> CUresult {
+    (f, cooperative): (CUfunction, bool),
+    op: Op<'_>,
+) -> Option<CUresult> {
     rt.before_kernel(f);
-    let count = Count::Kernel { cooperative };
+    rt.scheduled(stream, api, Count::Kernel { cooperative }, op)
+}
+
+/// A launch Baton does not schedule, made by the hook itself: timed when profiling, as the
+/// scheduled ones are.
+fn unscheduled(rt: &Runtime, call: impl FnOnce() -> CUresult) -> CUresult {
     if rt.hot.profile {
-        let timed = |h| crate::profile::in_driver(|| direct(h));
-        return rt.scheduled(stream, api, count, timed, defer);
+        return crate::profile::in_driver(call);
     }
-    rt.scheduled(stream, api, count, direct, defer)
+    call()
 }
 
 macro_rules! launch_kernel {
@@ -91,12 +42,14 @@ macro_rules! launch_kernel {
             f: CUfunction, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint,
             shared: c_uint, stream: CUstream, params: *mut *mut c_void, extra: *mut *mut c_void,
         ) |rt, real| {
-            // SAFETY: the application's arguments; `direct` calls the real function with them
-            // (and the stream handle Baton maps the application's to).
-            unsafe {
-                kernel(rt, $api, f, [gx, gy, gz], [bx, by, bz], shared, stream, params, extra, false,
-                    |h| real(f, gx, gy, gz, bx, by, bz, shared, h, params, extra))
-            }
+            let k = KernelCall {
+                f, grid: [gx, gy, gz], block: [bx, by, bz], shared, params, extra,
+                cooperative: false, layouts: &rt.params,
+            };
+            scheduled_kernel(rt, stream, $api, (f, false), Op::Kernel(&k)).unwrap_or_else(|| {
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                unscheduled(rt, || unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) })
+            })
         });
     };
 }
@@ -110,12 +63,14 @@ macro_rules! launch_cooperative {
             f: CUfunction, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint,
             shared: c_uint, stream: CUstream, params: *mut *mut c_void,
         ) |rt, real| {
-            // SAFETY: as for cuLaunchKernel.
-            unsafe {
-                kernel(rt, $api, f, [gx, gy, gz], [bx, by, bz], shared, stream, params,
-                    std::ptr::null_mut(), true,
-                    |h| real(f, gx, gy, gz, bx, by, bz, shared, h, params))
-            }
+            let k = KernelCall {
+                f, grid: [gx, gy, gz], block: [bx, by, bz], shared, params,
+                extra: std::ptr::null_mut(), cooperative: true, layouts: &rt.params,
+            };
+            scheduled_kernel(rt, stream, $api, (f, true), Op::Kernel(&k)).unwrap_or_else(|| {
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                unscheduled(rt, || unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params) })
+            })
         });
     };
 }
@@ -129,28 +84,10 @@ macro_rules! launch_ex {
             config: *const CUlaunchConfig, f: CUfunction, params: *mut *mut c_void,
             extra: *mut *mut c_void,
         ) |rt, real| {
-            if config.is_null() {
+            // SAFETY: null, or the application's valid configuration during its call.
+            let Some(cfg) = (unsafe { config.as_ref() }) else {
                 // SAFETY: the driver reports the invalid argument itself.
                 return unsafe { real(config, f, params, extra) };
-            }
-            // SAFETY: `config` is the application's valid configuration.
-            let cfg: CUlaunchConfig = unsafe { *config };
-            let defer = || {
-                // SAFETY: the application's arguments, valid during the call.
-                let args = unsafe { copy_args(rt, f, params, extra) }?;
-                let attrs = if cfg.attrs.is_null() || cfg.numAttrs == 0 {
-                    Vec::new()
-                } else {
-                    // SAFETY: `attrs` holds `numAttrs` attributes during the call.
-                    unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.numAttrs as usize) }.to_vec()
-                };
-                Some(CudaCommand::KernelEx { config: cfg, attrs, f, args })
-            };
-            let direct = |h: CUstream| {
-                let mut c = cfg;
-                c.hStream = h;
-                // SAFETY: the application's configuration with the mapped stream.
-                unsafe { real(&c, f, params, extra) }
             };
             let attrs: &[baton_cuda::sys::CUlaunchAttribute] = if cfg.attrs.is_null() {
                 &[]
@@ -160,13 +97,18 @@ macro_rules! launch_ex {
             };
             let cooperative = baton_cuda::cooperative_attrs(attrs);
             let events = baton_cuda::attribute_events(attrs);
+            let k = KernelExCall { config: cfg, f, params, extra, cooperative, layouts: &rt.params };
+            let op = Op::KernelEx(&k);
             if !events.is_empty() {
                 // The launch records events: it is their last record (see `recording`).
                 rt.before_kernel(f);
-                let count = Count::Kernel { cooperative };
-                return rt.recording(&events, cfg.hStream, $api, count, direct, defer);
+                return rt.recording(&events, cfg.hStream, $api, Count::Kernel { cooperative }, op)
+                    // SAFETY: the application's arguments, unchanged, to the function it called.
+                    .unwrap_or_else(|| unsafe { real(config, f, params, extra) });
             }
-            scheduled_kernel(rt, f, cfg.hStream, $api, cooperative, direct, defer)
+            scheduled_kernel(rt, cfg.hStream, $api, (f, cooperative), op)
+                // SAFETY: as above.
+                .unwrap_or_else(|| unscheduled(rt, || unsafe { real(config, f, params, extra) }))
         });
     };
 }
@@ -177,9 +119,10 @@ launch_ex!(cuLaunchKernelEx_ptsz, Api::PerThread);
 macro_rules! host_func {
     ($name:ident, $api:expr) => {
         hook!($name(stream: CUstream, f: CUhostFn, data: *mut c_void) |rt, real| {
-            let defer = move || Some(CudaCommand::HostFunc { f, data: HostPtr(data) });
-            // SAFETY: the application's arguments with the mapped stream.
-            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(h, f, data) }, defer)
+            let op = Op::Command(&CudaCommand::HostFunc { f, data: HostPtr(data) });
+            rt.scheduled(stream, $api, Count::Other, op)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(stream, f, data) })
         });
     };
 }
@@ -190,9 +133,10 @@ host_func!(cuLaunchHostFunc_ptsz, Api::PerThread);
 macro_rules! stream_callback {
     ($name:ident, $api:expr) => {
         hook!($name(stream: CUstream, f: CUstreamCallback, data: *mut c_void, flags: c_uint) |rt, real| {
-            let defer = move || Some(CudaCommand::StreamCallback { f, data: HostPtr(data), flags });
-            // SAFETY: the application's arguments with the mapped stream.
-            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(h, f, data, flags) }, defer)
+            let op = Op::Command(&CudaCommand::StreamCallback { f, data: HostPtr(data), flags });
+            rt.scheduled(stream, $api, Count::Other, op)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(stream, f, data, flags) })
         });
     };
 }

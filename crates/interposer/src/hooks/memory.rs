@@ -11,7 +11,7 @@
 use std::ffi::{c_uint, c_ushort, c_void};
 
 use baton_cuda::sys::{CUdeviceptr, CUmemoryPool, CUresult, CUstream};
-use baton_cuda::{CudaCommand, HostPtr, MemsetWidth};
+use baton_cuda::{CudaCommand, HostPtr, MemsetWidth, Op};
 
 use crate::ops::Count;
 use crate::registry::Api;
@@ -20,9 +20,10 @@ use crate::runtime::Runtime;
 macro_rules! dtod_async {
     ($name:ident, $api:expr) => {
         hook!($name(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream) |rt, real| {
-            let defer = move || Some(CudaCommand::CopyDtoD { dst, src, bytes });
-            // SAFETY: the application's arguments with the mapped stream.
-            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(dst, src, bytes, h) }, defer)
+            let op = Op::Command(&CudaCommand::CopyDtoD { dst, src, bytes });
+            rt.scheduled(stream, $api, Count::Other, op)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(dst, src, bytes, stream) })
         });
     };
 }
@@ -32,9 +33,10 @@ dtod_async!(cuMemcpyDtoDAsync_v2_ptsz, Api::PerThread);
 macro_rules! memset_async {
     ($name:ident, $api:expr, $ty:ty, $width:expr) => {
         hook!($name(dst: CUdeviceptr, value: $ty, count: usize, stream: CUstream) |rt, real| {
-            let defer = move || Some(CudaCommand::Memset { width: $width, dst, value: u32::from(value), count });
-            // SAFETY: the application's arguments with the mapped stream.
-            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(dst, value, count, h) }, defer)
+            let op = Op::Command(&CudaCommand::Memset { width: $width, dst, value: u32::from(value), count });
+            rt.scheduled(stream, $api, Count::Other, op)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(dst, value, count, stream) })
         });
     };
 }
@@ -67,8 +69,9 @@ macro_rules! copy_async {
                 // Into pageable memory the driver's call returns when the copy is done.
                 return rt.synchronous(stream, $api, direct);
             }
-            let defer = move || rt.driver.is_driver_memory(src).then_some(CudaCommand::Copy { dst, src, bytes });
-            rt.scheduled(stream, $api, Count::Other, direct, defer)
+            // From pageable memory it runs in place (`Launch::into_owned`).
+            let op = Op::Command(&CudaCommand::Copy { dst, src, bytes });
+            rt.scheduled(stream, $api, Count::Other, op).unwrap_or_else(|| direct(stream))
         });
     };
 }
@@ -78,13 +81,11 @@ copy_async!(cuMemcpyAsync_ptsz, Api::PerThread);
 macro_rules! copy_htod_async {
     ($name:ident, $api:expr) => {
         hook!($name(dst: CUdeviceptr, src: *const c_void, bytes: usize, stream: CUstream) |rt, real| {
-            let defer = move || {
-                rt.driver
-                    .is_driver_memory(src as CUdeviceptr)
-                    .then_some(CudaCommand::CopyHtoD { dst, src: HostPtr(src.cast_mut()), bytes })
-            };
-            // SAFETY: the application's arguments with the mapped stream.
-            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(dst, src, bytes, h) }, defer)
+            // From pageable memory it runs in place (`Launch::into_owned`).
+            let op = Op::Command(&CudaCommand::CopyHtoD { dst, src: HostPtr(src.cast_mut()), bytes });
+            rt.scheduled(stream, $api, Count::Other, op)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(dst, src, bytes, stream) })
         });
     };
 }
@@ -100,8 +101,8 @@ macro_rules! copy_dtoh_async {
                 // Into pageable memory the driver's call returns when the copy is done.
                 return rt.synchronous(stream, $api, direct);
             }
-            let defer = move || Some(CudaCommand::CopyDtoH { dst: HostPtr(dst), src, bytes });
-            rt.scheduled(stream, $api, Count::Other, direct, defer)
+            let op = Op::Command(&CudaCommand::CopyDtoH { dst: HostPtr(dst), src, bytes });
+            rt.scheduled(stream, $api, Count::Other, op).unwrap_or_else(|| direct(stream))
         });
     };
 }
@@ -111,9 +112,10 @@ copy_dtoh_async!(cuMemcpyDtoHAsync_v2_ptsz, Api::PerThread);
 macro_rules! value_op {
     ($name:ident, $api:expr, $variant:ident) => {
         hook!($name(stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint) |rt, real| {
-            let defer = move || Some(CudaCommand::$variant { addr, value, flags });
-            // SAFETY: the application's arguments with the mapped stream.
-            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(h, addr, value, flags) }, defer)
+            let op = Op::Command(&CudaCommand::$variant { addr, value, flags });
+            rt.scheduled(stream, $api, Count::Other, op)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(stream, addr, value, flags) })
         });
     };
 }
@@ -207,9 +209,10 @@ alloc_from_pool_async!(cuMemAllocFromPoolAsync_ptsz, Api::PerThread);
 macro_rules! free_async {
     ($name:ident, $api:expr) => {
         hook!($name(ptr: CUdeviceptr, stream: CUstream) |rt, real| {
-            let defer = move || Some(CudaCommand::MemFree(ptr));
-            // SAFETY: the application's arguments with the mapped stream.
-            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(ptr, h) }, defer)
+            let op = Op::Command(&CudaCommand::MemFree(ptr));
+            rt.scheduled(stream, $api, Count::Other, op)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(ptr, stream) })
         });
     };
 }

@@ -13,14 +13,13 @@ use baton_cuda::sys::{
     CUlibraryOption, CUmemLocation, CUmodule, CUresult, CUstream,
 };
 
-use crate::ops::Count;
 use crate::registry::Api;
 
 macro_rules! in_place {
     ($name:ident($($a:ident: $t:ty),*), $api:expr) => {
         hook!($name($($a: $t,)* stream: CUstream) |rt, real| {
             // SAFETY: the application's arguments with the mapped stream.
-            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real($($a,)* h) }, || None)
+            rt.in_place(stream, $api, |h| unsafe { real($($a,)* h) })
         });
     };
 }
@@ -29,7 +28,7 @@ macro_rules! stream_first_in_place {
     ($name:ident($($a:ident: $t:ty),*), $api:expr) => {
         hook!($name(stream: CUstream, $($a: $t),*) |rt, real| {
             // SAFETY: the application's arguments with the mapped stream.
-            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(h, $($a),*) }, || None)
+            rt.in_place(stream, $api, |h| unsafe { real(h, $($a),*) })
         });
     };
 }

@@ -2,12 +2,12 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use baton_cuda::CudaCommand;
 use baton_cuda::sys::{
     CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, CUDA_GRAPH_INSTANTIATE_PARAMS, CUcontext, CUevent, CUgraph,
     CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgreenCtx, CUlibrary, CUmodule, CUresult, CUstream,
     CUstreamCaptureMode, CUstreamCaptureStatus, cuuint64_t,
 };
+use baton_cuda::{CudaCommand, Op};
 
 use crate::ops::Count;
 use crate::registry::Api;
@@ -176,7 +176,7 @@ macro_rules! instantiate_with_params {
             };
             // With an upload, the instantiation is an operation of that stream: in place, in
             // order, on the stream as Baton maps it (the application's structure is restored).
-            rt.scheduled(stream, $api, Count::Other, |h| {
+            rt.in_place(stream, $api, |h| {
                 // SAFETY: `params` is the application's writable structure (checked above).
                 unsafe {
                     (*params).hUploadStream = h;
@@ -184,7 +184,7 @@ macro_rules! instantiate_with_params {
                     (*params).hUploadStream = stream;
                     r
                 }
-            }, || None)
+            })
         });
     };
 }
@@ -193,9 +193,10 @@ per_api!(instantiate_with_params: cuGraphInstantiateWithParams, cuGraphInstantia
 macro_rules! graph_launch {
     ($name:ident, $api:expr) => {
         hook!($name(exec: CUgraphExec, stream: CUstream) |rt, real| {
-            let defer = move || Some(CudaCommand::GraphLaunch(exec));
-            // SAFETY: the application's arguments, stream mapped.
-            rt.scheduled(stream, $api, Count::Graph, |h| unsafe { real(exec, h) }, defer)
+            let op = Op::Command(&CudaCommand::GraphLaunch(exec));
+            rt.scheduled(stream, $api, Count::Graph, op)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(exec, stream) })
         });
     };
 }
@@ -204,9 +205,10 @@ per_api!(graph_launch: cuGraphLaunch, cuGraphLaunch_ptsz);
 macro_rules! graph_upload {
     ($name:ident, $api:expr) => {
         hook!($name(exec: CUgraphExec, stream: CUstream) |rt, real| {
-            let defer = move || Some(CudaCommand::GraphUpload(exec));
-            // SAFETY: the application's arguments, stream mapped.
-            rt.scheduled(stream, $api, Count::Other, |h| unsafe { real(exec, h) }, defer)
+            let op = Op::Command(&CudaCommand::GraphUpload(exec));
+            rt.scheduled(stream, $api, Count::Other, op)
+                // SAFETY: the application's arguments, unchanged, to the function it called.
+                .unwrap_or_else(|| unsafe { real(exec, stream) })
         });
     };
 }

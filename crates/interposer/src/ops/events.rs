@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use baton_cuda::CudaCommand;
 use baton_cuda::core::locks;
 use baton_cuda::core::{CommandSeq, CommandState, Dependency};
 use baton_cuda::sys::{CUevent, CUresult, CUstream};
+use baton_cuda::{CudaCommand, Launch, Op};
 
 use super::Count;
 use crate::registry::{Api, StreamEntry};
@@ -16,35 +16,33 @@ use crate::runtime::EventTrack;
 use crate::runtime::Runtime;
 
 impl Runtime {
-    /// `cuEventRecord[WithFlags]`.
+    /// `cuEventRecord[WithFlags]`; `None` where Baton does not schedule `stream` (the hook
+    /// calls the driver itself).
     pub(crate) fn event_record(
         &self,
         event: CUevent,
         stream: CUstream,
         api: Api,
         flags: Option<u32>,
-        direct: impl FnOnce(CUstream) -> CUresult,
-    ) -> CUresult {
-        self.recording(&[event], stream, api, Count::Marker, direct, || {
-            Some(CudaCommand::EventRecord { event, flags })
-        })
+    ) -> Option<CUresult> {
+        let op = Op::Command(&CudaCommand::EventRecord { event, flags });
+        self.recording(&[event], stream, api, Count::Marker, op)
     }
 
     /// A stream operation that records `events` at its place in the stream: an event record,
     /// or a kernel launch whose attributes name events. Waits on the events issued before it
     /// reach the driver first (CUDA binds a wait to the record current when it was issued), and
     /// the operation becomes each event's last record, which later waits and queries follow.
+    /// `None` where Baton does not schedule `stream`: the hook calls the driver itself.
     pub(crate) fn recording(
         &self,
         events: &[CUevent],
         stream: CUstream,
         api: Api,
         count: Count,
-        direct: impl FnOnce(CUstream) -> CUresult,
-        defer: impl FnOnce() -> Option<CudaCommand>,
-    ) -> CUresult {
+        op: Op<'_>,
+    ) -> Option<CUresult> {
         let Some(e) = self.scheduled_entry(stream, api) else {
-            let r = direct(stream);
             // Recorded where Baton does not schedule: an earlier record no longer says when
             // the event completes. (Disabled, Baton never tracks a record: nothing to forget,
             // and the record path stays the driver's.)
@@ -56,17 +54,20 @@ impl Runtime {
                     }
                 }
             }
-            return r;
+            return None;
         };
         if self.capturing(&e, Self::handle_for(&e, stream)) {
-            let r = direct(Self::handle_for(&e, stream));
+            // SAFETY: the stream as Baton maps it, from the application's thread, with the
+            // application's arguments, valid during its call.
+            let launch = unsafe { Launch::new(Self::handle_for(&e, stream), op, false) };
+            let r = launch.outside_queue(self.driver);
             let mut ev = locks::lock(&self.events);
             for event in events {
                 let t = ev.entry(*event as usize).or_default();
                 t.record = None;
                 t.captured = true;
             }
-            return r;
+            return Some(r);
         }
         let mut waits: Vec<(Arc<StreamEntry>, CommandSeq)> = Vec::new();
         {
@@ -82,7 +83,7 @@ impl Runtime {
             .filter(|(q, _)| !Arc::ptr_eq(q, &e))
             .filter_map(|(q, seq)| q.xq.dependency_on(*seq))
             .collect();
-        let (r, seq) = self.scheduled_on(&e, stream, count, deps, direct, defer);
+        let (r, seq) = self.scheduled_on(&e, stream, count, deps, op);
         if let Some(seq) = seq {
             let mut ev = locks::lock(&self.events);
             for event in events {
@@ -91,21 +92,19 @@ impl Runtime {
                 t.captured = false;
             }
         }
-        r
+        Some(r)
     }
 
-    /// `cuStreamWaitEvent`.
+    /// `cuStreamWaitEvent`; `None` where Baton does not schedule `stream` (the hook calls the
+    /// driver itself).
     pub(crate) fn stream_wait_event(
         &self,
         stream: CUstream,
         api: Api,
         event: CUevent,
         flags: u32,
-        direct: impl FnOnce(CUstream) -> CUresult,
-    ) -> CUresult {
-        let Some(e) = self.scheduled_entry(stream, api) else {
-            return direct(stream);
-        };
+    ) -> Option<CUresult> {
+        let e = self.scheduled_entry(stream, api)?;
         let handle = Self::handle_for(&e, stream);
         let key = event as usize;
         let (record, captured) = {
@@ -114,21 +113,22 @@ impl Runtime {
                 .map(|t| (t.record.clone(), t.captured))
                 .unwrap_or((None, false))
         };
+        let op = Op::Command(&CudaCommand::WaitEvent { event, flags });
         if captured && self.gate.active() {
             // Waiting on captured work joins this stream to the capture: from now on its calls
             // go to the capture.
             self.before_recording(&e);
             self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
-            return self.start_recording(&e, || direct(handle));
+            // SAFETY: the stream as Baton maps it, from the application's thread.
+            let launch = unsafe { Launch::new(handle, op, false) };
+            return Some(self.start_recording(&e, || launch.outside_queue(self.driver)));
         }
         let deps: Vec<Dependency> = record
             .iter()
             .filter(|(q, _)| !Arc::ptr_eq(q, &e))
             .filter_map(|(q, seq)| q.xq.dependency_on(*seq))
             .collect();
-        let (r, seq) = self.scheduled_on(&e, stream, Count::Other, deps, direct, || {
-            Some(CudaCommand::WaitEvent { event, flags })
-        });
+        let (r, seq) = self.scheduled_on(&e, stream, Count::Other, deps, op);
         if let Some(seq) = seq {
             if e.xq.query(seq) == Ok(CommandState::Pending) {
                 let mut ev = locks::lock(&self.events);
@@ -138,7 +138,7 @@ impl Runtime {
                 t.waits.push((e.clone(), seq));
             }
         }
-        r
+        Some(r)
     }
 
     /// The queue and position of `event`'s last record, if Baton knows it.

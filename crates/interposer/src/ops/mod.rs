@@ -1,13 +1,16 @@
 //! What the hooks do, independent of each function's exact signature.
 //!
-//! Every stream operation becomes a command of the stream's XQueue: `direct` launches it with
-//! the application's own arguments on the caller's thread when nothing holds it back;
-//! otherwise `defer` builds an owned copy that the queue launches later, in order. When no
-//! faithful copy can be made (host memory the application may reuse as soon as the call
-//! returns, arguments whose layout the driver will not tell), `defer` says so and the command
-//! is launched in place once everything before it has been — delayed, never reordered. While a
-//! stream is being captured into a graph, its calls go straight to the driver (capture
-//! records, it does not execute).
+//! Every stream operation becomes a command of the stream's XQueue. A hook builds it as a
+//! value, an [`Op`] with the application's arguments; here it becomes a
+//! [`Launch`] on the stream as the driver knows it and is submitted to the queue, which either
+//! launches it at once on the caller's thread (copying nothing) or has it copied into an owned
+//! command that the queue launches later, in order (`baton_cuda`'s `launch.rs` makes both
+//! driver calls). When no faithful copy can be made (host memory the application may reuse as
+//! soon as the call returns, arguments whose layout the driver will not tell), the command is
+//! launched in place once everything before it has been — delayed, never reordered; so are the
+//! operations Baton does not model, which the hook performs itself in their turn
+//! ([`Runtime::in_place`]). While a stream is being captured into a graph, its calls go
+//! straight to the driver (capture records, it does not execute).
 //!
 //! CUDA orders some commands across streams; the driver enforces that order only if the
 //! commands reach it in that order, so each command carries launch *dependencies* on the
@@ -24,10 +27,10 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use baton_cuda::CudaCommand;
 use baton_cuda::core::locks;
-use baton_cuda::core::{CommandSeq, Dependency};
+use baton_cuda::core::{CommandSeq, Dependency, Nanos, SubmitPath};
 use baton_cuda::sys::{CU_STREAM_CAPTURE_STATUS_ACTIVE, CUresult, CUstream, CUstreamCaptureStatus};
+use baton_cuda::{Launch, Op};
 
 use crate::ffi::status;
 use crate::registry::{Api, StreamEntry, StreamKind};
@@ -105,21 +108,17 @@ impl Runtime {
         }
     }
 
-    /// A stream operation; see the module documentation. `defer` returns `None` when the
-    /// operation cannot be copied faithfully.
+    /// A stream operation; see the module documentation. `None` when Baton does not schedule
+    /// `stream`: the hook then calls the driver function the application called itself.
     pub(crate) fn scheduled(
         &self,
         stream: CUstream,
         api: Api,
         count: Count,
-        direct: impl FnOnce(CUstream) -> CUresult,
-        defer: impl FnOnce() -> Option<CudaCommand>,
-    ) -> CUresult {
-        let Some(e) = self.scheduled_entry(stream, api) else {
-            return direct(stream);
-        };
-        self.scheduled_on(&e, stream, count, Vec::new(), direct, defer)
-            .0
+        op: Op<'_>,
+    ) -> Option<CUresult> {
+        let e = self.scheduled_entry(stream, api)?;
+        Some(self.scheduled_on(&e, stream, count, Vec::new(), op).0)
     }
 
     /// [`Runtime::scheduled`] on a known entry, after `deps`; also returns the command's
@@ -130,8 +129,7 @@ impl Runtime {
         stream: CUstream,
         count: Count,
         mut deps: Vec<Dependency>,
-        direct: impl FnOnce(CUstream) -> CUresult,
-        defer: impl FnOnce() -> Option<CudaCommand>,
+        op: Op<'_>,
     ) -> (CUresult, Option<CommandSeq>) {
         match count {
             Count::Kernel { .. } => {
@@ -143,6 +141,10 @@ impl Runtime {
             Count::Marker | Count::Other => {}
         }
         let handle = Self::handle_for(e, stream);
+        // SAFETY: `handle` is the application's stream of this queue (or Baton's stand-in for
+        // it), launched onto from the application's thread, which has its context current, with
+        // the application's arguments, valid during its call, which the launch lives in.
+        let launch = unsafe { Launch::new(handle, op, self.hot.profile) };
         if self.capturing(e, handle) {
             // Recorded into the graph, not executed. What the call waits for (an event recorded
             // before the capture, on a stream that may still hold it back) must reach the
@@ -151,7 +153,7 @@ impl Runtime {
                 d.wait_satisfied();
             }
             self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
-            return (direct(handle), None);
+            return (launch.outside_queue(self.driver), None);
         }
         self.follow_thread(e);
         crate::queues::note_submitter(e);
@@ -166,51 +168,82 @@ impl Runtime {
         if !deps.is_empty() {
             e.counts[2].fetch_add(1, Ordering::Relaxed);
         }
-        // A submitter can only be held once its command had to wait (then `defer` ran first):
-        // the fast path reads no hold counters.
-        let mut before = None;
-        let r = e.xq.submit_after(
-            deps,
-            |q| {
-                let kernel = matches!(count, Count::Kernel { cooperative: false });
-                // SAFETY: `handle` is the application's stream of this queue, launched onto
-                // from the application's thread, which has its context current.
-                unsafe { q.launch_direct(handle, kernel, direct) }
-            },
-            || {
-                before = Some(e.xq.submitter_held());
-                let c = defer();
-                let counter = if c.is_some() {
-                    e.counts[1].fetch_add(1, Ordering::Relaxed);
-                    &self.stats.deferred
-                } else {
-                    &self.stats.in_order
-                };
-                counter.fetch_add(1, Ordering::Relaxed);
-                c
-            },
-        );
-        if let Some(before) = before
-            && let after = e.xq.submitter_held()
-            && after.0 != before.0
-        {
-            let held = &self.stats.held;
-            held[0].fetch_add(after.0 - before.0, Ordering::Relaxed);
-            held[1].fetch_add(after.1.0.saturating_sub(before.1.0), Ordering::Relaxed);
+        let s = match e.xq.submit_after(deps, launch) {
+            Ok(s) => s,
+            Err(x) => return (status(&x), None),
+        };
+        if s.path != SubmitPath::Direct {
+            self.count_waiting(e, s.path, s.held);
+        }
+        if matches!(count, Count::Marker) {
+            e.xq.mark_marker(s.seq);
+        }
+        (CUresult::SUCCESS, Some(s.seq))
+    }
+
+    /// Counts a command that had to wait: copied into its queue's buffer, or launched in place
+    /// in its turn; and the time its submitter was held, if it was.
+    #[inline(never)]
+    fn count_waiting(&self, e: &StreamEntry, path: SubmitPath, held: Option<Nanos>) {
+        if path == SubmitPath::Buffered {
+            e.counts[1].fetch_add(1, Ordering::Relaxed);
+            self.stats.deferred.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.stats.in_order.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(held) = held {
+            let h = &self.stats.held;
+            h[0].fetch_add(1, Ordering::Relaxed);
+            h[1].fetch_add(held.0, Ordering::Relaxed);
             if crate::python::holds_gil() {
-                held[2].fetch_add(1, Ordering::Relaxed);
+                h[2].fetch_add(1, Ordering::Relaxed);
                 e.counts[3].fetch_add(1, Ordering::Relaxed);
             }
         }
-        match r {
-            Ok(seq) => {
-                if matches!(count, Count::Marker) {
-                    e.xq.mark_marker(seq);
-                }
-                (CUresult::SUCCESS, Some(seq))
-            }
-            Err(x) => (status(&x), None),
+    }
+
+    /// A stream operation Baton does not model as a command (a multi-dimensional or batched
+    /// copy, a prefetch, a 64-bit stream-memory operation): `call` performs it on the stream
+    /// it is given, in its turn, once everything before it was launched.
+    pub(crate) fn in_place(
+        &self,
+        stream: CUstream,
+        api: Api,
+        call: impl FnOnce(CUstream) -> CUresult,
+    ) -> CUresult {
+        let Some(e) = self.scheduled_entry(stream, api) else {
+            return call(stream);
+        };
+        let handle = Self::handle_for(&e, stream);
+        if self.capturing(&e, handle) {
+            self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
+            return call(handle);
         }
+        self.follow_thread(&e);
+        crate::queues::note_submitter(&e);
+        let deps = self.implicit_deps(&e);
+        self.hot.commands.fetch_add(1, Ordering::Relaxed);
+        e.counts[0].fetch_add(1, Ordering::Relaxed);
+        if !deps.is_empty() {
+            e.counts[2].fetch_add(1, Ordering::Relaxed);
+        }
+        let turn = match e.xq.in_turn(deps) {
+            Ok(t) => t,
+            Err(x) => return status(&x),
+        };
+        if turn.held().is_some() {
+            self.count_waiting(&e, SubmitPath::InPlace, turn.held());
+        }
+        // SAFETY: `handle` is the queue's stream as the application named it (or Baton's
+        // stand-in for it).
+        if let Err(x) = unsafe { turn.hw().before_in_place(handle) } {
+            return status(&x.into());
+        }
+        let r = call(handle);
+        if r.is_success() {
+            turn.launched();
+        }
+        r
     }
 
     /// The handle an unscheduled call (an allocation) should use for `stream`.

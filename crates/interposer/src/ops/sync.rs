@@ -34,7 +34,15 @@ impl Runtime {
         self.stats.in_order.fetch_add(1, Ordering::Relaxed);
         crate::queues::note_submitter(&e);
         let deps = self.implicit_deps(&e);
-        to_status(e.xq.run_synchronous(deps, |_| hw("synchronous", call(handle))))
+        let turn = match e.xq.in_turn(deps) {
+            Ok(t) => t,
+            Err(x) => return status(&x),
+        };
+        let r = call(handle);
+        if r.is_success() {
+            turn.completed();
+        }
+        r
     }
 
     /// `cuStreamSynchronize`: every earlier command launched, then the driver's own wait; on
