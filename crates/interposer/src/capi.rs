@@ -30,7 +30,7 @@ use baton_capi::{
     BATON_SCHEDULER_GLOBAL, BATON_SCHEDULER_LOCAL, BATON_STREAM_LEGACY, BATON_STREAM_PER_THREAD,
     BATON_STREAM_REGULAR, BatonHint, BatonQueue, BatonStatus, Refusal, Request,
 };
-use baton_cuda::core::{Priority, QueueState, ResumeFlags, SuspendFlags, locks};
+use baton_cuda::core::{Priority, QueueState, ResumeFlags, SuspendFlags};
 use baton_cuda::sys::CUstream;
 
 use crate::registry::{Api, StreamEntry, StreamKind, StreamPriority};
@@ -72,19 +72,17 @@ impl Runtime {
 
     /// The priority of a stream of CUDA priority `cuda` with none of its own.
     pub(crate) fn default_priority(&self, cuda: i32) -> Priority {
-        Priority::clamped(
-            i64::from(self.process_priority.load(Ordering::Relaxed)) - i64::from(cuda),
-        )
+        Priority::clamped(i64::from(self.link.process_priority()) - i64::from(cuda))
     }
 
     /// Schedules `e`'s queue at `p` (already in range) from now on.
     fn schedule_at(&self, e: &StreamEntry, p: i32, scoped: bool) {
-        let _g = locks::lock(&self.priority_lock);
+        let _g = self.link.priority_change();
         e.priority.scoped.store(scoped, Ordering::Relaxed);
         if e.priority.current.swap(p, Ordering::Relaxed) == p {
             return;
         }
-        let Some(s) = &self.sched else { return };
+        let Some(s) = &self.link.sched else { return };
         let Ok(prio) = Priority::new(i64::from(p)) else {
             return;
         };
@@ -123,6 +121,7 @@ fn scheduling() -> Result<&'static Runtime, Refusal> {
 fn scheduled() -> Result<(&'static Runtime, &'static AgentScheduler), Refusal> {
     let rt = scheduling()?;
     let s = rt
+        .link
         .sched
         .as_ref()
         .ok_or_else(|| Refusal::plain(BATON_ERR_APP_MANAGED))?;
@@ -267,10 +266,7 @@ extern "C" fn baton_set_process_priority(priority: i32) -> i32 {
     call(|| {
         let p = baton_capi::priority(priority)?;
         let (rt, s) = scheduled()?;
-        {
-            let _g = locks::lock(&rt.priority_lock);
-            rt.process_priority.store(p.get(), Ordering::Relaxed);
-        }
+        rt.link.set_process_priority(p.get());
         s.hint_process(baton_agent::WireHint::Priority(p.into()))
             .map_err(|err| Refusal::new(BATON_ERR_OUT_OF_RANGE, err.to_string()))?;
         rt.follow_process();
@@ -298,7 +294,7 @@ extern "C" fn baton_hint_process(hint: *const BatonHint) -> i32 {
         let req = Request::from_c(unsafe { &*h })?;
         let (rt, s) = scheduled()?;
         if rt.cfg.scheduler == SchedulerMode::Global {
-            let prio = Priority::clamped(i64::from(rt.process_priority.load(Ordering::Relaxed)));
+            let prio = Priority::clamped(i64::from(rt.link.process_priority()));
             return s
                 .hint_process(req.to_wire(prio))
                 .map_err(|err| Refusal::new(BATON_ERR_OUT_OF_RANGE, err.to_string()));
@@ -306,7 +302,7 @@ extern "C" fn baton_hint_process(hint: *const BatonHint) -> i32 {
         // A scheduler in this process holds only this process's queues: each gets the hint,
         // and queues made later get it too (announced work excepted: it is for now).
         if !req.is_announcement() && !matches!(req, Request::Clear(_)) {
-            locks::lock(&rt.process_requests).push(req);
+            rt.link.keep_process_request(req);
         }
         for e in rt.reg.all() {
             hint_entry(s, &e, req)?;
@@ -351,14 +347,14 @@ extern "C" fn baton_status(status: *mut BatonStatus) -> i32 {
                 SchedulerMode::Local => BATON_SCHEDULER_LOCAL,
                 SchedulerMode::Global => BATON_SCHEDULER_GLOBAL,
             },
-            process_priority: rt.process_priority.load(Ordering::Relaxed),
+            process_priority: rt.link.process_priority(),
             level: rt.cfg.level as u32,
             ..BatonStatus::default()
         };
         if rt.cfg.scheduler == SchedulerMode::Local {
             st.set_policy(&rt.cfg.policy);
         }
-        st.connected = u32::from(rt.sched.as_ref().and_then(|s| s.connected()) == Some(true));
+        st.connected = u32::from(rt.link.sched.as_ref().and_then(|s| s.connected()) == Some(true));
         for e in rt.reg.all() {
             st.queues += 1;
             st.suspended_queues += u32::from(e.xq.status().suspended);

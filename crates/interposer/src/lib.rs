@@ -33,7 +33,9 @@
 mod capi;
 mod channel;
 mod dlsym;
+mod event_table;
 mod ffi;
+mod functions;
 mod hooks;
 mod libdl;
 mod ops;
@@ -43,3 +45,4 @@ mod queues;
 mod registry;
 mod report;
 mod runtime;
+mod sched_link;

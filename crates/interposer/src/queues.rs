@@ -215,7 +215,7 @@ impl Runtime {
         if self.cfg.isolated_sms().is_none() {
             return;
         }
-        if let Some(s) = &self.sched {
+        if let Some(s) = &self.link.sched {
             let sms = sms.min(baton_agent::MAX_SMS);
             match s.hint_process(baton_agent::WireHint::Isolated { sms }) {
                 Ok(()) => tracing::info!(
@@ -305,7 +305,7 @@ impl Runtime {
     /// [`Hint::CommandTime`](baton_agent::WireHint::CommandTime)). Called from the guard
     /// thread, never on a launch.
     pub(crate) fn report_command_time(&self, e: &StreamEntry) {
-        let Some(s) = self.sched.as_ref().filter(|_| self.cfg.command_time) else {
+        let Some(s) = self.link.sched.as_ref().filter(|_| self.cfg.command_time) else {
             return;
         };
         let told = match e.told_command_ns.load(Ordering::Relaxed) {
@@ -332,7 +332,7 @@ impl Runtime {
     /// ([`Readiness::launch_bound`](baton_agent::Readiness::launch_bound)). Never on a
     /// launch; `BATON_COMMAND_TIME=off` measures neither this nor command times.
     pub(crate) fn report_readiness(&self, e: &StreamEntry) {
-        let Some(s) = self.sched.as_ref().filter(|_| self.cfg.command_time) else {
+        let Some(s) = self.link.sched.as_ref().filter(|_| self.cfg.command_time) else {
             return;
         };
         let now = baton_cuda::core::Clock::now(&*self.clock);
@@ -421,7 +421,7 @@ impl Runtime {
     /// commands is measured again within milliseconds; what is learnt reaches the scheduler
     /// through [`Runtime::report_command_time`].
     pub(crate) fn remeasure(&self, e: &StreamEntry) {
-        if self.sched.is_none() || !self.cfg.command_time {
+        if self.link.sched.is_none() || !self.cfg.command_time {
             return;
         }
         let (ticks, from) = &e.remeasure;
@@ -457,10 +457,10 @@ impl Runtime {
     /// (`BATON_YIELD`), tells the daemon (`Hint::Yielding`, once per process): other processes'
     /// work then does not hold it back, since its slice is short whenever it is outranked.
     fn claim_yielding(&self) {
-        if !self.cfg.yields_to_others() || self.yield_claimed.swap(true, Ordering::AcqRel) {
+        if !self.cfg.yields_to_others() || !self.link.claim_yield() {
             return;
         }
-        if let Some(s) = &self.sched {
+        if let Some(s) = &self.link.sched {
             let slice_ns = self.cfg.yield_slice_us().saturating_mul(1_000);
             match s.hint_process(baton_agent::WireHint::Yielding { slice_ns }) {
                 Ok(()) => tracing::info!(
@@ -673,7 +673,7 @@ impl Runtime {
             .keep_window(self.cfg.keep_window)
             .max_buffered(self.cfg.max_buffered)
             .clock(self.clock.clone());
-        if let Some(s) = &self.sched {
+        if let Some(s) = &self.link.sched {
             b = b.sink(s.sink());
         }
         match kind {
@@ -685,7 +685,7 @@ impl Runtime {
         }
         let xq = Arc::new(b.build().ok()?);
         let priority = self.default_priority(cuda_priority);
-        if let Some(s) = &self.sched {
+        if let Some(s) = &self.link.sched {
             let now = baton_cuda::core::Clock::now(&*self.clock);
             let mut hints = QueueHints {
                 priority,
@@ -694,7 +694,7 @@ impl Runtime {
             };
             // What code asked of the whole process (only kept here with a local scheduler;
             // the daemon keeps its own).
-            for r in locks::lock(&self.process_requests).iter() {
+            for r in self.link.process_requests().iter() {
                 r.apply(&mut hints, now);
             }
             let meta = QueueMeta {
@@ -727,7 +727,7 @@ impl Runtime {
 
     /// Stops scheduling `e`'s queue (its stream is going away).
     pub(crate) fn unregister(&self, e: &StreamEntry) {
-        if let Some(s) = &self.sched {
+        if let Some(s) = &self.link.sched {
             s.unregister(e.xq.id(), baton_cuda::core::Clock::now(&*self.clock));
         }
     }

@@ -5,25 +5,18 @@
 //! the real driver, resolves its functions with the *real* `dlsym` (never the hook, so there is
 //! no re-entry), and starts the local scheduler thread when scheduling is local.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use baton_agent::{AgentConfig, AgentScheduler};
-use baton_cuda::core::{CommandSeq, MonotonicClock};
-use baton_cuda::{CaptureGate, Driver, ParamCache};
+use baton_cuda::core::MonotonicClock;
+use baton_cuda::{CaptureGate, Driver};
 
+use crate::event_table::EventTable;
+use crate::functions::Functions;
 use crate::registry::{Registry, StreamEntry};
 use crate::report::{Report, Stats};
-
-/// Where an event was last recorded, and the waits on it not yet launched.
-#[derive(Default)]
-pub(crate) struct EventTrack {
-    pub(crate) record: Option<(Arc<StreamEntry>, CommandSeq)>,
-    pub(crate) waits: Vec<(Arc<StreamEntry>, CommandSeq)>,
-    /// Recorded on a stream being captured (a wait on it joins the capture).
-    pub(crate) captured: bool,
-}
+use crate::sched_link::SchedLink;
 
 /// What every launch reads or counts, besides the driver's function pointer: settings copied
 /// from the configuration, and the two counters every launch bumps.
@@ -53,21 +46,13 @@ pub(crate) struct Runtime {
     pub(crate) cfg: AgentConfig,
     /// The real driver's `dlopen` handle.
     pub(crate) library: usize,
-    pub(crate) events: Mutex<HashMap<usize, EventTrack>>,
-    pub(crate) params: ParamCache,
-    /// Functions launched at least once (kept at Level 2 only; see `before_kernel`).
-    pub(crate) launched_functions: std::sync::RwLock<std::collections::HashSet<usize>>,
-    pub(crate) sched: Option<AgentScheduler>,
+    pub(crate) events: EventTable,
+    /// Kernel functions: parameter layouts, and which were launched (Level 2).
+    pub(crate) functions: Functions,
+    /// The scheduler and what the process asked of it.
+    pub(crate) link: SchedLink,
     pub(crate) clock: Arc<MonotonicClock>,
     pub(crate) stats: Stats,
-    /// The process's priority: `BATON_PRIORITY`, or what code set since (`capi.rs`).
-    pub(crate) process_priority: AtomicI32,
-    /// Serializes priority changes, so a queue's last change is the one its scheduler has.
-    pub(crate) priority_lock: Mutex<()>,
-    /// Hints code gave the whole process, for queues made later (local scheduling only).
-    pub(crate) process_requests: Mutex<Vec<baton_capi::Request>>,
-    /// Whether the process has told the daemon it yields (`Hint::Yielding`, once).
-    pub(crate) yield_claimed: AtomicBool,
 }
 
 static STATE: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
@@ -160,7 +145,7 @@ fn build() -> Result<Runtime, InitError> {
         enabled = cfg.enabled,
         "Baton interposer ready"
     );
-    let process_priority = AtomicI32::new(cfg.priority.get());
+    let link = SchedLink::new(sched, cfg.priority.get());
     Ok(Runtime {
         driver,
         hot: Hot {
@@ -174,16 +159,11 @@ fn build() -> Result<Runtime, InitError> {
         reg: Registry::default(),
         cfg,
         library: handle as usize,
-        events: Mutex::new(HashMap::new()),
-        params: ParamCache::new(),
-        launched_functions: Default::default(),
-        sched,
+        events: EventTable::default(),
+        functions: Functions::default(),
+        link,
         clock,
         stats: Stats::default(),
-        process_priority,
-        priority_lock: Mutex::new(()),
-        process_requests: Mutex::new(Vec::new()),
-        yield_claimed: AtomicBool::new(false),
     })
 }
 
@@ -222,7 +202,7 @@ extern "C" fn reset_in_child() {
     let p = STATE.load(Ordering::Acquire);
     if !p.is_null() {
         // SAFETY: see `get`; `forget_in_child` takes no lock (async-signal-safe).
-        if let Some(s) = &unsafe { &*p }.sched {
+        if let Some(s) = &unsafe { &*p }.link.sched {
             s.forget_in_child();
         }
     }
@@ -262,7 +242,7 @@ extern "C" fn report_at_exit() {
                 rt.hot.kernels.load(Ordering::Relaxed),
                 rt.hot.commands.load(Ordering::Relaxed),
             );
-            let link = rt.sched.as_ref().and_then(AgentScheduler::traffic);
+            let link = rt.link.sched.as_ref().and_then(AgentScheduler::traffic);
             Report::write_if_asked(&rt.stats, totals, &rt.reg, &rt.cfg, link);
         }
     });

@@ -44,7 +44,7 @@ macro_rules! launch_kernel {
         ) |rt, real| {
             let k = KernelCall {
                 f, grid: [gx, gy, gz], block: [bx, by, bz], shared, params, extra,
-                cooperative: false, layouts: &rt.params,
+                cooperative: false, layouts: rt.functions.layouts(),
             };
             scheduled_kernel(rt, stream, $api, (f, false), Op::Kernel(&k)).unwrap_or_else(|| {
                 // SAFETY: the application's arguments, unchanged, to the function it called.
@@ -65,7 +65,7 @@ macro_rules! launch_cooperative {
         ) |rt, real| {
             let k = KernelCall {
                 f, grid: [gx, gy, gz], block: [bx, by, bz], shared, params,
-                extra: std::ptr::null_mut(), cooperative: true, layouts: &rt.params,
+                extra: std::ptr::null_mut(), cooperative: true, layouts: rt.functions.layouts(),
             };
             scheduled_kernel(rt, stream, $api, (f, true), Op::Kernel(&k)).unwrap_or_else(|| {
                 // SAFETY: the application's arguments, unchanged, to the function it called.
@@ -97,7 +97,7 @@ macro_rules! launch_ex {
             };
             let cooperative = baton_cuda::cooperative_attrs(attrs);
             let events = baton_cuda::attribute_events(attrs);
-            let k = KernelExCall { config: cfg, f, params, extra, cooperative, layouts: &rt.params };
+            let k = KernelExCall { config: cfg, f, params, extra, cooperative, layouts: rt.functions.layouts() };
             let op = Op::KernelEx(&k);
             if !events.is_empty() {
                 // The launch records events: it is their last record (see `recording`).

@@ -5,14 +5,12 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use baton_cuda::core::locks;
-use baton_cuda::core::{CommandSeq, CommandState, Dependency};
+use baton_cuda::core::{CommandState, Dependency};
 use baton_cuda::sys::{CUevent, CUresult, CUstream};
 use baton_cuda::{CudaCommand, Launch, Op};
 
 use super::Count;
-use crate::registry::{Api, StreamEntry};
-use crate::runtime::EventTrack;
+use crate::registry::Api;
 use crate::runtime::Runtime;
 
 impl Runtime {
@@ -47,12 +45,7 @@ impl Runtime {
             // the event completes. (Disabled, Baton never tracks a record: nothing to forget,
             // and the record path stays the driver's.)
             if self.hot.enabled {
-                let mut ev = locks::lock(&self.events);
-                for event in events {
-                    if let Some(t) = ev.get_mut(&(*event as usize)) {
-                        t.record = None;
-                    }
-                }
+                self.events.forget_records(events);
             }
             return None;
         };
@@ -61,23 +54,10 @@ impl Runtime {
             // application's arguments, valid during its call.
             let launch = unsafe { Launch::new(Self::handle_for(&e, stream), op, false) };
             let r = launch.outside_queue(self.driver);
-            let mut ev = locks::lock(&self.events);
-            for event in events {
-                let t = ev.entry(*event as usize).or_default();
-                t.record = None;
-                t.captured = true;
-            }
+            self.events.recorded_in_capture(events);
             return Some(r);
         }
-        let mut waits: Vec<(Arc<StreamEntry>, CommandSeq)> = Vec::new();
-        {
-            let mut ev = locks::lock(&self.events);
-            for event in events {
-                if let Some(t) = ev.get_mut(&(*event as usize)) {
-                    waits.append(&mut t.waits);
-                }
-            }
-        }
+        let waits = self.events.take_waits(events);
         let deps: Vec<Dependency> = waits
             .iter()
             .filter(|(q, _)| !Arc::ptr_eq(q, &e))
@@ -85,12 +65,7 @@ impl Runtime {
             .collect();
         let (r, seq) = self.scheduled_on(&e, stream, count, deps, op);
         if let Some(seq) = seq {
-            let mut ev = locks::lock(&self.events);
-            for event in events {
-                let t = ev.entry(*event as usize).or_default();
-                t.record = Some((e.clone(), seq));
-                t.captured = false;
-            }
+            self.events.recorded(events, &(e.clone(), seq));
         }
         Some(r)
     }
@@ -106,13 +81,7 @@ impl Runtime {
     ) -> Option<CUresult> {
         let e = self.scheduled_entry(stream, api)?;
         let handle = Self::handle_for(&e, stream);
-        let key = event as usize;
-        let (record, captured) = {
-            let ev = locks::lock(&self.events);
-            ev.get(&key)
-                .map(|t| (t.record.clone(), t.captured))
-                .unwrap_or((None, false))
-        };
+        let (record, captured) = self.events.last_record(event);
         let op = Op::Command(&CudaCommand::WaitEvent { event, flags });
         if captured && self.gate.active() {
             // Waiting on captured work joins this stream to the capture: from now on its calls
@@ -131,25 +100,15 @@ impl Runtime {
         let (r, seq) = self.scheduled_on(&e, stream, Count::Other, deps, op);
         if let Some(seq) = seq {
             if e.xq.query(seq) == Ok(CommandState::Pending) {
-                let mut ev = locks::lock(&self.events);
-                let t = ev.entry(key).or_default();
-                t.waits
-                    .retain(|(q, s)| q.xq.query(*s) == Ok(CommandState::Pending));
-                t.waits.push((e.clone(), seq));
+                self.events.waited(event, (e.clone(), seq));
             }
         }
         Some(r)
     }
 
-    /// The queue and position of `event`'s last record, if Baton knows it.
-    fn last_record(&self, event: CUevent) -> Option<(Arc<StreamEntry>, CommandSeq)> {
-        let ev = locks::lock(&self.events);
-        ev.get(&(event as usize)).and_then(|t| t.record.clone())
-    }
-
     /// `cuEventQuery`: not ready while its record is still buffered.
     pub(crate) fn event_query(&self, event: CUevent, real: impl FnOnce() -> CUresult) -> CUresult {
-        if let Some((q, seq)) = self.last_record(event) {
+        if let Some((q, seq)) = self.events.last_record(event).0 {
             if q.xq.query(seq) == Ok(CommandState::Pending) {
                 return CUresult::NOT_READY;
             }
@@ -166,7 +125,7 @@ impl Runtime {
         event: CUevent,
         real: impl FnOnce() -> CUresult,
     ) -> CUresult {
-        let Some((q, seq)) = self.last_record(event) else {
+        let Some((q, seq)) = self.events.last_record(event).0 else {
             return real();
         };
         let _ = q.xq.wait_launched(seq);
@@ -186,7 +145,7 @@ impl Runtime {
         real: impl FnOnce() -> CUresult,
     ) -> CUresult {
         for ev in [a, b] {
-            if let Some((q, seq)) = self.last_record(ev) {
+            if let Some((q, seq)) = self.events.last_record(ev).0 {
                 if q.xq.query(seq) == Ok(CommandState::Pending) {
                     return CUresult::NOT_READY;
                 }
@@ -203,13 +162,7 @@ impl Runtime {
         event: CUevent,
         real: impl FnOnce() -> CUresult + Send + 'static,
     ) -> CUresult {
-        let t: Option<EventTrack> = locks::lock(&self.events).remove(&(event as usize));
-        let pending: Vec<(Arc<StreamEntry>, CommandSeq)> = t
-            .map(|t| t.waits.into_iter().chain(t.record).collect::<Vec<_>>())
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(q, s)| q.xq.query(*s) == Ok(CommandState::Pending))
-            .collect();
+        let pending = self.events.destroyed(event);
         if pending.is_empty() {
             return real();
         }
@@ -239,11 +192,7 @@ impl Runtime {
     ) -> CUresult {
         let r = self.after_submitted(real);
         if r.is_success() {
-            let mut ev = locks::lock(&self.events);
-            let t = ev.entry(event as usize).or_default();
-            t.record = None;
-            t.waits.clear();
-            t.captured = false;
+            self.events.recorded_by_driver(event);
         }
         r
     }

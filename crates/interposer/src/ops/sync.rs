@@ -5,7 +5,6 @@
 
 use std::sync::atomic::Ordering;
 
-use baton_cuda::core::locks;
 use baton_cuda::sys::{CUfunction, CUresult, CUstream};
 
 use crate::ffi::{hw, status, to_status};
@@ -205,8 +204,7 @@ impl Runtime {
     /// Forgets everything known by function handle: code was unloaded, and its handles may
     /// name other functions from now on.
     pub(crate) fn forget_functions(&self) {
-        self.params.forget_all();
-        locks::write(&self.launched_functions).clear();
+        self.functions.forget_all();
     }
 
     /// At Level 2, before launching `f`: its first launch may load it, which waits for the
@@ -215,12 +213,11 @@ impl Runtime {
         if !self.gates_in_use() {
             return;
         }
-        let key = f as usize;
-        if locks::read(&self.launched_functions).contains(&key) {
+        if self.functions.launched_before(f) {
             return;
         }
         self.release_gates();
-        locks::write(&self.launched_functions).insert(key);
+        self.functions.launched(f);
     }
 
     /// Before a call that changes a function attribute (`cuFuncSetAttribute`,
