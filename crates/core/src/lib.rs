@@ -47,6 +47,6 @@ pub use level::Level;
 pub use stats::percentile;
 pub use submission::{Owned, Submission, SubmitPath, Submitted};
 pub use xqueue::{
-    DEFAULT_MAX_BUFFERED, Drive, QueueControl, ResumeFlags, SuspendFlags, Turn, XQueue,
-    XQueueBuilder, XQueueStatus,
+    Asking, DEFAULT_MAX_BUFFERED, Drive, IdleQuery, QueueControl, ResumeFlags, SuspendFlags,
+    Synchronizing, Turn, XQueue, XQueueBuilder, XQueueStatus,
 };

@@ -55,7 +55,9 @@ mod submit;
 mod worker;
 
 pub use builder::{DEFAULT_MAX_BUFFERED, XQueueBuilder};
+pub use completion::{Asking, IdleQuery};
 pub use options::{Drive, ResumeFlags, SuspendFlags};
+pub use order::Synchronizing;
 pub use queue::XQueue;
 pub use status::{QueueControl, XQueueStatus};
 pub use submit::Turn;

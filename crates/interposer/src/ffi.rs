@@ -37,16 +37,3 @@ pub(crate) fn status(e: &baton_cuda::core::XQueueError) -> CUresult {
         _ => CUresult::UNKNOWN,
     }
 }
-
-/// A core result as a CUDA status.
-pub(crate) fn to_status<T>(r: Result<T, baton_cuda::core::XQueueError>) -> CUresult {
-    match r {
-        Ok(_) => CUresult::SUCCESS,
-        Err(e) => status(&e),
-    }
-}
-
-/// A CUDA status as the error type hardware queues return.
-pub(crate) fn hw(call: &'static str, r: CUresult) -> Result<(), baton_cuda::core::HwError> {
-    baton_cuda::check(call, r).map_err(Into::into)
-}

@@ -6,39 +6,57 @@ use super::shared::{Pending, State};
 use crate::sync::{self, MutexGuard};
 use crate::{CommandSeq, CommandState, HwError, HwQueue, XQueueError};
 
+/// What [`XQueue::idle_query`] knows.
+#[derive(Debug, PartialEq, Eq)]
+pub enum IdleQuery {
+    /// The answer, without asking the hardware.
+    Known(bool),
+    /// Ask the hardware, and tell the queue with [`XQueue::answered`].
+    Ask(Asking),
+}
+
+/// A question to put to the hardware (see [`XQueue::idle_query`]).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Asking {
+    /// Commands launched when it was asked: those a "done" covers.
+    end: u64,
+}
+
 impl<H: HwQueue> XQueue<H> {
     /// Takes the error of a command launched on the application's behalf since the last time
-    /// one was reported (by [`XQueue::synchronize_with`] or here), if one failed: for
+    /// one was reported (by [`XQueue::synchronized`] or here), if one failed: for
     /// synchronizations that wait for the queue without going through it (a whole context's).
     pub fn take_error(&self) -> Option<HwError> {
         sync::lock(&self.shared.state).deferred_error.take()
     }
 
-    /// Asks the hardware through `f` whether all launched work is done (e.g. the driver's stream
-    /// query), without blocking. False while commands are still buffered; true without asking
-    /// when every submitted command is already known complete (the hardware may still be
-    /// running a sync point placed after them, which is the queue's business, not the
-    /// caller's); if `f` says done, every launched command counts as complete.
-    pub fn query_with(
-        &self,
-        f: impl FnOnce(&H) -> Result<bool, HwError>,
-    ) -> Result<bool, XQueueError> {
+    /// Whether all of the queue's work is done, as far as the queue knows without asking the
+    /// hardware: not while commands are still buffered; yes when every submitted command is
+    /// already known complete (the hardware may still be running a sync point placed after
+    /// them, which is the queue's business, not the caller's); otherwise the caller asks the
+    /// hardware (the driver's stream query) and tells the queue with [`XQueue::answered`].
+    pub fn idle_query(&self) -> IdleQuery {
+        let st = sync::lock(&self.shared.state);
+        if !st.buffer.is_empty() {
+            return IdleQuery::Known(false);
+        }
+        if st.completed == st.submitted && st.deferred_error.is_none() {
+            return IdleQuery::Known(true);
+        }
+        IdleQuery::Ask(Asking { end: st.launched })
+    }
+
+    /// The hardware's answer to `q`: if it said done, every command launched before the
+    /// question counts as complete.
+    pub fn answered(&self, q: Asking, done: bool) {
+        if !done {
+            return;
+        }
         let sh = &*self.shared;
         let mut ev = Pending::new();
         let mut st = sync::lock(&sh.state);
-        if !st.buffer.is_empty() {
-            return Ok(false);
-        }
-        if st.completed == st.submitted && st.deferred_error.is_none() {
-            return Ok(true);
-        }
-        let end = st.launched;
-        let done = f(&sh.hw)?;
-        if done {
-            sh.complete_to(&mut st, end, &mut ev);
-        }
+        sh.complete_to(&mut st, q.end, &mut ev);
         sh.unlock_and_emit(st, ev);
-        Ok(done)
     }
 
     /// Waits (releasing the lock) until the launch worker makes progress; with no worker,

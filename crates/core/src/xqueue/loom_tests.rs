@@ -5,7 +5,7 @@ use loom::sync::Arc;
 
 use super::*;
 use crate::testing::{ScriptedHwQueue, TestCommand};
-use crate::{HwQueue, LaunchConfig, Level};
+use crate::{LaunchConfig, Level};
 
 #[test]
 fn loom_submit_races_suspend_resume_and_worker() {

@@ -1,11 +1,21 @@
 //! Dependencies and ordering: what other queues (and the driver) must wait for before a
-//! command of this queue, and running work in the queue's order.
+//! command of this queue, and synchronizations made in the queue's order.
 
 use super::queue::XQueue;
 use super::shared::{Pending, State};
 use crate::dependency::Dependency;
 use crate::sync::{self};
-use crate::{CommandSeq, HwError, HwQueue, Level, XQueueError};
+use crate::{CommandSeq, HwQueue, Level, XQueueError};
+
+/// A synchronization under way (see [`XQueue::begin_synchronize`]).
+#[derive(Debug)]
+#[must_use = "finish it with XQueue::synchronized"]
+pub struct Synchronizing {
+    /// Commands launched when it began: those it covers.
+    end: u64,
+    /// When it began, on the queue's clock.
+    asked: crate::Nanos,
+}
 
 impl<H: HwQueue> XQueue<H> {
     /// A dependency on command `seq` of this queue reaching the hardware, or `None` if it
@@ -93,30 +103,11 @@ impl<H: HwQueue> XQueue<H> {
         self.wait_launched(CommandSeq(last))
     }
 
-    /// Runs `f` on the hardware queue once everything submitted before has been launched, with
-    /// nothing else launched in between: an operation the queue does not buffer keeps its place
-    /// in the command order. Blocks while a suspended queue holds earlier commands.
-    pub fn run_in_order<R>(&self, f: impl FnOnce(&H) -> R) -> Result<R, XQueueError> {
-        let sh = &*self.shared;
-        let mut ev = Pending::new();
-        let mut st = sync::lock(&sh.state);
-        while !st.buffer.is_empty() {
-            st = self.wait_for_progress(st, &mut ev)?;
-        }
-        let r = f(&sh.hw);
-        sh.unlock_and_emit(st, ev);
-        Ok(r)
-    }
-
-    /// Synchronizes with the hardware through `f` (e.g. the driver's own stream
-    /// synchronization) once everything submitted before has been launched; if `f` succeeds,
-    /// every command launched before it counts as complete, and if it blocked, its end is a
-    /// sample of the command time (see [`XQueue::saw_complete`]). Returns `f`'s value, or an
-    /// error from work launched on the application's behalf since the last wait.
-    pub fn synchronize_with<R>(
-        &self,
-        f: impl FnOnce(&H) -> Result<R, HwError>,
-    ) -> Result<R, XQueueError> {
+    /// The start of a synchronization with the hardware that the caller makes itself (the
+    /// driver's own stream synchronization), once everything submitted before has been
+    /// launched; finish it with [`XQueue::synchronized`]. Blocks while a suspended queue holds
+    /// earlier commands.
+    pub fn begin_synchronize(&self) -> Result<Synchronizing, XQueueError> {
         let sh = &*self.shared;
         let mut ev = Pending::new();
         let mut st = sync::lock(&sh.state);
@@ -124,21 +115,29 @@ impl<H: HwQueue> XQueue<H> {
             st = self.wait_for_progress(st, &mut ev)?;
         }
         let end = st.launched;
-        drop(st);
-        ev.emit(&*sh.sink);
+        sh.unlock_and_emit(st, ev);
+        Ok(Synchronizing {
+            end,
+            asked: sh.clock.now(),
+        })
+    }
+
+    /// The synchronization `s` returned, successfully (`ok`) or not. If it succeeded, every
+    /// command launched before it counts as complete, and if it blocked, its end is a sample of
+    /// the command time (see [`XQueue::saw_complete`]). Returns an error from work launched on
+    /// the application's behalf since the last wait, which the synchronization reports.
+    pub fn synchronized(&self, s: Synchronizing, ok: bool) -> Result<(), XQueueError> {
+        let sh = &*self.shared;
         let mut ev = Pending::new();
-        let asked = sh.clock.now();
-        let r = f(&sh.hw);
         let mut st = sync::lock(&sh.state);
-        if r.is_ok() {
-            sh.saw_complete(&mut st, end, asked, &mut ev);
+        if ok {
+            sh.saw_complete(&mut st, s.end, s.asked, &mut ev);
         }
         let deferred = st.deferred_error.take();
         sh.unlock_and_emit(st, ev);
-        let value = r?;
         match deferred {
             Some(e) => Err(e.into()),
-            None => Ok(value),
+            None => Ok(()),
         }
     }
 

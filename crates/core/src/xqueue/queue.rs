@@ -73,7 +73,7 @@ impl<H: HwQueue> XQueue<H> {
     }
 
     /// How long, in all, the application has been blocked in its own waits for this queue's
-    /// work that reached the queue ([`XQueue::synchronize_with`], [`XQueue::saw_complete`]).
+    /// work that reached the queue ([`XQueue::synchronized`], [`XQueue::saw_complete`]).
     pub fn waited_time(&self) -> crate::Nanos {
         crate::Nanos(
             self.shared

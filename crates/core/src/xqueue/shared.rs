@@ -56,9 +56,9 @@ pub(super) struct Shared<H: HwQueue> {
     /// How many samples `pace_ns` has taken in.
     pub(super) pace_samples: std::sync::atomic::AtomicU64,
     /// How long (ns, in all) the application was blocked in its own waits for this queue's
-    /// work that reached the queue ([`XQueue::synchronize_with`], [`XQueue::saw_complete`]).
+    /// work that reached the queue ([`XQueue::synchronized`], [`XQueue::saw_complete`]).
     ///
-    /// [`XQueue::synchronize_with`]: crate::XQueue::synchronize_with
+    /// [`XQueue::synchronized`]: crate::XQueue::synchronized
     /// [`XQueue::saw_complete`]: crate::XQueue::saw_complete
     pub(super) waited_ns: std::sync::atomic::AtomicU64,
     /// How many such waits there were.

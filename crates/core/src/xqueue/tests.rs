@@ -681,7 +681,7 @@ fn a_submission_is_copied_only_when_it_must_wait() {
 }
 
 #[test]
-fn run_in_order_sees_every_earlier_command_launched() {
+fn a_turn_sees_every_earlier_command_launched() {
     let hw = ScriptedHwQueue::new(Level::L1);
     hw.set_auto_complete(true);
     let q = StdArc::new(XQueue::builder(hw.clone()).build().unwrap());
@@ -689,7 +689,10 @@ fn run_in_order_sees_every_earlier_command_launched() {
     submit_n_worker(&q, 5);
     let runner = {
         let q = q.clone();
-        std::thread::spawn(move || q.run_in_order(|h| h.script().launched.len()).unwrap())
+        std::thread::spawn(move || {
+            let turn = q.in_turn(Vec::new()).unwrap();
+            turn.hw().script().launched.len()
+        })
     };
     q.resume(ResumeFlags::default()).unwrap();
     assert_eq!(runner.join().unwrap(), 5);
@@ -732,20 +735,24 @@ fn synchronize_and_query_with_the_hardware() {
     let hw = ScriptedHwQueue::new(Level::L1);
     let q = external(&hw, 4, 2);
     submit_n(&q, 0, 3);
-    assert_eq!(q.query_with(|_| Ok(true)), Ok(true));
+    let IdleQuery::Ask(asking) = q.idle_query() else {
+        panic!("launched, not known complete: ask the hardware")
+    };
+    q.answered(asking, true);
     assert_eq!(q.status().completed, 3);
     assert_eq!(q.status().state, QueueState::Idle);
     submit_n(&q, 3, 6);
     // Two are still buffered: not done, whatever the hardware says.
-    assert_eq!(q.query_with(|_| Ok(true)), Ok(false));
+    assert_eq!(q.idle_query(), IdleQuery::Known(false));
     assert_eq!(
-        q.synchronize_with(|_| Ok(())),
+        q.begin_synchronize().map(|_| ()),
         Err(XQueueError::Hw(HwError::WouldBlock))
     );
     hw.complete_all();
     q.poll();
     hw.complete_all();
-    assert_eq!(q.synchronize_with(|_| Ok(7)), Ok(7));
+    let s = q.begin_synchronize().unwrap();
+    assert_eq!(q.synchronized(s, true), Ok(()));
     assert_eq!(q.status().completed, 9);
 }
 
@@ -756,24 +763,20 @@ fn a_query_once_everything_is_known_done_does_not_ask_the_hardware() {
     let hw = ScriptedHwQueue::new(Level::L1);
     let q = external(&hw, 4, 2);
     submit_n(&q, 0, 3);
-    assert_eq!(q.synchronize_with(|_| Ok(())), Ok(()));
+    let s = q.begin_synchronize().unwrap();
+    assert_eq!(q.synchronized(s, true), Ok(()));
     assert_eq!(q.status().completed, 3);
-    let asked = std::cell::Cell::new(false);
-    let done = q.query_with(|_| {
-        asked.set(true);
-        Ok(false)
-    });
-    assert_eq!(done, Ok(true));
-    assert!(
-        !asked.get(),
-        "the hardware was asked although everything was known done"
+    assert_eq!(
+        q.idle_query(),
+        IdleQuery::Known(true),
+        "the hardware is not asked when everything is known done"
     );
     submit_n(&q, 3, 1);
-    assert_eq!(
-        q.query_with(|_| Ok(false)),
-        Ok(false),
-        "new work: ask again"
-    );
+    let IdleQuery::Ask(asking) = q.idle_query() else {
+        panic!("new work: ask again")
+    };
+    q.answered(asking, false);
+    assert_eq!(q.status().completed, 3);
 }
 
 #[test]
@@ -790,11 +793,8 @@ fn a_sync_point_the_hardware_cannot_take_now_is_placed_later_without_an_error() 
     submit_n(&q, 4, 2);
     assert!(hw.script().sync_points > 0, "asked again and placed later");
     q.poll();
-    assert_eq!(
-        q.synchronize_with(|_| Ok(())),
-        Ok(()),
-        "no error was recorded"
-    );
+    let s = q.begin_synchronize().unwrap();
+    assert_eq!(q.synchronized(s, true), Ok(()), "no error was recorded");
     assert_eq!(q.status().completed, 6);
 }
 

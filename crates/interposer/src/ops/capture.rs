@@ -60,11 +60,21 @@ impl Runtime {
             StreamKind::PerThread | StreamKind::Regular { blocking: true }
         );
         let legacy = e.ctx.legacy.get().filter(|_| blocking);
-        let run = || e.xq.run_in_order(|_| real()).unwrap_or_else(|x| status(&x));
-        match legacy {
-            Some(l) => l.xq.run_in_order(|_| run()).unwrap_or_else(|x| status(&x)),
-            None => run(),
-        }
+        // The legacy stream's turn first, then the stream's: both keep their workers from the
+        // driver until the capture has begun.
+        let legacy_turn = match legacy.map(|l| l.xq.in_turn(Vec::new())).transpose() {
+            Ok(t) => t,
+            Err(x) => return status(&x),
+        };
+        let turn = match e.xq.in_turn(Vec::new()) {
+            Ok(t) => t,
+            Err(x) => return status(&x),
+        };
+        let r = real();
+        // Not commands of the queues: the turns end with nothing launched.
+        drop(turn);
+        drop(legacy_turn);
+        r
     }
 
     /// `cuStreamEndCapture`.

@@ -5,9 +5,10 @@
 
 use std::sync::atomic::Ordering;
 
+use baton_cuda::core::IdleQuery;
 use baton_cuda::sys::{CUfunction, CUresult, CUstream};
 
-use crate::ffi::{hw, status, to_status};
+use crate::ffi::status;
 use crate::registry::{Api, StreamKind};
 use crate::runtime::Runtime;
 
@@ -63,7 +64,17 @@ impl Runtime {
                 d.wait_satisfied();
             }
         }
-        to_status(e.xq.synchronize_with(|_| hw("cuStreamSynchronize", real(handle))))
+        let s = match e.xq.begin_synchronize() {
+            Ok(s) => s,
+            Err(x) => return status(&x),
+        };
+        let r = real(handle);
+        match e.xq.synchronized(s, r.is_success()) {
+            // An error of a command Baton launched later for the application: reported here,
+            // at a synchronization that covers it, unless the driver's own call failed.
+            Err(x) if r.is_success() => status(&x),
+            _ => r,
+        }
     }
 
     /// `cuStreamQuery`: not ready while commands are still buffered.
@@ -77,16 +88,14 @@ impl Runtime {
             return real(stream);
         };
         let handle = Self::handle_for(&e, stream);
-        let r = e.xq.query_with(|_| match real(handle) {
-            CUresult::SUCCESS => Ok(true),
-            CUresult::NOT_READY => Ok(false),
-            other => hw("cuStreamQuery", other).map(|()| false),
-        });
-        match r {
-            Ok(true) => CUresult::SUCCESS,
-            Ok(false) => CUresult::NOT_READY,
-            Err(x) => status(&x),
-        }
+        let asking = match e.xq.idle_query() {
+            IdleQuery::Known(true) => return CUresult::SUCCESS,
+            IdleQuery::Known(false) => return CUresult::NOT_READY,
+            IdleQuery::Ask(asking) => asking,
+        };
+        let r = real(handle);
+        e.xq.answered(asking, r == CUresult::SUCCESS);
+        r
     }
 
     /// `cuCtxSynchronize` (of the current context) and `cuCtxSynchronize_v2` (of `ctx`, or
@@ -137,7 +146,10 @@ impl Runtime {
         }
         let mut failed = None;
         for e in &entries {
-            let _ = e.xq.query_with(|_| Ok(true));
+            // The driver's wait covered everything launched: done, without asking again.
+            if let IdleQuery::Ask(asking) = e.xq.idle_query() {
+                e.xq.answered(asking, true);
+            }
             // A command Baton launched later for the application failed: the application
             // learns it here, at a synchronization that covers it, as the launch's own call
             // could no longer tell it.
