@@ -6,7 +6,7 @@ use crate::{CommandSeq, HwError, HwQueue, Nanos};
 /// A command as its submitter holds it. An interposer's is the application's call itself, its
 /// arguments borrowed for the duration of that call: launched from there, it copies nothing.
 /// The queue decides which of the two methods runs, and runs exactly one of them to the end
-/// (an [`Submission::into_command`] that gives the submission back is followed by
+/// (a [`Submission::into_command`] that gives the submission back is followed by
 /// [`Submission::launch`], in the command's turn).
 pub trait Submission<H: HwQueue>: Sized {
     /// Hands the command to the hardware now, from the submitting thread.
