@@ -160,10 +160,13 @@ def note(what):
 
 class Service:
     """A service: `request(on_token)` serves one request on its stream and calls `on_token()`
-    when each token (one for Rg and Be) has reached the host; `tokens` per request."""
+    when each token (one for Rg and Be) has reached the host; `tokens` per request. `keep`
+    holds what its graphs read: a graph records only addresses, so the model and the inputs it
+    was captured from must outlive it, or the allocator hands their memory to someone else
+    (in one process, the job: its first step after a replay then faults)."""
 
-    def __init__(self, request, tokens):
-        self.request, self.tokens = request, tokens
+    def __init__(self, request, tokens, keep=()):
+        self.request, self.tokens, self.keep = request, tokens, keep
 
 
 def wanted(var, names):
@@ -206,7 +209,7 @@ def build_rg(stream):
         stream.synchronize()
         on_token()
 
-    return Service(rg_request, 1)
+    return Service(rg_request, 1, keep=(r, rx, rg))
 
 
 def build_dg(stream):
@@ -246,7 +249,7 @@ def build_dg(stream):
                 done.synchronize()
                 on_token()
 
-    return Service(dg_request, DG_TOKENS)
+    return Service(dg_request, DG_TOKENS, keep=(d, prompt, prompt_pos, tok, pos, g_prefill, g_step))
 
 
 def build_be(stream):
