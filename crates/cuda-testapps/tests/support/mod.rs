@@ -217,7 +217,11 @@ pub fn run(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
         }
     };
     let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-    let lines = text
+    // A final fragment without its newline is a line one of the app's threads was writing when
+    // the process exited (see fake-cuda's `log.rs`): not an event, dropped. Every complete
+    // line must parse.
+    let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
+    let lines = complete
         .lines()
         .map(|line| serde_json::from_str(line).expect("a JSON log line"))
         .collect();
