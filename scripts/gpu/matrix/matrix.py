@@ -73,6 +73,9 @@ EXTRA_MODES = {
     "hold": {"be": ["--priority", "0", "--hold"]},
     # The job yielding (`--yield`): under MPS, its kernels on 85 % of the SMs while outranked.
     "yield": {"be": ["--priority", "0", "--yield"]},
+    # Under MPS, SMs kept for the service before its requests arrive: the job yielding on half
+    # of them from the moment the service is registered.
+    "yield50": {"be": ["--priority", "0", "--yield"], "be_env": {"BATON_YIELD_SMS": "50%"}},
 }
 # Where native-split puts the job's work: a second GPU of the same machine.
 SPLIT_DEVICE = os.environ.get("MATRIX_SPLIT_DEVICE", "cuda:1")
