@@ -5,8 +5,8 @@ where it is installed, only makes the bootstrap faster), so CI runs the self-tes
 regenerate the documents without a GPU.
 
   analyze.py DIR [--boot N] [--skip K]
-                              reads DIR/raw-*.json; writes DIR/summary.json (schema 2) and
-                              DIR/table.md; prints the table. --skip K drops the first K samples
+                              reads DIR/raw-*.json (or .json.gz); writes DIR/summary.json
+                              (schema 2) and DIR/table.md; prints the table. --skip K drops the first K samples
                               of every measurement (only for runs whose first requests a
                               harness defect delayed, which their page says)
   analyze.py --self-test
@@ -33,6 +33,7 @@ that applies both hold.
 """
 
 import glob
+import gzip
 import json
 import math
 import os
@@ -174,12 +175,18 @@ def both(*verdicts):
     return HOLDS if all(v == HOLDS for v in verdicts) else UNDECIDED
 
 
+def raw_paths(d):
+    """DIR's raw files, as the matrix writes them (raw-*.json) or as the docs keep them
+    (raw-*.json.gz)."""
+    return sorted(glob.glob(os.path.join(d, "raw-*.json")) + glob.glob(os.path.join(d, "raw-*.json.gz")))
+
+
 def load(paths, skip=0):
     """Every raw file's records (each measurement's first SKIP samples dropped), the services'
     calibration per setup, machines and commits."""
     recs, services, machines, commits, skipped, notes = [], {}, [], set(), [], []
     for p in paths:
-        with open(p) as f:
+        with gzip.open(p, "rt") if p.endswith(".gz") else open(p) as f:
             raw = json.load(f)
         if raw.get("schema") != "baton.matrix-raw/2":
             raise SystemExit(f"{p}: not a second-edition raw file ({raw.get('schema')})")
@@ -442,9 +449,9 @@ def main(argv=None):
     if len(argv) != 1:
         sys.exit(__doc__)
     d = argv[0]
-    paths = sorted(glob.glob(os.path.join(d, "raw-*.json")))
+    paths = raw_paths(d)
     if not paths:
-        sys.exit(f"{d}: no raw-*.json")
+        sys.exit(f"{d}: no raw-*.json or raw-*.json.gz")
     recs, services, machines, commits, skipped, notes = load(paths, skip)
     cells = summarize(recs, services, Boot(boot_n))
     modes = []
@@ -573,7 +580,7 @@ def recorded_check():
     estimates, and every verdict whose interval is not within a few draws of its bound (the
     bootstrap here takes fewer draws than the committed analysis)."""
     d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs", "benchmarks", "matrix")
-    paths = sorted(glob.glob(os.path.join(d, "raw-*.json")))
+    paths = raw_paths(d)
     with open(os.path.join(d, "summary.json")) as f:
         committed = {(c["setup"], c["hp"], c["be"], c["mode"], c["pinned"]): c for c in json.load(f)["cells"]}
     recs, services, *_ = load(paths)

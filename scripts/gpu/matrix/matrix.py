@@ -76,6 +76,9 @@ EXTRA_MODES = {
     # Under MPS, SMs kept for the service before its requests arrive: the job yielding on half
     # of them from the moment the service is registered.
     "yield50": {"be": ["--priority", "0", "--yield"], "be_env": {"BATON_YIELD_SMS": "50%"}},
+    # Where no time slice of its own hands the GPU over (MPS), the job's work in flight bounded
+    # to 100 µs of device time instead of 500.
+    "inflight100": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "100"}},
 }
 # Where native-split puts the job's work: a second GPU of the same machine.
 SPLIT_DEVICE = os.environ.get("MATRIX_SPLIT_DEVICE", "cuda:1")
