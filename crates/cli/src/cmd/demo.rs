@@ -16,8 +16,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// Where the demo runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum DemoDevice {
-    /// A CUDA GPU if this machine has one (and the run asks for nothing only the simulated
-    /// device offers: --realtime, --trace, --check), otherwise the simulated device.
+    /// A CUDA GPU if this machine has one and the run asks for none of --realtime, --trace and
+    /// --check (they pick the simulated device: `--device gpu --check` judges a GPU run),
+    /// otherwise the simulated device.
     Auto,
     /// The simulated device.
     Sim,
@@ -202,6 +203,9 @@ fn run_gpu(args: &DemoArgs, name: &str) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", gpu::table(name, &report.figures));
+    }
+    if args.check && !report.figures.meets_targets() {
+        return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -40,6 +40,29 @@ pub fn summary(
     }
 }
 
+impl DemoFigures {
+    /// HP p99 under Baton over HP p99 alone.
+    pub fn hp_baton_p99_ratio(&self) -> f64 {
+        self.hp_baton_p99_us / self.hp_alone_p99_us.max(1e-9)
+    }
+
+    /// The share of the device time HP leaves idle that BE used under Baton (0 when HP leaves
+    /// none).
+    pub fn be_idle_share(&self) -> f64 {
+        let left = self.be_alone_tput.max(1e-9) * (1.0 - self.hp_busy_fraction);
+        if left > 0.0 {
+            self.be_baton_tput / left
+        } else {
+            0.0
+        }
+    }
+
+    /// Whether Baton met both of the demo's targets (what `baton demo --check` asks).
+    pub fn meets_targets(&self) -> bool {
+        self.hp_baton_p99_ratio() <= HP_P99_TARGET && self.be_idle_share() >= BE_IDLE_SHARE_TARGET
+    }
+}
+
 /// The report as a table, like the simulated demo's; `name` is the GPU's.
 pub fn table(name: &str, f: &DemoFigures) -> String {
     let a99 = f.hp_alone_p99_us.max(1e-9);
@@ -82,17 +105,12 @@ pub fn table(name: &str, f: &DemoFigures) -> String {
     );
     // The simulated demo's targets, said as plainly here.
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
-    let r = f.hp_baton_p99_us / a99;
+    let r = f.hp_baton_p99_ratio();
     s += &format!(
         "HP p99 under Baton: ×{r:.2} of alone (target ≤ ×{HP_P99_TARGET}: {}).\n",
         verdict(r <= HP_P99_TARGET)
     );
-    let left = be * (1.0 - f.hp_busy_fraction);
-    let share = if left > 0.0 {
-        f.be_baton_tput / left
-    } else {
-        0.0
-    };
+    let share = f.be_idle_share();
     s += &format!(
         "BE under Baton used {:.0} % of the GPU time HP leaves (target ≥ {:.0} %: {}).\n",
         100.0 * share,
@@ -180,5 +198,35 @@ mod tests {
              BE under Baton used 87 % of the GPU time HP leaves (target ≥ 90 %: MISSED).\n"
         );
         assert_eq!(phase_label(Phase::BeAlone), "BE alone");
+    }
+
+    #[test]
+    fn the_targets_are_judged_from_the_figures() {
+        // An H200 run at 10304a6: HP ×1.08 of alone misses ×1.05; BE used 97 % of HP's idle time.
+        let missed = summary(
+            &hp(2090.0, 2398.6, 0.42),
+            &be(1.002),
+            (&hp(4388.0, 7074.0, 0.5), &be(0.590)),
+            (&hp(2316.0, 2579.6, 0.42), &be(0.5654)),
+        )
+        .figures;
+        assert!((missed.hp_baton_p99_ratio() - 1.0755).abs() < 1e-3);
+        assert!((missed.be_idle_share() - 0.9728).abs() < 1e-3);
+        assert!(!missed.meets_targets());
+        let met = DemoFigures {
+            hp_baton_p99_us: 2450.0,
+            ..missed.clone()
+        };
+        assert!(met.meets_targets());
+        let starved = DemoFigures {
+            be_baton_tput: 0.50,
+            ..met.clone()
+        };
+        assert!(!starved.meets_targets());
+        let always_busy = DemoFigures {
+            hp_busy_fraction: 1.0,
+            ..met
+        };
+        assert_eq!(always_busy.be_idle_share(), 0.0);
     }
 }
