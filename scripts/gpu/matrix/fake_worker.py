@@ -37,7 +37,16 @@ def serve(hp, n):
 
 def main():
     stop, state = threading.Event(), {}
-    answer({"ready": True, "pid": os.getpid(), "role": sys.argv[1], "baton": False, "gpu_mib": 0})
+    answer(
+        {
+            "ready": True,
+            "pid": os.getpid(),
+            "role": sys.argv[1],
+            "baton": "BATON_SHIM" in os.environ,
+            "gpu_mib": 0,
+            "mps_client_priority": os.environ.get("CUDA_MPS_CLIENT_PRIORITY"),
+        }
+    )
     for line in sys.stdin:
         req = json.loads(line)
         cmd = req["cmd"]

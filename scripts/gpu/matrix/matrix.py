@@ -79,6 +79,12 @@ EXTRA_MODES = {
     # Where no time slice of its own hands the GPU over (MPS), the job's work in flight bounded
     # to 100 µs of device time instead of 500.
     "inflight100": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "100"}},
+    # Under MPS, the job's client at MPS's below-normal priority level (CUDA_MPS_CLIENT_PRIORITY=1)
+    # and the service's at normal: without Baton ("native": True runs the roles as native does,
+    # with only the environment added), and beside Baton's defaults.
+    "native-below": {"native": True, "be_env": {"CUDA_MPS_CLIENT_PRIORITY": "1"}},
+    "below": {"be": ["--priority", "0"], "be_env": {"CUDA_MPS_CLIENT_PRIORITY": "1"}},
+    "below100": {"be": ["--priority", "0"], "be_env": {"CUDA_MPS_CLIENT_PRIORITY": "1", "BATON_INFLIGHT_US": "100"}},
 }
 # Where native-split puts the job's work: a second GPU of the same machine.
 SPLIT_DEVICE = os.environ.get("MATRIX_SPLIT_DEVICE", "cuda:1")
@@ -260,10 +266,15 @@ class Part:
         self.env = dict(
             os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error"
         )
-        self.daemons, self.workers, self.calib = {}, {}, {}
+        self.daemons, self.workers, self.calib, self.socks = {}, {}, {}, {}
 
     def spec(self, mode):
         return BATON_MODES.get(mode) or EXTRA_MODES.get(mode)
+
+    def scheduled(self, mode):
+        """Whether MODE runs its roles under Baton (and so has a daemon of its own)."""
+        spec = self.spec(mode)
+        return spec is not None and not spec.get("native")
 
     def start_daemon(self, mode):
         sock = os.path.join(self.tmp, f"{mode}.sock")
@@ -296,13 +307,15 @@ class Part:
         elif spec is not None:
             key = "hp" if role == "both" else role
             env.update(spec.get(f"{key}_env", {}))
+            if spec.get("native"):
+                return Worker(f"{self.setup}/{mode}/{role}", cmd, env, self.m.log)
             args = spec.get(role, spec.get(key, ["--priority", "10" if key == "hp" else "0"]))
             cmd = [self.m.baton, "run", *args, "--"] + cmd
         return Worker(f"{self.setup}/{mode}/{role}", cmd, env, self.m.log)
 
     def start(self, env):
         modes = self.m.modes(self.setup)
-        socks = {m: self.start_daemon(m) for m in modes if self.spec(m) is not None}
+        socks = self.socks = {m: self.start_daemon(m) for m in modes if self.scheduled(m)}
         for mode in modes:
             menv = dict(env, BATON_SOCKET=socks[mode]) if mode in socks else env
             if self.setup == "P":
@@ -420,9 +433,11 @@ class Part:
         """The job floods in MODE while every service runs in turn."""
         hpw, bew = self.workers[("hp", mode)], self.workers[("be", mode)]
         results, err, log = {}, None, {"log": [], "unit": None}
+        trace = None
         try:
             bew.call(60, cmd="flood", be=job)
             time.sleep(RAMP_S)
+            trace = self.trace(rep, job, mode, pinned)
             for name in self.a.services:
                 try:
                     results[name] = self.serve(hpw, name, rep)
@@ -431,6 +446,12 @@ class Part:
             log = bew.call(300, cmd="stop")
         except WorkerError as e:
             err = str(e)
+        if trace is not None:
+            try:
+                trace.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                trace.kill()
+                trace.wait()
         for name in self.a.services:
             r = results.get(name, {"error": err or "not run"})
             rec = {
@@ -462,6 +483,23 @@ class Part:
             else:
                 self.m.say(f"{self.setup} rep {rep} {mode} {name}+{job}: {rec.get('error')}")
             self.m.record(rec)
+
+    def trace(self, rep, job, mode, pinned):
+        """With MATRIX_TRACE=DIR, the daemon's decisions while a Baton mode's first services run
+        (`baton trace`, MATRIX_TRACE_S seconds, 4 by default) into DIR/trace-<setup>-<job>-<mode>-r<rep>.json."""
+        out = os.environ.get("MATRIX_TRACE")
+        if not out or mode not in self.socks:
+            return None
+        os.makedirs(out, exist_ok=True)
+        name = f"trace-{self.setup}-{job}-{mode}-r{rep}{'' if pinned else '-unpinned'}.json"
+        seconds = os.environ.get("MATRIX_TRACE_S", "4")
+        return subprocess.Popen(
+            [self.m.baton, "trace", "--seconds", seconds, "--out", os.path.join(out, name)],
+            env=dict(self.env, BATON_SOCKET=self.socks[mode]),
+            stdout=subprocess.DEVNULL,
+            stderr=self.m.log,
+            preexec_fn=lambda: os.sched_setaffinity(0, REST_CPUS),
+        )
 
     def repeat(self, rep, modes, pinned):
         self.alone(rep, pinned)

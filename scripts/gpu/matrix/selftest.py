@@ -18,12 +18,14 @@ import matrix  # noqa: E402
 
 def shim(tmp):
     """`baton run [flags] -- CMD...` runs CMD; `baton daemon ...` waits to be stopped;
-    `baton list` answers."""
+    `baton trace ... --out FILE` writes an empty trace; `baton list` answers."""
     path = os.path.join(tmp, "baton")
     with open(path, "w") as f:
         f.write(
-            '#!/bin/sh\ncase "$1" in\n  run) while [ "$1" != "--" ]; do shift; done; shift; exec "$@";;\n'
-            "  daemon) exec sleep 600;;\n  *) exit 0;;\nesac\n"
+            '#!/bin/sh\ncase "$1" in\n  run) while [ "$1" != "--" ]; do shift; done; shift; BATON_SHIM=1 exec "$@";;\n'
+            "  daemon) exec sleep 600;;\n"
+            '  trace) while [ "$1" != "--out" ]; do shift; done; echo "[]" > "$2";;\n'
+            "  *) exit 0;;\nesac\n"
         )
     os.chmod(path, 0o755)
     return path
@@ -88,10 +90,16 @@ def main():
 
 def side_by_side(tmp, env):
     """Two parts side by side without GPUs: each writes its own raw file with its CPU slice, and
-    the merged analysis holds both parts' cells."""
+    the merged analysis holds both parts' cells. The first part also runs a native mode with an
+    environment of its own (native-below): its workers run without `baton run`, the job's with
+    the variable."""
     out = os.path.join(tmp, "sbs")
     common = "--repeats 1 --samples 20 --budget-s 300"
-    parts = [f"--setups S --jobs G --services Rg25,Dg {common}", f"--setups P --jobs T --services Be {common}"]
+    parts = [
+        f"--setups S --jobs G --services Rg25,Dg --modes native,native-below,baton {common}",
+        f"--setups P --jobs T --services Be {common}",
+    ]
+    traces = os.path.join(tmp, "traces")
     run(
         [
             os.path.join(HERE, "side_by_side.py"),
@@ -104,14 +112,21 @@ def side_by_side(tmp, env):
             "--",
             *parts,
         ],
-        env,
+        dict(env, MATRIX_TRACE=traces, MATRIX_TRACE_S="0.1"),
         "side_by_side.py",
     )
     for k, name in enumerate(["raw-S-G.json", "raw-P-T.json"]):
         raw = json.load(open(os.path.join(out, name)))
         assert raw["cpus"]["slice"] == matrix.machine_slice(spec=f"{k}/2"), raw["cpus"]
+    workers = json.load(open(os.path.join(out, "raw-S-G.json")))["workers"]
+    seen = {name: (w["baton"], w["mps_client_priority"]) for name, w in workers.items()}
+    assert seen["S/native-below/hp"] == (False, None) and seen["S/native-below/be"] == (False, "1"), seen
+    assert seen["S/baton/be"] == (True, None) and seen["S/native/be"] == (False, None), seen
     cells = json.load(open(os.path.join(out, "summary.json")))["cells"]
     assert {(c["setup"], c["be"], c["hp"]) for c in cells} == {("S", "G", "Rg25"), ("S", "G", "Dg"), ("P", "T", "Be")}
+    assert {c["mode"] for c in cells if c["setup"] == "S"} == {"native", "native-below", "baton"}
+    # A trace of each Baton mode's cells (the modes with a daemon), none of the native ones.
+    assert sorted(os.listdir(traces)) == ["trace-P-T-baton-r0.json", "trace-S-G-baton-r0.json"], os.listdir(traces)
     assert os.path.getsize(os.path.join(tmp, "sbs.tgz")) > 0
     print(f"matrix side-by-side self-test: ok ({len(cells)} cells from 2 parts)")
 
