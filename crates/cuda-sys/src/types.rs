@@ -374,6 +374,13 @@ pub const CU_CTX_FLAGS_MASK: c_uint = 0xFF;
 /// function may ask for, set by `cuFuncSetAttribute`/`cuKernelSetAttribute` before launches
 /// that need more than the default 48 KiB.
 pub const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_uint = 8;
+/// Function attribute: the preferred split of L1 cache and shared memory, a percentage of the
+/// most shared memory (a preference: the driver gives a launch what it needs whatever it says).
+pub const CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: c_uint = 9;
+/// Function attribute: whether launches may use a cluster larger than the portable size.
+pub const CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: c_uint = 14;
+/// Function attribute: how the blocks of a cluster are preferably spread (a preference).
+pub const CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: c_uint = 15;
 
 /// End of the `extra` array of `cuLaunchKernel` (`CU_LAUNCH_PARAM_END`).
 pub const CU_LAUNCH_PARAM_END: *mut c_void = ptr::null_mut();

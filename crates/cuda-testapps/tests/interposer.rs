@@ -411,6 +411,44 @@ fn dlsym_and_linked_applications_are_scheduled_too() {
     );
 }
 
+/// A function attribute changed while a launch of it is held back (behind a 300 ms kernel, in
+/// a window of one): a preference, a raised limit and a lowered one all leave it held, and the
+/// held launch, asking for more than the lowered limit, is made with the limit raised around
+/// it; the result is native's (a launch over the limit would not run: the fake driver checks).
+/// Each round's three changes come microseconds after the launch, so normally the launch is
+/// held in all of them; were the thread stalled past the kernel in every round, nothing would
+/// be held and the held-over count would be zero. Nothing is ever launched early for them.
+#[test]
+fn attribute_changes_leave_held_launches_held() {
+    let native = run(RUNTIME_LIKE, &["attributes-held"], &[]);
+    assert_eq!(native.line(), "attributes-held ok values=33,33,33,33");
+    let b = under_baton(
+        RUNTIME_LIKE,
+        &["attributes-held"],
+        &[
+            ("BATON_THRESHOLD", "1"),
+            ("BATON_BATCH", "1"),
+            ("BATON_KEEP_WINDOW", "on"),
+        ],
+    );
+    assert_eq!(b.run.line(), native.line(), "{}", b.run.stderr);
+    check_log("attributes-held", &b.run.log, &native.log);
+    assert_eq!(
+        b.report["attribute_flushes"].as_u64(),
+        Some(0),
+        "{}",
+        b.report
+    );
+    let held_over = b.report["attribute_changes_held_over"]
+        .as_u64()
+        .expect("held over");
+    assert!(
+        held_over >= 3 && held_over % 3 == 0,
+        "each round that held the launch held it over all three changes: {}",
+        b.report
+    );
+}
+
 /// In the `priority` scenario's log: how many low-priority kernels started while the
 /// high-priority burst ran, and how many low-priority kernels ran in all.
 fn burst_overlap(log: &Log) -> (usize, usize) {
@@ -744,6 +782,34 @@ fn capture_passes_through_and_graph_launches_are_scheduled() {
         b.report["graph_launches"].as_u64().unwrap_or(0) > 0,
         "{}",
         b.report
+    );
+}
+
+/// `baton run` makes a program at priority 0 or under a below-normal MPS client, leaves one
+/// above normal, and never overrides a level the caller chose.
+#[test]
+fn baton_run_sets_the_mps_client_priority_from_the_program_priority() {
+    let baton = baton_binary().to_str().expect("a UTF-8 path").to_owned();
+    let lib = interposer_library()
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
+    let level = |priority: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["run", "--local", "--interposer", &lib];
+        args.extend_from_slice(priority);
+        args.extend(["--", "sh", "-c", "echo \"[$CUDA_MPS_CLIENT_PRIORITY]\""]);
+        let r = run(&baton, &args, env);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        r.stdout.trim().to_owned()
+    };
+    assert_eq!(level(&["--priority", "0"], &[]), "[1]");
+    assert_eq!(level(&["--priority", "-3"], &[]), "[1]");
+    assert_eq!(level(&[], &[]), "[1]");
+    assert_eq!(level(&["--priority", "10"], &[]), "[]");
+    assert_eq!(level(&[], &[("BATON_PRIORITY", "10")]), "[]");
+    assert_eq!(
+        level(&["--priority", "0"], &[("CUDA_MPS_CLIENT_PRIORITY", "0")]),
+        "[0]"
     );
 }
 

@@ -395,7 +395,9 @@ impl HwQueue for CudaHwQueue {
         // SAFETY: the stream lives as long as its queue and the launching threads have its
         // context current (the application's own thread, or the worker after `on_create`); the
         // command's contents are the application's, valid by CUDA's contract.
-        let r = unsafe { self.launch_on(self.stream, confinable, |s| cmd.launch(self.driver, s)) };
+        let r = crate::shared_limit::with_limit_for(self.driver, &cmd, || unsafe {
+            self.launch_on(self.stream, confinable, |s| cmd.launch(self.driver, s))
+        });
         if let Err(e) = &r {
             // The application learns of it at its next synchronization, without knowing which
             // command it was: say it here.

@@ -35,6 +35,7 @@ mod launch;
 mod params;
 pub mod probe;
 pub mod rm;
+mod shared_limit;
 
 pub use baton_core as core;
 pub use baton_cuda_sys as sys;
@@ -47,3 +48,4 @@ pub use green::{Confined, SmPartition};
 pub use hwqueue::{CaptureGate, CudaHwQueue};
 pub use launch::{KernelCall, KernelExCall, Launch, Op, add_driver_ns, take_driver_ns};
 pub use params::{KernelArgs, ParamCache, ParamLayout};
+pub use shared_limit::{DEFAULT_DYNAMIC_SHARED, attribute_lock};

@@ -38,6 +38,8 @@ pub(crate) struct Function {
     pub loaded: AtomicBool,
     /// The most dynamic shared memory a launch may ask for (48 KiB until raised).
     pub max_dynamic_shared: AtomicU32,
+    /// The preferred shared memory carveout (%), kept and read back only.
+    pub carveout: AtomicU32,
 }
 
 impl Function {
@@ -49,10 +51,14 @@ impl Function {
             function: OnceLock::new(),
             loaded: AtomicBool::new(false),
             max_dynamic_shared: AtomicU32::new(DEFAULT_DYNAMIC_SHARED),
+            carveout: AtomicU32::new(DEFAULT_CARVEOUT),
         }
     }
 }
 
+/// The preferred carveout before it is set: the driver's default (-1) read as a percentage the
+/// fake can store (it has no effect on the fake's kernels).
+pub(crate) const DEFAULT_CARVEOUT: u32 = 0;
 /// Dynamic shared memory a function may use unless its attribute raises the limit.
 pub(crate) const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 /// The most any function may be raised to (an H100's opt-in limit per block).

@@ -9,8 +9,9 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::{Arc, Mutex};
 
 use baton_cuda_sys::{
-    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CUdevice, CUfunction, CUjit_option, CUkernel,
-    CUlibrary, CUlibraryOption, CUmodule, CUresult,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CUdevice, CUfunction, CUjit_option,
+    CUkernel, CUlibrary, CUlibraryOption, CUmodule, CUresult,
 };
 
 use crate::current;
@@ -223,21 +224,32 @@ unsafe fn param_info(raw: u64, index: usize, offset: *mut usize, size: *mut usiz
     }
 }
 
-/// Only the dynamic-shared-memory limit is modelled; other attributes are refused.
+/// Only the dynamic-shared-memory limit is modelled, and the carveout kept (a preference
+/// with no effect here); other attributes are refused.
 unsafe fn get_attribute(out: *mut c_int, attrib: c_uint, raw: u64) -> CuResult<()> {
     let function = find_function(raw)?;
-    if attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
-        return Err(CUresult::NOT_SUPPORTED);
+    let value = match attrib {
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => &function.max_dynamic_shared,
+        CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => &function.carveout,
+        _ => return Err(CUresult::NOT_SUPPORTED),
     }
-    let value = function
-        .max_dynamic_shared
-        .load(std::sync::atomic::Ordering::Acquire);
+    .load(std::sync::atomic::Ordering::Acquire);
     // SAFETY: the caller guarantees `out` is NULL or writable.
     unsafe { put(out, i32::try_from(value).unwrap_or(i32::MAX)) }
 }
 
 fn set_attribute(attrib: c_uint, value: c_int, raw: u64) -> CuResult<()> {
     let function = find_function(raw)?;
+    if attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT {
+        let value = u32::try_from(value)
+            .ok()
+            .filter(|v| *v <= 100)
+            .ok_or(CUresult::INVALID_VALUE)?;
+        function
+            .carveout
+            .store(value, std::sync::atomic::Ordering::Release);
+        return Ok(());
+    }
     if attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
         return Err(CUresult::NOT_SUPPORTED);
     }
@@ -287,16 +299,16 @@ exports! {
     /// Offset and size of a function parameter; `CUDA_ERROR_INVALID_VALUE` past the last one.
     fn cuFuncGetParamInfo(func: CUfunction, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize): PFN_cuFuncGetParamInfo
         => param_info(raw_of(func), paramIndex, paramOffset, paramSize);
-    /// A function attribute (only the dynamic shared memory limit).
+    /// A function attribute (the dynamic shared memory limit, the carveout).
     fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_uint, hfunc: CUfunction): PFN_cuFuncGetAttribute
         => get_attribute(pi, attrib, raw_of(hfunc));
-    /// Sets a function attribute (only the dynamic shared memory limit).
+    /// Sets a function attribute (the dynamic shared memory limit, the carveout).
     fn cuFuncSetAttribute(hfunc: CUfunction, attrib: c_uint, value: c_int): PFN_cuFuncSetAttribute
         => set_attribute(attrib, value, raw_of(hfunc));
-    /// A kernel attribute on a device (only the dynamic shared memory limit).
+    /// A kernel attribute on a device (the dynamic shared memory limit, the carveout).
     fn cuKernelGetAttribute(pi: *mut c_int, attrib: c_uint, kernel: CUkernel, dev: CUdevice): PFN_cuKernelGetAttribute
         => { device::check_device(dev)?; get_attribute(pi, attrib, raw_of(kernel)) };
-    /// Sets a kernel attribute on a device (only the dynamic shared memory limit).
+    /// Sets a kernel attribute on a device (the dynamic shared memory limit, the carveout).
     fn cuKernelSetAttribute(attrib: c_uint, val: c_int, kernel: CUkernel, dev: CUdevice): PFN_cuKernelSetAttribute
         => { device::check_device(dev)?; set_attribute(attrib, val, raw_of(kernel)) };
     /// The kernel's name.

@@ -28,6 +28,13 @@ pub(crate) struct Stats {
     pub(crate) liveness_releases: AtomicU64,
     /// Times held-back commands were launched before a function attribute changed.
     pub(crate) attribute_flushes: AtomicU64,
+    /// Function attribute changes made while commands were held back that could affect none
+    /// of them (they stayed held).
+    pub(crate) attribute_changes_held_over: AtomicU64,
+    /// The flushes by attribute (`CUfunction_attribute`; the last slot: any higher number),
+    /// and how many of them were of a value the driver would not tell.
+    pub(crate) attribute_flushes_by: [AtomicU64; ATTRIBUTE_SLOTS],
+    pub(crate) attribute_flushes_unknown: AtomicU64,
     /// Launch calls whose thread a queue held back, for how long in all (ns), and how many of
     /// them while the thread held Python's interpreter lock.
     pub(crate) held: [AtomicU64; 3],
@@ -62,6 +69,10 @@ impl Stats {
     }
 }
 
+/// Slots of [`Stats::attribute_flushes_by`]: the attributes CUDA 13 defines (0–15), and one
+/// for any other.
+pub(crate) const ATTRIBUTE_SLOTS: usize = 17;
+
 /// Whether `BATON_REPORT` asks for a report (read once).
 fn asked() -> bool {
     static ASKED: OnceLock<bool> = OnceLock::new();
@@ -85,6 +96,10 @@ pub(crate) struct Report {
     streams: u64,
     liveness_releases: u64,
     attribute_flushes: u64,
+    attribute_changes_held_over: u64,
+    /// Flushes by attribute number (`"16"`: any higher), those that happened.
+    attribute_flushes_by: std::collections::BTreeMap<String, u64>,
+    attribute_flushes_unknown: u64,
     hooks: Vec<Hook>,
     submitter_held: u64,
     submitter_held_ms: f64,
@@ -256,6 +271,15 @@ impl Report {
             streams: n(&s.streams),
             liveness_releases: n(&s.liveness_releases),
             attribute_flushes: n(&s.attribute_flushes),
+            attribute_changes_held_over: n(&s.attribute_changes_held_over),
+            attribute_flushes_by: s
+                .attribute_flushes_by
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| n(c) > 0)
+                .map(|(a, c)| (a.to_string(), n(c)))
+                .collect(),
+            attribute_flushes_unknown: n(&s.attribute_flushes_unknown),
             hooks,
             submitter_held: n(&s.held[0]),
             submitter_held_ms: n(&s.held[1]) as f64 / 1e6,

@@ -277,8 +277,34 @@ fn ensure_daemon(socket: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// The MPS client priority level a program gets when its environment names none.
+const MPS_CLIENT_PRIORITY: &str = "CUDA_MPS_CLIENT_PRIORITY";
+
+/// The MPS client priority level for a program of Baton priority `priority` (the flag, else
+/// `inherited`, the `BATON_PRIORITY` it inherits, else 0): below normal (`1`) at 0 and under,
+/// none (normal) above. Under MPS the driver then favours a normal client's kernels over a
+/// below-normal one's when SMs free up, which Baton cannot do from outside: beside ResNet-50
+/// training on an H200, natively ×10.4 → ×4.3 for a graph-replayed ResNet-50, and under Baton
+/// ×3.3 → ×2.1 and ×19.9 → ×5.8 at 60 % load (docs/benchmarks/matrix/candidates). The level is
+/// fixed when CUDA starts in the program: a priority changed later does not change it.
+fn mps_client_priority(
+    priority: Option<i64>,
+    inherited: Option<&std::ffi::OsStr>,
+) -> Option<&'static str> {
+    let p = priority
+        .or_else(|| inherited.and_then(|v| v.to_str()?.trim().parse().ok()))
+        .unwrap_or(0);
+    (p <= 0).then_some("1")
+}
+
 pub fn run(args: RunArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut env = args.env()?;
+    if std::env::var_os(MPS_CLIENT_PRIORITY).is_none()
+        && let Some(level) =
+            mps_client_priority(args.priority, std::env::var_os("BATON_PRIORITY").as_deref())
+    {
+        env.push((MPS_CLIENT_PRIORITY, level.into()));
+    }
     let interposer = find_interposer(args.interposer.as_deref())?;
     let (program, rest) = args
         .command
@@ -327,6 +353,23 @@ mod tests {
         use clap::Parser;
         let argv = ["baton"].iter().chain(args).chain(&["--", "prog"]);
         Cli::try_parse_from(argv).unwrap().run.env().unwrap()
+    }
+
+    #[test]
+    fn programs_at_priority_zero_and_under_are_below_normal_mps_clients() {
+        use std::ffi::OsStr;
+        assert_eq!(mps_client_priority(Some(0), None), Some("1"));
+        assert_eq!(mps_client_priority(Some(-5), None), Some("1"));
+        assert_eq!(mps_client_priority(None, None), Some("1"));
+        assert_eq!(mps_client_priority(Some(10), None), None);
+        // The flag first, then the inherited priority.
+        assert_eq!(mps_client_priority(None, Some(OsStr::new(" 7 "))), None);
+        assert_eq!(
+            mps_client_priority(Some(0), Some(OsStr::new("7"))),
+            Some("1")
+        );
+        assert_eq!(mps_client_priority(None, Some(OsStr::new("-1"))), Some("1"));
+        assert_eq!(mps_client_priority(None, Some(OsStr::new("x"))), Some("1"));
     }
 
     #[test]

@@ -72,6 +72,14 @@ impl<H: HwQueue> XQueue<H> {
             > 0
     }
 
+    /// Whether a command still buffered (submitted, not yet launched) satisfies `pred`: what
+    /// a caller about to change something the buffered commands depend on asks, to launch
+    /// them first only when one is affected. Takes the state lock; not for the launch path.
+    pub fn any_buffered(&self, pred: impl Fn(&H::Command) -> bool) -> bool {
+        let st = sync::lock(&self.shared.state);
+        st.buffer.iter().any(|b| pred(&b.cmd))
+    }
+
     /// Blocks until command `seq` has been handed to the hardware (it may still be running).
     /// If the queue is suspended and the command is buffered, that means until it is resumed.
     pub fn wait_launched(&self, seq: CommandSeq) -> Result<(), XQueueError> {

@@ -61,6 +61,18 @@ impl Gpu {
         )
     }
 
+    /// `cuFuncSetAttribute` for the preferred shared memory carveout (a percentage).
+    pub fn set_carveout(&self, f: CUfunction, percent: i32) -> Result<(), AppError> {
+        call!(
+            self,
+            cuFuncSetAttribute(
+                f,
+                baton_cuda_sys::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                percent
+            )
+        )
+    }
+
     /// `cuLaunchKernel` with a caller-owned argument array (the driver must copy it at launch).
     pub fn launch_with(
         &self,

@@ -363,3 +363,33 @@ pub fn attributes(s: &Session) -> Result<String, AppError> {
     g.destroy_stream(stream)?;
     Ok(format!("attributes ok values={}", join(&out)))
 }
+
+/// Attributes changed while a launch that needs the raised limit is held back behind a long
+/// kernel (a launch window of one then full): a preference and a raise cannot affect it,
+/// lowering the limit below what it asks for can. The result must be native's either way.
+/// (Not a stream wait on a host flag: what must reach the driver before a call is launched
+/// only once the window has room, so a flag the same thread sets after that call would never
+/// be reached.)
+pub fn attributes_held(s: &Session) -> Result<String, AppError> {
+    const BIG: u32 = 64 * 1024;
+    let (g, k) = (&s.gpu, &s.k);
+    let stream = g.stream(CU_STREAM_NON_BLOCKING)?;
+    let buf = g.alloc(4)?;
+    g.memset32(buf, 0, 4)?;
+    for round in 0..3 {
+        g.set_max_dynamic_shared(k.add, BIG as i32)?;
+        g.launch(k.spin, stream, &[U64(300_000)])?;
+        g.launch_shared(k.add, stream, BIG, &[Ptr(buf), I32(4), I32(1)])?;
+        g.set_carveout(k.add, 25 * (round + 1))?;
+        g.set_max_dynamic_shared(k.add, (BIG + 16 * 1024) as i32)?;
+        g.set_max_dynamic_shared(k.add, 48 * 1024)?;
+        g.launch_shared(k.add, stream, 0, &[Ptr(buf), I32(4), I32(10)])?;
+        g.sync(stream)?;
+    }
+    let out = g.download(buf, 4)?;
+    ensure(out == [33; 4], || {
+        format!("three rounds of 1 + 10: {out:?}")
+    })?;
+    g.destroy_stream(stream)?;
+    Ok(format!("attributes-held ok values={}", join(&out)))
+}

@@ -45,6 +45,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("reload", launches::reload),
     ("attr-events", launches::attr_events),
     ("attributes", launches::attributes),
+    ("attributes-held", launches::attributes_held),
     ("host-func", launches::host_func),
     ("fork", process::fork),
     ("exit-pending", process::exit_pending),
@@ -67,7 +68,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
 ];
 
 /// How many of the first scenarios are the transparency scenarios (the rest check scheduling).
-const TRANSPARENCY: usize = 18;
+const TRANSPARENCY: usize = 19;
 
 /// The names of all scenarios, in order.
 pub fn names() -> impl Iterator<Item = &'static str> {

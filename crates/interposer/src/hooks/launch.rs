@@ -144,14 +144,12 @@ macro_rules! stream_callback {
 stream_callback!(cuStreamAddCallback, Api::Plain);
 stream_callback!(cuStreamAddCallback_ptsz, Api::PerThread);
 
-// Function attributes apply to launches made after them: see `before_attribute_change`.
+// Function attributes apply to launches made after them: see `before_attribute_change`. The
+// driver's call is made under the lock a held launch's raise of its limit takes too.
 hook!(cuFuncSetAttribute(f: CUfunction, attrib: c_uint, value: c_int) |rt, real| {
-    let current = rt.driver.cuFuncGetAttribute.and_then(|get| {
-        let mut v = 0;
-        // SAFETY: the application's function; `v` is a valid out-pointer.
-        unsafe { get(&mut v, attrib, f) }.is_success().then_some(v)
-    });
-    rt.before_attribute_change(current, value);
+    let current = rt.function_attribute(f, attrib);
+    rt.before_attribute_change(attrib, current, value, current.is_some());
+    let _lock = baton_cuda::attribute_lock();
     // SAFETY: the application's arguments, unchanged.
     unsafe { real(f, attrib, value) }
 });
@@ -162,7 +160,11 @@ hook!(cuKernelSetAttribute(attrib: c_uint, value: c_int, kernel: CUkernel, dev: 
         // SAFETY: the application's kernel and device; `v` is a valid out-pointer.
         unsafe { get(&mut v, attrib, kernel, dev) }.is_success().then_some(v)
     });
-    rt.before_attribute_change(current, value);
+    // A held launch's limit is raised through the handle it was made with; a kernel launched
+    // as itself is such a handle only where the driver answers for it as a function.
+    let raisable = rt.function_attribute(kernel.cast(), attrib).is_some();
+    rt.before_attribute_change(attrib, current, value, raisable);
+    let _lock = baton_cuda::attribute_lock();
     // SAFETY: the application's arguments, unchanged.
     unsafe { real(attrib, value, kernel, dev) }
 });

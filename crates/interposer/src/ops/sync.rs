@@ -3,13 +3,15 @@
 //! than in stream order (freeing memory, function attributes, unloading code, a kernel's first
 //! launch at Level 2).
 
+use std::ffi::c_uint;
 use std::sync::atomic::Ordering;
 
 use baton_cuda::core::IdleQuery;
 use baton_cuda::sys::{CUfunction, CUresult, CUstream};
 
 use crate::ffi::status;
-use crate::registry::{Api, StreamKind};
+use crate::registry::{Api, StreamEntry, StreamKind};
+use crate::report::ATTRIBUTE_SLOTS;
 use crate::runtime::Runtime;
 
 impl Runtime {
@@ -232,19 +234,50 @@ impl Runtime {
         self.functions.launched(f);
     }
 
-    /// Before a call that changes a function attribute (`cuFuncSetAttribute`,
-    /// `cuKernelSetAttribute`): CUDA applies it to the launches made after the call, while
-    /// Baton may still hold launches the application made before it — one asking for more
-    /// dynamic shared memory than the new limit would fail, or run differently. When the value
-    /// really changes (`current`, from the driver, differs or is unknown) and some queue holds
-    /// commands back, those are launched first, even from a suspended queue.
-    pub(crate) fn before_attribute_change(&self, current: Option<i32>, new: i32) {
+    /// Function `f`'s attribute `attrib` as the driver tells it (`None` if it will not).
+    pub(crate) fn function_attribute(&self, f: CUfunction, attrib: c_uint) -> Option<i32> {
+        let get = self.driver.cuFuncGetAttribute?;
+        let mut v = 0;
+        // SAFETY: the application's function (or kernel handle); `v` is a valid out-pointer.
+        unsafe { get(&mut v, attrib, f) }.is_success().then_some(v)
+    }
+
+    /// Before a call that changes function attribute `attrib` (`cuFuncSetAttribute`,
+    /// `cuKernelSetAttribute`) from `current` (from the driver; `None`: unknown) to `new`: CUDA
+    /// applies it to the launches made after the call, while Baton may still hold launches the
+    /// application made before it. Those a change could make fail or run differently
+    /// ([`attribute_change`]) are launched first, even from a suspended queue. A change that
+    /// cannot affect them leaves them held: a preference, a limit raised, or the dynamic shared
+    /// memory limit lowered where the driver lets Baton raise it again around a held launch
+    /// that asks for more (`raisable`; `baton_cuda`'s `shared_limit.rs`). Libraries lower
+    /// limits after their launches several times a second (ResNet-50 training: about four
+    /// times a step), and launching whatever was held at each lowering let a held job through
+    /// a service's request.
+    pub(crate) fn before_attribute_change(
+        &self,
+        attrib: c_uint,
+        current: Option<i32>,
+        new: i32,
+        raisable: bool,
+    ) {
         if !self.cfg.enabled || current == Some(new) {
             return;
         }
-        let mut released = false;
+        let change = attribute_change(attrib, current, new, raisable);
+        let affected: &dyn Fn(&StreamEntry) -> bool = match change {
+            AttributeChange::None => &|_: &StreamEntry| false,
+            AttributeChange::LimitBelow(limit) => &move |e: &StreamEntry| {
+                e.xq.any_buffered(|c| c.dynamic_shared().is_some_and(|b| b > limit))
+            },
+            AttributeChange::Any => &|e: &StreamEntry| e.xq.has_pending(),
+        };
+        let (mut held, mut released) = (false, false);
         for e in self.reg.all() {
-            if e.xq.has_pending()
+            if !e.xq.has_pending() {
+                continue;
+            }
+            held = true;
+            if affected(&e)
                 && let Some(d) = e.xq.dependency_on_all()
             {
                 d.wait_satisfied();
@@ -253,9 +286,24 @@ impl Runtime {
         }
         if released {
             self.stats.attribute_flushes.fetch_add(1, Ordering::Relaxed);
+            let slot =
+                usize::try_from(attrib).map_or(ATTRIBUTE_SLOTS - 1, |a| a.min(ATTRIBUTE_SLOTS - 1));
+            self.stats.attribute_flushes_by[slot].fetch_add(1, Ordering::Relaxed);
+            if current.is_none() {
+                self.stats
+                    .attribute_flushes_unknown
+                    .fetch_add(1, Ordering::Relaxed);
+            }
             tracing::debug!(
-                "a function attribute changed while commands were held back: launched them first"
+                attrib,
+                ?current,
+                new,
+                "a function attribute changed while commands it affects were held back: launched them first"
             );
+        } else if held {
+            self.stats
+                .attribute_changes_held_over
+                .fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -271,5 +319,96 @@ impl Runtime {
             }
         }
         real()
+    }
+}
+
+/// What changing a function attribute can do to launches of the function made before the
+/// change but not yet handed to the driver (see [`Runtime::before_attribute_change`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AttributeChange {
+    /// Nothing: the value does not change, or it is a preference (the shared-memory carveout,
+    /// the cluster scheduling policy: the driver gives a launch what it needs whatever they
+    /// say, and results do not depend on them), or it only allows more, or it is the dynamic
+    /// shared memory limit and a held launch that asks for more is launched with it raised.
+    None,
+    /// The dynamic shared memory limit goes down (or from an unknown value) to this many
+    /// bytes and cannot be raised again around a held launch: one asking for more would fail.
+    LimitBelow(u32),
+    /// Anything else: any held launch may be affected.
+    Any,
+}
+
+/// [`AttributeChange`] of setting `attrib` from `current` (`None`: unknown) to `new`, where
+/// `raisable` says whether a held launch's dynamic shared memory limit can be raised again
+/// around it.
+pub(crate) fn attribute_change(
+    attrib: c_uint,
+    current: Option<i32>,
+    new: i32,
+    raisable: bool,
+) -> AttributeChange {
+    use baton_cuda::sys::{
+        CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE as POLICY,
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as DYNAMIC_SHARED,
+        CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED as NON_PORTABLE,
+        CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT as CARVEOUT,
+    };
+    if current == Some(new) {
+        return AttributeChange::None;
+    }
+    match attrib {
+        CARVEOUT | POLICY => AttributeChange::None,
+        DYNAMIC_SHARED if raisable || current.is_some_and(|c| new >= c) => AttributeChange::None,
+        // A negative limit is refused by the driver; nothing held is affected by a refusal.
+        DYNAMIC_SHARED => {
+            u32::try_from(new).map_or(AttributeChange::None, AttributeChange::LimitBelow)
+        }
+        NON_PORTABLE if new != 0 => AttributeChange::None,
+        _ => AttributeChange::Any,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AttributeChange, attribute_change};
+    use baton_cuda::sys::{
+        CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE as POLICY,
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as DYNAMIC_SHARED,
+        CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED as NON_PORTABLE,
+        CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT as CARVEOUT,
+    };
+
+    #[test]
+    fn only_changes_that_can_break_or_alter_a_held_launch_release_it() {
+        use AttributeChange::{Any, LimitBelow, None};
+        let change = |a, c, n| attribute_change(a, c, n, false);
+        // Unchanged, whatever the attribute.
+        assert_eq!(change(11, Some(2), 2), None);
+        // Preferences never.
+        assert_eq!(change(CARVEOUT, Some(0), 100), None);
+        assert_eq!(change(CARVEOUT, Option::None, 50), None);
+        assert_eq!(change(POLICY, Some(0), 1), None);
+        // The dynamic shared memory limit: raised, nothing; lowered or from unknown, the
+        // launches asking for more than the new limit, unless the limit can be raised again
+        // around them.
+        assert_eq!(change(DYNAMIC_SHARED, Some(49_152), 98_304), None);
+        assert_eq!(
+            change(DYNAMIC_SHARED, Some(98_304), 49_152),
+            LimitBelow(49_152)
+        );
+        assert_eq!(
+            change(DYNAMIC_SHARED, Option::None, 65_536),
+            LimitBelow(65_536)
+        );
+        assert_eq!(change(DYNAMIC_SHARED, Some(65_536), -1), None);
+        let raisable = attribute_change(DYNAMIC_SHARED, Some(98_304), 49_152, true);
+        assert_eq!(raisable, None);
+        // Non-portable cluster sizes: allowing them, nothing; forbidding them, anything held.
+        assert_eq!(change(NON_PORTABLE, Some(0), 1), None);
+        assert_eq!(change(NON_PORTABLE, Some(1), 0), Any);
+        // Anything else that changes (a required cluster width, say), or is not known.
+        assert_eq!(change(11, Some(1), 2), Any);
+        assert_eq!(change(11, Option::None, 2), Any);
+        assert_eq!(attribute_change(11, Some(1), 2, true), Any);
     }
 }
