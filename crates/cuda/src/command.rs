@@ -227,14 +227,9 @@ impl CudaCommand {
         }
     }
 
-    /// The dynamic shared memory (bytes) a kernel launch asks for; `None` for any other
-    /// command.
-    pub fn dynamic_shared(&self) -> Option<u32> {
-        self.kernel_shared().map(|(_, bytes)| bytes)
-    }
-
-    /// A kernel launch's function and the dynamic shared memory it asks for.
-    pub(crate) fn kernel_shared(&self) -> Option<(CUfunction, u32)> {
+    /// A kernel launch's function (the handle it was launched with) and the dynamic shared
+    /// memory it asks for; `None` for any other command.
+    pub fn kernel_shared(&self) -> Option<(CUfunction, u32)> {
         match self {
             CudaCommand::Kernel { f, shared, .. } => Some((*f, *shared)),
             CudaCommand::KernelEx { f, config, .. } => Some((*f, config.sharedMemBytes)),

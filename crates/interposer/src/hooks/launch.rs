@@ -148,7 +148,7 @@ stream_callback!(cuStreamAddCallback_ptsz, Api::PerThread);
 // driver's call is made under the lock a held launch's raise of its limit takes too.
 hook!(cuFuncSetAttribute(f: CUfunction, attrib: c_uint, value: c_int) |rt, real| {
     let current = rt.function_attribute(f, attrib);
-    rt.before_attribute_change(attrib, current, value, current.is_some());
+    rt.before_attribute_change(attrib, current, value);
     let _lock = baton_cuda::attribute_lock();
     // SAFETY: the application's arguments, unchanged.
     unsafe { real(f, attrib, value) }
@@ -160,10 +160,7 @@ hook!(cuKernelSetAttribute(attrib: c_uint, value: c_int, kernel: CUkernel, dev: 
         // SAFETY: the application's kernel and device; `v` is a valid out-pointer.
         unsafe { get(&mut v, attrib, kernel, dev) }.is_success().then_some(v)
     });
-    // A held launch's limit is raised through the handle it was made with; a kernel launched
-    // as itself is such a handle only where the driver answers for it as a function.
-    let raisable = rt.function_attribute(kernel.cast(), attrib).is_some();
-    rt.before_attribute_change(attrib, current, value, raisable);
+    rt.before_attribute_change(attrib, current, value);
     let _lock = baton_cuda::attribute_lock();
     // SAFETY: the application's arguments, unchanged.
     unsafe { real(attrib, value, kernel, dev) }

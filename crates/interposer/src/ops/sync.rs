@@ -248,26 +248,25 @@ impl Runtime {
     /// application made before it. Those a change could make fail or run differently
     /// ([`attribute_change`]) are launched first, even from a suspended queue. A change that
     /// cannot affect them leaves them held: a preference, a limit raised, or the dynamic shared
-    /// memory limit lowered where the driver lets Baton raise it again around a held launch
-    /// that asks for more (`raisable`; `baton_cuda`'s `shared_limit.rs`). Libraries lower
-    /// limits after their launches several times a second (ResNet-50 training: about four
-    /// times a step), and launching whatever was held at each lowering let a held job through
-    /// a service's request.
-    pub(crate) fn before_attribute_change(
-        &self,
-        attrib: c_uint,
-        current: Option<i32>,
-        new: i32,
-        raisable: bool,
-    ) {
+    /// memory limit lowered below what a held launch asks for where the driver tells that
+    /// launch's limit through the handle it was made with, so that the queue can raise it again
+    /// around the launch (`baton_cuda`'s `shared_limit.rs`). Libraries lower limits after
+    /// their launches several times a second (ResNet-50 training: about four times a step),
+    /// and launching whatever was held at each lowering let a held job through a service's
+    /// request.
+    pub(crate) fn before_attribute_change(&self, attrib: c_uint, current: Option<i32>, new: i32) {
         if !self.cfg.enabled || current == Some(new) {
             return;
         }
-        let change = attribute_change(attrib, current, new, raisable);
+        let change = attribute_change(attrib, current, new);
         let affected: &dyn Fn(&StreamEntry) -> bool = match change {
             AttributeChange::None => &|_: &StreamEntry| false,
             AttributeChange::LimitBelow(limit) => &move |e: &StreamEntry| {
-                e.xq.any_buffered(|c| c.dynamic_shared().is_some_and(|b| b > limit))
+                e.xq.any_buffered(|c| {
+                    c.kernel_shared().is_some_and(|(f, bytes)| {
+                        bytes > limit && self.function_attribute(f, attrib).is_none()
+                    })
+                })
             },
             AttributeChange::Any => &|e: &StreamEntry| e.xq.has_pending(),
         };
@@ -328,25 +327,18 @@ impl Runtime {
 pub(crate) enum AttributeChange {
     /// Nothing: the value does not change, or it is a preference (the shared-memory carveout,
     /// the cluster scheduling policy: the driver gives a launch what it needs whatever they
-    /// say, and results do not depend on them), or it only allows more, or it is the dynamic
-    /// shared memory limit and a held launch that asks for more is launched with it raised.
+    /// say, and results do not depend on them), or it only allows more.
     None,
     /// The dynamic shared memory limit goes down (or from an unknown value) to this many
-    /// bytes and cannot be raised again around a held launch: one asking for more would fail.
+    /// bytes: a held launch asking for more would fail unless its limit is raised again
+    /// around it, which needs the driver to tell the limit through the launch's handle.
     LimitBelow(u32),
     /// Anything else: any held launch may be affected.
     Any,
 }
 
-/// [`AttributeChange`] of setting `attrib` from `current` (`None`: unknown) to `new`, where
-/// `raisable` says whether a held launch's dynamic shared memory limit can be raised again
-/// around it.
-pub(crate) fn attribute_change(
-    attrib: c_uint,
-    current: Option<i32>,
-    new: i32,
-    raisable: bool,
-) -> AttributeChange {
+/// [`AttributeChange`] of setting `attrib` from `current` (`None`: unknown) to `new`.
+pub(crate) fn attribute_change(attrib: c_uint, current: Option<i32>, new: i32) -> AttributeChange {
     use baton_cuda::sys::{
         CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE as POLICY,
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as DYNAMIC_SHARED,
@@ -358,7 +350,7 @@ pub(crate) fn attribute_change(
     }
     match attrib {
         CARVEOUT | POLICY => AttributeChange::None,
-        DYNAMIC_SHARED if raisable || current.is_some_and(|c| new >= c) => AttributeChange::None,
+        DYNAMIC_SHARED if current.is_some_and(|c| new >= c) => AttributeChange::None,
         // A negative limit is refused by the driver; nothing held is affected by a refusal.
         DYNAMIC_SHARED => {
             u32::try_from(new).map_or(AttributeChange::None, AttributeChange::LimitBelow)
@@ -381,7 +373,7 @@ mod tests {
     #[test]
     fn only_changes_that_can_break_or_alter_a_held_launch_release_it() {
         use AttributeChange::{Any, LimitBelow, None};
-        let change = |a, c, n| attribute_change(a, c, n, false);
+        let change = attribute_change;
         // Unchanged, whatever the attribute.
         assert_eq!(change(11, Some(2), 2), None);
         // Preferences never.
@@ -389,8 +381,8 @@ mod tests {
         assert_eq!(change(CARVEOUT, Option::None, 50), None);
         assert_eq!(change(POLICY, Some(0), 1), None);
         // The dynamic shared memory limit: raised, nothing; lowered or from unknown, the
-        // launches asking for more than the new limit, unless the limit can be raised again
-        // around them.
+        // launches asking for more than the new limit (released unless their limit can be
+        // raised again around them).
         assert_eq!(change(DYNAMIC_SHARED, Some(49_152), 98_304), None);
         assert_eq!(
             change(DYNAMIC_SHARED, Some(98_304), 49_152),
@@ -401,14 +393,11 @@ mod tests {
             LimitBelow(65_536)
         );
         assert_eq!(change(DYNAMIC_SHARED, Some(65_536), -1), None);
-        let raisable = attribute_change(DYNAMIC_SHARED, Some(98_304), 49_152, true);
-        assert_eq!(raisable, None);
         // Non-portable cluster sizes: allowing them, nothing; forbidding them, anything held.
         assert_eq!(change(NON_PORTABLE, Some(0), 1), None);
         assert_eq!(change(NON_PORTABLE, Some(1), 0), Any);
         // Anything else that changes (a required cluster width, say), or is not known.
         assert_eq!(change(11, Some(1), 2), Any);
         assert_eq!(change(11, Option::None, 2), Any);
-        assert_eq!(attribute_change(11, Some(1), 2, true), Any);
     }
 }
