@@ -343,25 +343,7 @@ pub fn attr_events(s: &Session) -> Result<String, AppError> {
 /// again after, as libraries do around their launches: CUDA applies a limit to the launches
 /// made after it, so the big launch is valid even if it runs after the limit went down.
 pub fn attributes(s: &Session) -> Result<String, AppError> {
-    const BIG: u32 = 64 * 1024;
-    let (g, k) = (&s.gpu, &s.k);
-    let stream = g.stream(CU_STREAM_NON_BLOCKING)?;
-    let buf = g.alloc(4)?;
-    g.memset32(buf, 0, 4)?;
-    for _ in 0..3 {
-        g.set_max_dynamic_shared(k.add, BIG as i32)?;
-        g.launch(k.spin, stream, &[U64(1_000)])?;
-        g.launch_shared(k.add, stream, BIG, &[Ptr(buf), I32(4), I32(1)])?;
-        g.set_max_dynamic_shared(k.add, 48 * 1024)?;
-        g.launch_shared(k.add, stream, 0, &[Ptr(buf), I32(4), I32(10)])?;
-    }
-    g.sync(stream)?;
-    let out = g.download(buf, 4)?;
-    ensure(out == [33; 4], || {
-        format!("three rounds of 1 + 10: {out:?}")
-    })?;
-    g.destroy_stream(stream)?;
-    Ok(format!("attributes ok values={}", join(&out)))
+    attribute_rounds(s, "attributes", false)
 }
 
 /// Attributes changed while a launch that needs the raised limit is held back behind a long
@@ -371,6 +353,13 @@ pub fn attributes(s: &Session) -> Result<String, AppError> {
 /// only once the window has room, so a flag the same thread sets after that call would never
 /// be reached.)
 pub fn attributes_held(s: &Session) -> Result<String, AppError> {
+    attribute_rounds(s, "attributes-held", true)
+}
+
+/// Three rounds of: the limit raised, a kernel, a launch that needs the raised limit (adds 1),
+/// the limit lowered, a launch that needs none (adds 10). With `held`, the kernel is long, a
+/// preference and a further raise come before the lowering, and each round ends synchronized.
+fn attribute_rounds(s: &Session, name: &str, held: bool) -> Result<String, AppError> {
     const BIG: u32 = 64 * 1024;
     let (g, k) = (&s.gpu, &s.k);
     let stream = g.stream(CU_STREAM_NON_BLOCKING)?;
@@ -378,18 +367,23 @@ pub fn attributes_held(s: &Session) -> Result<String, AppError> {
     g.memset32(buf, 0, 4)?;
     for round in 0..3 {
         g.set_max_dynamic_shared(k.add, BIG as i32)?;
-        g.launch(k.spin, stream, &[U64(300_000)])?;
+        g.launch(k.spin, stream, &[U64(if held { 300_000 } else { 1_000 })])?;
         g.launch_shared(k.add, stream, BIG, &[Ptr(buf), I32(4), I32(1)])?;
-        g.set_carveout(k.add, 25 * (round + 1))?;
-        g.set_max_dynamic_shared(k.add, (BIG + 16 * 1024) as i32)?;
+        if held {
+            g.set_carveout(k.add, 25 * (round + 1))?;
+            g.set_max_dynamic_shared(k.add, (BIG + 16 * 1024) as i32)?;
+        }
         g.set_max_dynamic_shared(k.add, 48 * 1024)?;
         g.launch_shared(k.add, stream, 0, &[Ptr(buf), I32(4), I32(10)])?;
-        g.sync(stream)?;
+        if held {
+            g.sync(stream)?;
+        }
     }
+    g.sync(stream)?;
     let out = g.download(buf, 4)?;
     ensure(out == [33; 4], || {
         format!("three rounds of 1 + 10: {out:?}")
     })?;
     g.destroy_stream(stream)?;
-    Ok(format!("attributes-held ok values={}", join(&out)))
+    Ok(format!("{name} ok values={}", join(&out)))
 }
