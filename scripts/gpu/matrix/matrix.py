@@ -81,7 +81,9 @@ EXTRA_MODES = {
     "inflight100": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "100"}},
     # Under MPS, the job's client at MPS's below-normal priority level (CUDA_MPS_CLIENT_PRIORITY=1)
     # and the service's at normal: without Baton ("native": True runs the roles as native does,
-    # with only the environment added), and beside Baton's defaults.
+    # with only the environment added), and beside Baton's defaults (since 082666d `baton run`
+    # sets it itself for a program at priority 0, so `below` is `baton` there; it stays to
+    # compare earlier builds).
     "native-below": {"native": True, "be_env": {"CUDA_MPS_CLIENT_PRIORITY": "1"}},
     "below": {"be": ["--priority", "0"], "be_env": {"CUDA_MPS_CLIENT_PRIORITY": "1"}},
     "below100": {"be": ["--priority", "0"], "be_env": {"CUDA_MPS_CLIENT_PRIORITY": "1", "BATON_INFLIGHT_US": "100"}},
