@@ -17,7 +17,7 @@ use baton_cuda_sys::{CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as LIMIT, C
 use crate::{CudaCommand, Driver};
 
 /// Dynamic shared memory every function may use without raising its limit.
-pub const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
+const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 static ATTRIBUTES: Mutex<()> = Mutex::new(());
 

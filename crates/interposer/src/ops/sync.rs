@@ -268,7 +268,7 @@ impl Runtime {
                     })
                 })
             },
-            AttributeChange::Any => &|e: &StreamEntry| e.xq.has_pending(),
+            AttributeChange::Any => &|_: &StreamEntry| true,
         };
         let (mut held, mut released) = (false, false);
         for e in self.reg.all() {
