@@ -222,6 +222,7 @@ api! {
     cuFuncGetParamInfo: PFN_cuFuncGetParamInfo = "cuFuncGetParamInfo" @ 13000, "cuFuncGetParamInfo";
     cuFuncGetName: PFN_cuFuncGetName = "cuFuncGetName" @ 13000, "cuFuncGetName";
     cuFuncSetAttribute: PFN_cuFuncSetAttribute = "cuFuncSetAttribute" @ 13000, "cuFuncSetAttribute";
+    cuKernelSetAttribute: PFN_cuKernelSetAttribute = "cuKernelSetAttribute" @ 13000, "cuKernelSetAttribute";
     cuLaunchKernel: PFN_cuLaunchKernel = "cuLaunchKernel" @ 12000, "cuLaunchKernel";
     cuLaunchKernelEx: PFN_cuLaunchKernelEx = "cuLaunchKernelEx" @ 12000, "cuLaunchKernelEx";
     cuLaunchCooperativeKernel: PFN_cuLaunchCooperativeKernel = "cuLaunchCooperativeKernel" @ 12000, "cuLaunchCooperativeKernel";

@@ -439,6 +439,13 @@ fn attribute_changes_leave_held_launches_held() {
         "{}",
         b.report
     );
+    // The held launch's library kernel told its limit through the kernel calls.
+    assert_eq!(
+        b.report["attribute_limits_unknown"].as_u64(),
+        Some(0),
+        "{}",
+        b.report
+    );
     let held_over = b.report["attribute_changes_held_over"]
         .as_u64()
         .expect("held over");

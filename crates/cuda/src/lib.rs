@@ -48,4 +48,4 @@ pub use green::{Confined, SmPartition};
 pub use hwqueue::{CaptureGate, CudaHwQueue};
 pub use launch::{KernelCall, KernelExCall, Launch, Op, add_driver_ns, take_driver_ns};
 pub use params::{KernelArgs, ParamCache, ParamLayout};
-pub use shared_limit::attribute_lock;
+pub use shared_limit::{AttributesVia, attribute_lock, read_attribute};

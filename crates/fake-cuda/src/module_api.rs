@@ -192,6 +192,14 @@ unsafe fn library_get_kernel(
     unsafe { put(out, to_ptr(raw)) }
 }
 
+/// `raw`, unless it names a library kernel (`CUDA_ERROR_INVALID_HANDLE`).
+fn function_only(raw: u64) -> CuResult<u64> {
+    if raw >> 56 == Kind::Kernel as u64 {
+        return Err(CUresult::INVALID_HANDLE);
+    }
+    Ok(raw)
+}
+
 /// The function or kernel a handle names.
 pub(crate) fn find_function(raw: u64) -> CuResult<Arc<Function>> {
     initialized()?
@@ -299,12 +307,16 @@ exports! {
     /// Offset and size of a function parameter; `CUDA_ERROR_INVALID_VALUE` past the last one.
     fn cuFuncGetParamInfo(func: CUfunction, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize): PFN_cuFuncGetParamInfo
         => param_info(raw_of(func), paramIndex, paramOffset, paramSize);
-    /// A function attribute (the dynamic shared memory limit, the carveout).
+    /// A function attribute (the dynamic shared memory limit, the carveout). A library kernel
+    /// is refused here, as by the real driver, which launches one passed as a function but
+    /// tells and changes its attributes only through `cuKernelGetAttribute` and
+    /// `cuKernelSetAttribute` (driver 580).
     fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_uint, hfunc: CUfunction): PFN_cuFuncGetAttribute
-        => get_attribute(pi, attrib, raw_of(hfunc));
-    /// Sets a function attribute (the dynamic shared memory limit, the carveout).
+        => get_attribute(pi, attrib, function_only(raw_of(hfunc))?);
+    /// Sets a function attribute (the dynamic shared memory limit, the carveout); a library
+    /// kernel is refused, as above.
     fn cuFuncSetAttribute(hfunc: CUfunction, attrib: c_uint, value: c_int): PFN_cuFuncSetAttribute
-        => set_attribute(attrib, value, raw_of(hfunc));
+        => set_attribute(attrib, value, function_only(raw_of(hfunc))?);
     /// A kernel attribute on a device (the dynamic shared memory limit, the carveout).
     fn cuKernelGetAttribute(pi: *mut c_int, attrib: c_uint, kernel: CUkernel, dev: CUdevice): PFN_cuKernelGetAttribute
         => { device::check_device(dev)?; get_attribute(pi, attrib, raw_of(kernel)) };

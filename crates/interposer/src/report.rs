@@ -35,6 +35,14 @@ pub(crate) struct Stats {
     /// and how many of them were of a value the driver would not tell.
     pub(crate) attribute_flushes_by: [AtomicU64; ATTRIBUTE_SLOTS],
     pub(crate) attribute_flushes_unknown: AtomicU64,
+    /// Held launches a lowered dynamic shared memory limit released because the driver would
+    /// not tell their own function's limit (through the handle they were made with).
+    pub(crate) attribute_limits_unknown: AtomicU64,
+    /// Queues whose held work a call launched from their suspension, by the call's kind
+    /// ([`Release`]).
+    pub(crate) releases: [AtomicU64; Release::ALL.len()],
+    /// The first attribute changes that launched held work: what changed, from what to what.
+    pub(crate) attribute_flush_samples: Mutex<Vec<AttributeFlush>>,
     /// Launch calls whose thread a queue held back, for how long in all (ns), and how many of
     /// them while the thread held Python's interpreter lock.
     pub(crate) held: [AtomicU64; 3],
@@ -69,6 +77,67 @@ impl Stats {
     }
 }
 
+/// The kinds of call that launch work a suspended queue holds, because natively the call
+/// comes after it (see `Runtime::release`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// A function attribute change that could affect a held launch.
+    Attribute,
+    /// Freeing or unregistering memory.
+    Free,
+    /// Unloading a module or library.
+    Unload,
+    /// Changing or destroying an executable graph.
+    Graph,
+    /// An event recorded for, or waited by, a whole context; a launch across devices.
+    Context,
+    /// A context synchronization by a thread the held work may be waiting for.
+    ContextSync,
+    /// A stream starting to record into a graph.
+    Capture,
+    /// The liveness guard: no queue progressed while suspended ones held work.
+    Liveness,
+}
+
+impl Release {
+    pub(crate) const ALL: [Release; 8] = [
+        Release::Attribute,
+        Release::Free,
+        Release::Unload,
+        Release::Graph,
+        Release::Context,
+        Release::ContextSync,
+        Release::Capture,
+        Release::Liveness,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Release::Attribute => "attribute",
+            Release::Free => "free",
+            Release::Unload => "unload",
+            Release::Graph => "graph",
+            Release::Context => "context",
+            Release::ContextSync => "context_sync",
+            Release::Capture => "capture",
+            Release::Liveness => "liveness",
+        }
+    }
+}
+
+/// One attribute change that launched held work.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub(crate) struct AttributeFlush {
+    pub(crate) attribute: u32,
+    pub(crate) from: Option<i32>,
+    pub(crate) to: i32,
+    /// Through `cuKernelSetAttribute` (else `cuFuncSetAttribute`).
+    pub(crate) kernel: bool,
+}
+
+/// How many [`AttributeFlush`]es the report keeps.
+pub(crate) const ATTRIBUTE_FLUSH_SAMPLES: usize = 16;
+
 /// Slots of [`Stats::attribute_flushes_by`]: the attributes CUDA 13 defines (0–15), and one
 /// for any other.
 pub(crate) const ATTRIBUTE_SLOTS: usize = 17;
@@ -100,6 +169,10 @@ pub(crate) struct Report {
     /// Flushes by attribute number (`"16"`: any higher), those that happened.
     attribute_flushes_by: std::collections::BTreeMap<String, u64>,
     attribute_flushes_unknown: u64,
+    attribute_flush_samples: Vec<AttributeFlush>,
+    attribute_limits_unknown: u64,
+    /// Queues whose held work a call launched from their suspension, by the call's kind.
+    held_releases: std::collections::BTreeMap<&'static str, u64>,
     hooks: Vec<Hook>,
     submitter_held: u64,
     submitter_held_ms: f64,
@@ -165,6 +238,8 @@ struct Queue {
     /// Sync points recorded on it: how often it kept its launch window (the process's total
     /// is `sync_points` above).
     sync_points: u64,
+    /// Commands launched while it was suspended, because a call or another queue needed them.
+    released_while_suspended: u64,
     /// How long one of its commands took on the GPU while it kept the GPU busy (µs, a moving
     /// average), if measured.
     command_us: Option<f64>,
@@ -201,6 +276,7 @@ impl Queue {
             confined_sms: e.xq.hw().confined_sms(),
             confined_kernels: e.xq.hw().confined_kernels(),
             sync_points: e.xq.hw().sync_points(),
+            released_while_suspended: e.xq.released_while_suspended(),
             command_us: e.xq.command_time().map(|t| t.0 as f64 / 1e3),
             ready_permille: told.map(|r| r.ready),
             waiting_permille: told.map(|r| r.waiting),
@@ -280,6 +356,14 @@ impl Report {
                 .map(|(a, c)| (a.to_string(), n(c)))
                 .collect(),
             attribute_flushes_unknown: n(&s.attribute_flushes_unknown),
+            attribute_flush_samples: locks::lock(&s.attribute_flush_samples).clone(),
+            attribute_limits_unknown: n(&s.attribute_limits_unknown),
+            held_releases: Release::ALL
+                .iter()
+                .zip(&s.releases)
+                .filter(|(_, c)| n(c) > 0)
+                .map(|(r, c)| (r.name(), n(c)))
+                .collect(),
             hooks,
             submitter_held: n(&s.held[0]),
             submitter_held_ms: n(&s.held[1]) as f64 / 1e6,

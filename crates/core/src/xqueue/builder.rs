@@ -176,6 +176,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 preemptible: true,
                 gate_open: false,
                 observed: false,
+                released: 0,
                 counted_held_back: false,
                 quiet: (0, crate::Nanos::ZERO),
                 pace_mark: None,

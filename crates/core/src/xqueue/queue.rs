@@ -34,6 +34,13 @@ impl<H: HwQueue> XQueue<H> {
         self.status_of(&sync::lock(&self.shared.state))
     }
 
+    /// Commands launched while the queue was suspended: demanded by another queue that waits
+    /// for them, or by a call that must come after them (a free, say). Each is held work let
+    /// through a suspension.
+    pub fn released_while_suspended(&self) -> u64 {
+        sync::lock(&self.shared.state).released
+    }
+
     /// How often a submitting thread was held back by this queue (waiting for room in its
     /// buffer, or for the buffer to drain before an in-place launch), and for how long in all.
     /// A held thread is what a full hardware queue would also cause; an application thread

@@ -160,6 +160,8 @@ pub(super) struct State<H: HwQueue> {
     /// The device time the commands in flight may take by that measure (0: no bound; see
     /// [`XQueueBuilder::inflight_budget`](crate::XQueueBuilder::inflight_budget)).
     pub(super) budget_ns: u64,
+    /// Commands launched while suspended, because another queue or a call demanded them.
+    pub(super) released: u64,
 }
 
 impl<H: HwQueue> State<H> {
@@ -483,6 +485,10 @@ impl<H: HwQueue> Shared<H> {
 
     pub(super) fn after_launch(&self, st: &mut State<H>) {
         st.launched += 1;
+        if st.suspended {
+            // Only a demand launches from a suspended queue (see `can_launch`).
+            st.released += 1;
+        }
         if st.unbounded {
             return;
         }

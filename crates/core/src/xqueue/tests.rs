@@ -160,6 +160,8 @@ fn suspend_stops_launching_and_resume_continues_in_order() {
     assert_eq!(q.status().pending, 5);
     q.resume(ResumeFlags::default()).unwrap();
     assert_eq!(hw.script().launched, vec![0, 1, 2, 3, 4, 5, 6]);
+    // Launched after the resume: none went through the suspension.
+    assert_eq!(q.released_while_suspended(), 0);
     hw.complete_all();
     q.poll();
     assert_eq!(hw.script().launched, (0..8).collect::<Vec<_>>());
@@ -855,6 +857,11 @@ fn a_suspended_queue_launches_what_another_queue_waits_for_and_no_more() {
     // Priority inheritance at launch: #1 goes out despite the suspension; #2 does not.
     assert_eq!(ha.script().launched, vec![1]);
     assert!(a.status().suspended);
+    assert_eq!(
+        a.released_while_suspended(),
+        1,
+        "one command let through the suspension"
+    );
     b.poll();
     assert_eq!(hb.script().launched, vec![10]);
 }

@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 use baton_cuda_sys::{
     CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END, CUfunction,
-    CUhostFn, CUlaunchAttribute, CUlaunchConfig, CUresult, CUstream,
+    CUhostFn, CUkernel, CUlaunchAttribute, CUlaunchConfig, CUresult, CUstream,
 };
 
 use super::{Gpu, KArg};
@@ -59,6 +59,18 @@ impl Gpu {
                 bytes
             )
         )
+    }
+
+    /// `cuKernelSetAttribute` on the session's device: how the CUDA runtime sets the
+    /// attributes of the library kernels it launches (the driver refuses a kernel in
+    /// `cuFuncSetAttribute`).
+    pub fn set_kernel_attribute(
+        &self,
+        kernel: CUkernel,
+        attrib: std::ffi::c_uint,
+        value: i32,
+    ) -> Result<(), AppError> {
+        call!(self, cuKernelSetAttribute(attrib, value, kernel, 0))
     }
 
     /// `cuFuncSetAttribute` for the preferred shared memory carveout (a percentage).

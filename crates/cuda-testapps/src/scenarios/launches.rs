@@ -351,7 +351,9 @@ pub fn attributes(s: &Session) -> Result<String, AppError> {
 /// lowering the limit below what it asks for can. The result must be native's either way.
 /// (Not a stream wait on a host flag: what must reach the driver before a call is launched
 /// only once the window has room, so a flag the same thread sets after that call would never
-/// be reached.)
+/// be reached.) Its kernel is a library kernel passed as a function, its attributes set through
+/// `cuKernelSetAttribute`, as the CUDA runtime launches and sets them: the queue tells and
+/// raises such a limit through the kernel calls, which the driver answers for it.
 pub fn attributes_held(s: &Session) -> Result<String, AppError> {
     attribute_rounds(s, "attributes-held", true)
 }
@@ -360,21 +362,39 @@ pub fn attributes_held(s: &Session) -> Result<String, AppError> {
 /// the limit lowered, a launch that needs none (adds 10). With `held`, the kernel is long, a
 /// preference and a further raise come before the lowering, and each round ends synchronized.
 fn attribute_rounds(s: &Session, name: &str, held: bool) -> Result<String, AppError> {
+    use baton_cuda_sys::{
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as LIMIT,
+        CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT as CARVEOUT,
+    };
     const BIG: u32 = 64 * 1024;
     let (g, k) = (&s.gpu, &s.k);
+    // The held rounds launch a library kernel passed as a function and set its attributes
+    // through cuKernelSetAttribute, as the CUDA runtime does; the others, a module's function
+    // through cuFuncSetAttribute.
+    let kernel = if held {
+        Some(g.library_kernel(c"add_i32")?)
+    } else {
+        None
+    };
+    let add = kernel.map_or(k.add, |k| k.cast());
+    let set = |attrib, value: i32| match kernel {
+        Some(kernel) => g.set_kernel_attribute(kernel, attrib, value),
+        None if attrib == CARVEOUT => g.set_carveout(add, value),
+        None => g.set_max_dynamic_shared(add, value),
+    };
     let stream = g.stream(CU_STREAM_NON_BLOCKING)?;
     let buf = g.alloc(4)?;
     g.memset32(buf, 0, 4)?;
     for round in 0..3 {
-        g.set_max_dynamic_shared(k.add, BIG as i32)?;
+        set(LIMIT, BIG as i32)?;
         g.launch(k.spin, stream, &[U64(if held { 300_000 } else { 1_000 })])?;
-        g.launch_shared(k.add, stream, BIG, &[Ptr(buf), I32(4), I32(1)])?;
+        g.launch_shared(add, stream, BIG, &[Ptr(buf), I32(4), I32(1)])?;
         if held {
-            g.set_carveout(k.add, 25 * (round + 1))?;
-            g.set_max_dynamic_shared(k.add, (BIG + 16 * 1024) as i32)?;
+            set(CARVEOUT, 25 * (round + 1))?;
+            set(LIMIT, (BIG + 16 * 1024) as i32)?;
         }
-        g.set_max_dynamic_shared(k.add, 48 * 1024)?;
-        g.launch_shared(k.add, stream, 0, &[Ptr(buf), I32(4), I32(10)])?;
+        set(LIMIT, 48 * 1024)?;
+        g.launch_shared(add, stream, 0, &[Ptr(buf), I32(4), I32(10)])?;
         if held {
             g.sync(stream)?;
         }

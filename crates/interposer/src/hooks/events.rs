@@ -6,6 +6,7 @@ use std::ffi::{c_float, c_uint};
 use baton_cuda::sys::{CUcontext, CUevent, CUgreenCtx, CUresult, CUstream};
 
 use crate::registry::Api;
+use crate::report::Release;
 
 macro_rules! record {
     ($name:ident, $api:expr) => {
@@ -90,10 +91,10 @@ hook!(cuGreenCtxRecordEvent(ctx: CUgreenCtx, event: CUevent) |rt, real| {
 
 hook!(cuCtxWaitEvent(ctx: CUcontext, event: CUevent) |rt, real| {
     // SAFETY: the application's arguments.
-    rt.after_submitted(|| unsafe { real(ctx, event) })
+    rt.after_submitted(Release::Context, || unsafe { real(ctx, event) })
 });
 
 hook!(cuGreenCtxWaitEvent(ctx: CUgreenCtx, event: CUevent) |rt, real| {
     // SAFETY: the application's arguments.
-    rt.after_submitted(|| unsafe { real(ctx, event) })
+    rt.after_submitted(Release::Context, || unsafe { real(ctx, event) })
 });

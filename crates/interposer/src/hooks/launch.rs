@@ -147,8 +147,8 @@ stream_callback!(cuStreamAddCallback_ptsz, Api::PerThread);
 // Function attributes apply to launches made after them: see `before_attribute_change`. The
 // driver's call is made under the lock a held launch's raise of its limit takes too.
 hook!(cuFuncSetAttribute(f: CUfunction, attrib: c_uint, value: c_int) |rt, real| {
-    let current = rt.function_attribute(f, attrib);
-    rt.before_attribute_change(attrib, current, value);
+    let current = rt.function_attribute(f, attrib, None);
+    rt.before_attribute_change(attrib, current, value, false);
     let _lock = baton_cuda::attribute_lock();
     // SAFETY: the application's arguments, unchanged.
     unsafe { real(f, attrib, value) }
@@ -160,7 +160,7 @@ hook!(cuKernelSetAttribute(attrib: c_uint, value: c_int, kernel: CUkernel, dev: 
         // SAFETY: the application's kernel and device; `v` is a valid out-pointer.
         unsafe { get(&mut v, attrib, kernel, dev) }.is_success().then_some(v)
     });
-    rt.before_attribute_change(attrib, current, value);
+    rt.before_attribute_change(attrib, current, value, true);
     let _lock = baton_cuda::attribute_lock();
     // SAFETY: the application's arguments, unchanged.
     unsafe { real(attrib, value, kernel, dev) }

@@ -11,6 +11,7 @@ use baton_cuda::{CudaCommand, Op};
 
 use crate::ops::Count;
 use crate::registry::Api;
+use crate::report::Release;
 
 macro_rules! per_api {
     ($mac:ident: $plain:ident, $ptsz:ident) => {
@@ -220,9 +221,12 @@ per_api!(graph_upload: cuGraphUpload, cuGraphUpload_ptsz);
 // in a buffer, which is the usual case, this costs a look at each queue).
 macro_rules! after_submitted {
     ($name:ident($($a:ident: $t:ty),*)) => {
+        after_submitted!($name($($a: $t),*), Release::Graph);
+    };
+    ($name:ident($($a:ident: $t:ty),*), $cause:expr) => {
         hook!($name($($a: $t),*) |rt, real| {
             // SAFETY: the application's arguments, unchanged.
-            rt.after_submitted(|| unsafe { real($($a),*) })
+            rt.after_submitted($cause, || unsafe { real($($a),*) })
         });
     };
 }
@@ -246,7 +250,7 @@ macro_rules! unloading {
     ($name:ident($($a:ident: $t:ty),*)) => {
         hook!($name($($a: $t),*) |rt, real| {
             // SAFETY: the application's arguments, unchanged.
-            let r = rt.after_submitted(|| unsafe { real($($a),*) });
+            let r = rt.after_submitted(Release::Unload, || unsafe { real($($a),*) });
             rt.forget_functions();
             r
         });
@@ -256,4 +260,4 @@ unloading!(cuModuleUnload(module: CUmodule));
 unloading!(cuLibraryUnload(library: CUlibrary));
 // A launch across devices, each part naming its own stream (deprecated): everything before it
 // reaches the driver first.
-after_submitted!(cuLaunchCooperativeKernelMultiDevice(params: *mut c_void, devices: c_uint, flags: c_uint));
+after_submitted!(cuLaunchCooperativeKernelMultiDevice(params: *mut c_void, devices: c_uint, flags: c_uint), Release::Context);

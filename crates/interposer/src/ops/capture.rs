@@ -19,9 +19,7 @@ impl Runtime {
     pub(super) fn before_recording(&self, e: &StreamEntry) {
         let legacy = e.ctx.legacy.get().filter(|l| !std::ptr::eq(l.as_ref(), e));
         for q in std::iter::once(e).chain(legacy.map(|l| l.as_ref())) {
-            if let Some(d) = q.xq.dependency_on_all() {
-                d.wait_satisfied();
-            }
+            self.release(q, crate::report::Release::Capture);
         }
     }
 

@@ -190,7 +190,7 @@ impl Runtime {
         event: CUevent,
         real: impl FnOnce() -> CUresult,
     ) -> CUresult {
-        let r = self.after_submitted(real);
+        let r = self.after_submitted(crate::report::Release::Context, real);
         if r.is_success() {
             self.events.recorded_by_driver(event);
         }

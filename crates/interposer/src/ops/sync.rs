@@ -6,12 +6,12 @@
 use std::ffi::c_uint;
 use std::sync::atomic::Ordering;
 
-use baton_cuda::core::IdleQuery;
+use baton_cuda::core::{IdleQuery, locks};
 use baton_cuda::sys::{CUfunction, CUresult, CUstream};
 
 use crate::ffi::status;
 use crate::registry::{Api, StreamEntry, StreamKind};
-use crate::report::ATTRIBUTE_SLOTS;
+use crate::report::{ATTRIBUTE_FLUSH_SAMPLES, ATTRIBUTE_SLOTS, AttributeFlush, Release};
 use crate::runtime::Runtime;
 
 impl Runtime {
@@ -138,9 +138,7 @@ impl Runtime {
         for e in &entries {
             // Everything launched, suspended or not: this thread may be the one a suspended
             // queue waits for (and at Level 2 what is launched must be let through its gate).
-            if let Some(d) = e.xq.dependency_on_all() {
-                d.wait_satisfied();
-            }
+            self.release(e, Release::ContextSync);
         }
         let r = real();
         if !r.is_success() {
@@ -186,7 +184,7 @@ impl Runtime {
     /// reused (PyTorch's `empty_cache` frees cached blocks right after a synchronization).
     pub(crate) fn before_free(&self, real: impl FnOnce() -> CUresult) -> CUresult {
         self.release_gates();
-        self.after_submitted(real)
+        self.after_submitted(Release::Free, real)
     }
 
     /// Before a call that waits for all pending work of the device (freeing or registering
@@ -234,12 +232,18 @@ impl Runtime {
         self.functions.launched(f);
     }
 
-    /// Function `f`'s attribute `attrib` as the driver tells it (`None` if it will not).
-    pub(crate) fn function_attribute(&self, f: CUfunction, attrib: c_uint) -> Option<i32> {
-        let get = self.driver.cuFuncGetAttribute?;
-        let mut v = 0;
-        // SAFETY: the application's function (or kernel handle); `v` is a valid out-pointer.
-        unsafe { get(&mut v, attrib, f) }.is_success().then_some(v)
+    /// Function `f`'s attribute `attrib` as the driver tells it (`None` if it will not): `f` a
+    /// function, or a library kernel passed as one, read on `device` (the current context's
+    /// when `None`).
+    pub(crate) fn function_attribute(
+        &self,
+        f: CUfunction,
+        attrib: c_uint,
+        device: Option<baton_cuda::sys::CUdevice>,
+    ) -> Option<i32> {
+        // SAFETY: `f` is a launch handle the application gave: to the call being hooked, or to
+        // a launch still held (its function stays loaded while the launch is held).
+        unsafe { baton_cuda::read_attribute(self.driver, f, attrib, device) }.map(|(v, _)| v)
     }
 
     /// Before a call that changes function attribute `attrib` (`cuFuncSetAttribute`,
@@ -254,7 +258,13 @@ impl Runtime {
     /// their launches several times a second (ResNet-50 training: about four times a step),
     /// and launching whatever was held at each lowering let a held job through a service's
     /// request.
-    pub(crate) fn before_attribute_change(&self, attrib: c_uint, current: Option<i32>, new: i32) {
+    pub(crate) fn before_attribute_change(
+        &self,
+        attrib: c_uint,
+        current: Option<i32>,
+        new: i32,
+        kernel: bool,
+    ) {
         if !self.cfg.enabled || current == Some(new) {
             return;
         }
@@ -264,7 +274,16 @@ impl Runtime {
             AttributeChange::LimitBelow(limit) => &move |e: &StreamEntry| {
                 e.xq.any_buffered(|c| {
                     c.kernel_shared().is_some_and(|(f, bytes)| {
-                        bytes > limit && self.function_attribute(f, attrib).is_none()
+                        let unknown = bytes > limit
+                            && self
+                                .function_attribute(f, attrib, Some(e.ctx.device))
+                                .is_none();
+                        if unknown {
+                            self.stats
+                                .attribute_limits_unknown
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                        unknown
                     })
                 })
             },
@@ -276,14 +295,21 @@ impl Runtime {
                 continue;
             }
             held = true;
-            if affected(&e)
-                && let Some(d) = e.xq.dependency_on_all()
-            {
-                d.wait_satisfied();
+            if affected(&e) && self.release(&e, Release::Attribute) {
                 released = true;
             }
         }
         if released {
+            let mut samples = locks::lock(&self.stats.attribute_flush_samples);
+            if samples.len() < ATTRIBUTE_FLUSH_SAMPLES {
+                samples.push(AttributeFlush {
+                    attribute: attrib,
+                    from: current,
+                    to: new,
+                    kernel,
+                });
+            }
+            drop(samples);
             self.stats.attribute_flushes.fetch_add(1, Ordering::Relaxed);
             let slot =
                 usize::try_from(attrib).map_or(ATTRIBUTE_SLOTS - 1, |a| a.min(ATTRIBUTE_SLOTS - 1));
@@ -309,15 +335,32 @@ impl Runtime {
     /// Calls `real` once every command submitted so far, on any queue, has reached the driver:
     /// for calls that change what earlier launches refer to by handle, and calls that act on
     /// all of a context's streams at once (see the hooks).
-    pub(crate) fn after_submitted(&self, real: impl FnOnce() -> CUresult) -> CUresult {
+    pub(crate) fn after_submitted(
+        &self,
+        cause: Release,
+        real: impl FnOnce() -> CUresult,
+    ) -> CUresult {
         if self.cfg.enabled {
             for e in self.reg.all() {
-                if let Some(d) = e.xq.dependency_on_all() {
-                    d.wait_satisfied();
-                }
+                self.release(&e, cause);
             }
         }
         real()
+    }
+
+    /// Launches every command `e` was given, from its suspension if need be, and waits until
+    /// they reached the driver; a suspension gone through is counted for the report by the
+    /// kind of call that needed it. Whether there was anything to wait for.
+    pub(crate) fn release(&self, e: &StreamEntry, cause: Release) -> bool {
+        let Some(d) = e.xq.dependency_on_all() else {
+            return false;
+        };
+        let before = e.xq.released_while_suspended();
+        d.wait_satisfied();
+        if e.xq.released_while_suspended() > before {
+            self.stats.releases[cause as usize].fetch_add(1, Ordering::Relaxed);
+        }
+        true
     }
 }
 
