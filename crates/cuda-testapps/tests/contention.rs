@@ -72,7 +72,16 @@ fn every_scenario_suspended_and_resumed_at_random_gives_the_native_result() {
                 assert_eq!(b.code, Some(0), "{what}: {}", b.stderr);
                 assert_eq!(b.line(), expected, "{what}: result differs from native");
                 check_log(&what, &b.log, &native.log);
-                deferred += report(&report_path)["deferred"].as_u64().unwrap_or(0);
+                let r = report(&report_path);
+                deferred += r["deferred"].as_u64().unwrap_or(0);
+                // An attribute change never lets held work through a suspension here: every
+                // held launch's limit, a library kernel's included, can be told and raised.
+                assert_eq!(
+                    r["held_releases"]["attribute"].as_u64().unwrap_or(0)
+                        + r["attribute_limits_unknown"].as_u64().unwrap_or(0),
+                    0,
+                    "{what}: {r}"
+                );
             }
         }
     }
