@@ -47,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, HERE)
 import analyze  # noqa: E402
+import hold_lag  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "..", "apps"))
 from mps import mps  # noqa: E402
@@ -454,6 +455,7 @@ class Part:
             except subprocess.TimeoutExpired:
                 trace.kill()
                 trace.wait()
+            self.hold(trace, rep, job, mode, pinned)
         for name in self.a.services:
             r = results.get(name, {"error": err or "not run"})
             rec = {
@@ -488,7 +490,8 @@ class Part:
 
     def trace(self, rep, job, mode, pinned):
         """With MATRIX_TRACE=DIR, the daemon's decisions while a Baton mode's first services run
-        (`baton trace`, MATRIX_TRACE_S seconds, 4 by default) into DIR/trace-<setup>-<job>-<mode>-r<rep>.json."""
+        (`baton trace`, MATRIX_TRACE_S seconds, 4 by default) into DIR/trace-<setup>-<job>-<mode>-r<rep>.json;
+        when its holds landed is then recorded (see `hold`)."""
         out = os.environ.get("MATRIX_TRACE")
         if not out or mode not in self.socks:
             return None
@@ -501,6 +504,25 @@ class Part:
             stdout=subprocess.DEVNULL,
             stderr=self.m.log,
             preexec_fn=lambda: os.sched_setaffinity(0, REST_CPUS),
+        )
+
+    def hold(self, trace, rep, job, mode, pinned):
+        """When the holds of the traced seconds landed (hold_lag.py), kept as a `hold` record
+        and said, so that a run whose traces are too big to bring back still tells it."""
+        path = trace.args[trace.args.index("--out") + 1]
+        try:
+            with open(path) as f:
+                lag = hold_lag.analyse(json.load(f))
+        except (OSError, ValueError, TypeError, AttributeError, KeyError) as e:
+            lag = {"error": f"trace {path}: {e!r}"}
+        self.m.record(
+            {"kind": "hold", "setup": self.setup, "mode": mode, "rep": rep, "be": job, "pinned": pinned, **lag}
+        )
+        held = lag.get("hold_lag_us") or {}
+        self.m.say(
+            f"{self.setup} rep {rep} {mode} +{job} holds: {lag.get('requests', 0)} requests, lag p50 "
+            f"{held.get('p50')} p99 {held.get('p99')} µs, never held {lag.get('requests_never_held')}, "
+            f"job ran {lag.get('job_ran_share_of_ready')} of the ready time"
         )
 
     def repeat(self, rep, modes, pinned):

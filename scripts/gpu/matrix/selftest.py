@@ -127,6 +127,15 @@ def side_by_side(tmp, env):
     assert {c["mode"] for c in cells if c["setup"] == "S"} == {"native", "native-below", "baton"}
     # A trace of each Baton mode's cells (the modes with a daemon), none of the native ones.
     assert sorted(os.listdir(traces)) == ["trace-P-T-baton-r0.json", "trace-S-G-baton-r0.json"], os.listdir(traces)
+    # And when each traced cell's holds landed, as a record of its own (the fake workers launch
+    # nothing, so their traces hold no request).
+    holds = [
+        (r["setup"], r["mode"], r["be"], r["requests"])
+        for name in ["raw-S-G.json", "raw-P-T.json"]
+        for r in json.load(open(os.path.join(out, name)))["records"]
+        if r["kind"] == "hold"
+    ]
+    assert sorted(holds) == [("P", "baton", "T", 0), ("S", "baton", "G", 0)], holds
     assert os.path.getsize(os.path.join(tmp, "sbs.tgz")) > 0
     print(f"matrix side-by-side self-test: ok ({len(cells)} cells from 2 parts)")
 
