@@ -80,6 +80,10 @@ EXTRA_MODES = {
     # Where no time slice of its own hands the GPU over (MPS), the job's work in flight bounded
     # to 100 µs of device time instead of 500.
     "inflight100": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "100"}},
+    # The other way (since a held job is held, 65db686, 100 µs bought no latency beyond the noise
+    # and cost the job 10-15 points): 1 and 2 ms of device time in flight.
+    "inflight1000": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "1000"}},
+    "inflight2000": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "2000"}},
     # Under MPS, the job's client at MPS's below-normal priority level (CUDA_MPS_CLIENT_PRIORITY=1)
     # and the service's at normal: without Baton ("native": True runs the roles as native does,
     # with only the environment added), and beside Baton's defaults (since 082666d `baton run`
