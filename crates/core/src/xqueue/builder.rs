@@ -177,6 +177,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 gate_open: false,
                 observed: false,
                 released: 0,
+                launched_at_suspend: 0,
                 counted_held_back: false,
                 quiet: (0, crate::Nanos::ZERO),
                 pace_mark: None,

@@ -23,6 +23,7 @@ impl<H: HwQueue> XQueue<H> {
                 return Ok(());
             }
             st.suspended = true;
+            st.launched_at_suspend = st.launched;
             if st.level != Level::L1 {
                 // The device stops working on what is in flight: the time until it resumes is
                 // no measure of its commands' length.
@@ -84,6 +85,7 @@ impl<H: HwQueue> XQueue<H> {
         let mut ev = Pending::new();
         let mut st = sync::lock(&sh.state);
         st.suspended = false;
+        st.released += st.launched - st.launched_at_suspend;
         st.gate_open = false;
         sh.gated.store(false, std::sync::atomic::Ordering::Release);
         sh.count_held_back(&mut st);

@@ -38,7 +38,13 @@ impl<H: HwQueue> XQueue<H> {
     /// for them, or by a call that must come after them (a free, say). Each is held work let
     /// through a suspension.
     pub fn released_while_suspended(&self) -> u64 {
-        sync::lock(&self.shared.state).released
+        let st = sync::lock(&self.shared.state);
+        let now = if st.suspended {
+            st.launched - st.launched_at_suspend
+        } else {
+            0
+        };
+        st.released + now
     }
 
     /// How often a submitting thread was held back by this queue (waiting for room in its

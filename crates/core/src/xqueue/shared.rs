@@ -160,8 +160,11 @@ pub(super) struct State<H: HwQueue> {
     /// The device time the commands in flight may take by that measure (0: no bound; see
     /// [`XQueueBuilder::inflight_budget`](crate::XQueueBuilder::inflight_budget)).
     pub(super) budget_ns: u64,
-    /// Commands launched while suspended, because another queue or a call demanded them.
+    /// Commands launched while suspended (only a demand launches then: another queue or a
+    /// call needed them), in the suspensions that ended; and `launched` when the current one
+    /// began. Counted at suspend and resume, off the launch path.
     pub(super) released: u64,
+    pub(super) launched_at_suspend: u64,
 }
 
 impl<H: HwQueue> State<H> {
@@ -485,10 +488,6 @@ impl<H: HwQueue> Shared<H> {
 
     pub(super) fn after_launch(&self, st: &mut State<H>) {
         st.launched += 1;
-        if st.suspended {
-            // Only a demand launches from a suspended queue (see `can_launch`).
-            st.released += 1;
-        }
         if st.unbounded {
             return;
         }

@@ -864,6 +864,11 @@ fn a_suspended_queue_launches_what_another_queue_waits_for_and_no_more() {
     );
     b.poll();
     assert_eq!(hb.script().launched, vec![10]);
+    // Resumed, #2 goes out as the queue's own: the count keeps the one let through.
+    a.resume(ResumeFlags::default()).unwrap();
+    a.poll();
+    assert_eq!(ha.script().launched, vec![1, 2]);
+    assert_eq!(a.released_while_suspended(), 1);
 }
 
 #[test]
