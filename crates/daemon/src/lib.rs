@@ -41,6 +41,7 @@ mod peer;
 mod proxy;
 mod server;
 mod service;
+mod timer;
 mod trace;
 
 pub use cluster::{KubernetesConfig, SlurmConfig};

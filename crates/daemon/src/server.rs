@@ -17,6 +17,7 @@ use crate::conn::{self, Shared};
 use crate::core::{Core, Identity};
 use crate::event::Event;
 use crate::listen::{self, Bound};
+use crate::timer::Timer;
 use crate::{DaemonConfig, DaemonError};
 
 /// Events handled per round at most, so a flood from one side cannot starve the others'
@@ -201,10 +202,13 @@ impl Daemon {
         tracing::info!(socket = %bound.path.display(), policy = %cfg.policy, metrics = ?metrics_addr, "Baton daemon ready");
         tokio::pin!(stop);
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
-        // The core's times, on tokio's timer.
+        // The core's times: its wake-ups on a timer to the microsecond (a linger is hundreds
+        // of µs), the idle exit on tokio's.
         let at = |t: Nanos| Instant::now() + Duration::from(t - clock.now());
+        let mut timer = Timer::new().map_err(DaemonError::Runtime)?;
         loop {
-            let wake = core.next_wake().map(at);
+            let wake = core.next_wake().map(|t| Duration::from(t - clock.now()));
+            timer.set(wake).map_err(DaemonError::Runtime)?;
             let idle = cfg
                 .idle_exit
                 .zip(core.idle_since)
@@ -223,7 +227,8 @@ impl Daemon {
                     }
                     core.end_round();
                 }
-                () = tokio::time::sleep_until(wake.unwrap_or(far)), if wake.is_some() => {
+                fired = timer.fired(), if timer.armed() => {
+                    fired.map_err(DaemonError::Runtime)?;
                     core.on_timer();
                     core.end_round();
                 }

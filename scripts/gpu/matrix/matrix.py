@@ -89,6 +89,7 @@ EXTRA_MODES = {
     # of which 500 µs is about a third; a decoder's tokens follow in tens of µs.
     "linger0": {"be": ["--priority", "0"], "daemon": ["--linger-us", "0"]},
     "linger100": {"be": ["--priority", "0"], "daemon": ["--linger-us", "100"]},
+    "linger250": {"be": ["--priority", "0"], "daemon": ["--linger-us", "250"]},
     # Under MPS, the job's client at MPS's below-normal priority level (CUDA_MPS_CLIENT_PRIORITY=1)
     # and the service's at normal: without Baton ("native": True runs the roles as native does,
     # with only the environment added), and beside Baton's defaults (since 082666d `baton run`
