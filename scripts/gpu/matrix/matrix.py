@@ -22,7 +22,7 @@ MATRIX_SPLIT_DEVICE or cuda:1, the bound for one process). Alternatives to the d
 daemon, started here on the part's CPUs that neither role uses.
 
 Method (docs/benchmarks/matrix/README.md): the workers start once per part and stay warm;
-each repeat measures every service alone, each job alone, then for each job and mode (modes
+each repeat measures each job alone, every service alone, then for each job and mode (modes
 rotate from repeat to repeat) the job floods while the services run one after another with
 the same arrival seeds as every other mode of the repeat. The job's progress counts inside
 each service's window. With --unpinned, one more repeat (S and M) with every process, the
@@ -536,8 +536,11 @@ class Part:
         )
 
     def repeat(self, rep, modes, pinned):
-        self.alone(rep, pinned)
+        # Each job first, so that every repeat measures its standalone times in the state its
+        # cells run in: under MPS the services alone were 7-10 % faster in the first repeat of
+        # a part (before any job had flooded) than in every later one (docs/benchmarks/matrix).
         self.job_alone(rep, pinned)
+        self.alone(rep, pinned)
         for job in self.a.jobs:
             for mode in analyze.rotate(modes, rep):
                 # A block that would not end within the budget is skipped, said as such.
