@@ -2,13 +2,14 @@
 """Which standalone time a service's ratio should be read against: the services' request times
 (back to back, services.py `time`) alone on the GPU in the states a matrix part passes through.
 
-  baseline.py --out FILE.json [--mps] [--jobs T,G] [--rg 300] [--dg 12]
+  baseline.py --out FILE.json [--mps] [--jobs T,G] [--rg 300] [--dg 12] [--release]
 
 The matrix measures each repeat's standalone times with the job's worker present and idle; in
 its first repeat the job has not run yet, in later ones it has. Phases, in order, each Rg's RG
 requests then Dg's DG requests back to back (their time alone, no queueing): the service's
 worker only (no job process yet); the job's worker started (built and warmed up, idle); after
-each job in JOBS flooded for 5 s and stopped (idle); the job's worker gone (exited); the same
+each job in JOBS flooded for 5 s and stopped (idle); with --release, after the job's PyTorch
+allocator returned its cached memory to the driver; the job's worker gone (exited); the same
 after 10 s at rest. The SM clock, power and utilization are sampled (nvidia-smi) throughout.
 Prints each phase's p10 / p50 / p90 per service and writes every sample to FILE.json.
 """
@@ -37,6 +38,7 @@ def main():
     p.add_argument("--jobs", default="T,G")
     p.add_argument("--rg", type=int, default=300, help="Rg requests a phase")
     p.add_argument("--dg", type=int, default=12, help="Dg requests (64 tokens each) a phase")
+    p.add_argument("--release", action="store_true", help="then empty the job's allocator cache, and time again")
     a = p.parse_args()
     jobs = a.jobs.split(",")
     tmp = tempfile.mkdtemp(prefix="baton-baseline.")
@@ -74,6 +76,11 @@ def main():
             be.call(120, cmd="stop")
             time.sleep(1)
             phase(f"after {job} flooded")
+        if a.release:
+            mib = be.call(60, cmd="release")["reserved_mib"]
+            out["released_mib"] = mib
+            print(f"job's allocator cache emptied: {mib[0]} -> {mib[1]} MiB reserved", flush=True)
+            phase("job's cache emptied")
         be.close()
         be = None
         time.sleep(1)

@@ -40,6 +40,7 @@ Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every pro
       the profiler slows later launches of the process it ran in)
   {"cmd": "flood", "be": J} -> {"t_start": T}     the job runs in a thread until "stop"
   {"cmd": "stop"} -> {"log": [[t, units], ...], "unit": U}   one entry per completed step
+  {"cmd": "release"} -> {"reserved_mib": [before, after]}   the allocator's cache emptied
   {"cmd": "quit"}
 """
 
@@ -502,6 +503,11 @@ def main():
                 res = w.flood(req["be"])
             elif cmd == "stop":
                 res = w.stop()
+            elif cmd == "release":
+                # The caching allocator's free blocks back to the driver (baseline.py).
+                held = torch.cuda.memory_reserved()
+                torch.cuda.empty_cache()
+                res = {"reserved_mib": [round(held / 2**20), round(torch.cuda.memory_reserved() / 2**20)]}
             else:
                 res = {"error": f"unknown command {cmd!r}"}
         except Exception as e:  # noqa: BLE001 (the controller marks the measurement failed)
