@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import analyze  # noqa: E402
 from matrix import Worker  # noqa: E402
-from probe_held import clocks  # noqa: E402
+from probe_held import clock_samples, clocks  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "..", "apps"))
 from mps import mps  # noqa: E402
@@ -91,10 +91,7 @@ def main():
     finally:
         if be is not None:
             be.close()
-        smi.terminate()
-        smi.wait()
-        with open(os.path.join(tmp, "clocks.csv")) as f:
-            out["clocks"] = f.read().splitlines()
+        out["clocks"] = clock_samples(smi, os.path.join(tmp, "clocks.csv"))
         if a.mps:
             mps(tmp, env, False)
         with open(a.out, "w") as f:

@@ -53,6 +53,14 @@ def clocks(path):
     )
 
 
+def clock_samples(smi, path):
+    """Stops `clocks`' sampler SMI and returns its samples (lines of PATH)."""
+    smi.terminate()
+    smi.wait()
+    with open(path) as f:
+        return f.read().splitlines()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
@@ -107,10 +115,7 @@ def main():
         time.sleep(0.5)
         phase(f"{job} under baton, held", bhp)
         bbe.call(120, cmd="stop")
-    smi.terminate()
-    smi.wait()
-    with open(os.path.join(tmp, "clocks.csv")) as f:
-        out["clocks"] = f.read().splitlines()
+    out["clocks"] = clock_samples(smi, os.path.join(tmp, "clocks.csv"))
     for w in (hp, be, bhp, bbe):
         w.close()
     daemon.terminate()
