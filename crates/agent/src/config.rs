@@ -13,7 +13,7 @@
 //! | `BATON_LEAD_SLICE_US` | the time slice (µs) of a context Baton controls while one of its queues runs freely and outranks other work on its device (a service beside a job): once it has the GPU, the job does not take it back before its work pauses, 1–2000000 | 10000 |
 //! | `BATON_INFLIGHT_US` | the device time (µs, by each stream's measured command time) a stream's commands in flight may take while a more urgent queue could hold it back; the first command always goes. 0: bounded by count only | 500 |
 //! | `BATON_YIELD` | `on`, `off` or `auto`: under the daemon, give way to more urgent processes through the GPU instead of being held back. Without MPS (`auto` or `on`), control each context's time slice (short while a more urgent queue exists on its device, long while the process outranks the others there) and tell the daemon the process yields (`Hint::Yielding`): the GPU's time slicing hands it over, and other processes' work never holds it back. Under MPS, `on` (`baton run --yield`) keeps the kernels of normal-priority streams to `BATON_YIELD_SMS` while a more urgent queue exists (`Hint::Confining`); `auto` holds it back there, its work in flight bounded by `BATON_INFLIGHT_US`. `off` (`baton run --hold`): held back everywhere | `auto` |
-//! | `BATON_YIELD_SMS` | under MPS, with `BATON_YIELD=on`: the SMs the kernels of normal-priority streams keep to while a more urgent queue exists, a number (`112`) or a share of the device's SMs (`85%`), rounded up to the device's granularity (8 on Hopper) | `85%` |
+//! | `BATON_YIELD_SMS` | under MPS, with `BATON_YIELD=on`: the SMs the kernels of normal-priority streams keep to while a more urgent queue exists (with `auto`, naming it confines them the same way and the process is still held back while more urgent work runs), a number (`112`) or a share of the device's SMs (`85%`), rounded up to the device's granularity (8 on Hopper) | `85%` |
 //! | `BATON_COMMAND_TIME` | `on` or `off`: measure how long each stream's commands take on the GPU while it keeps the GPU busy, and how the program uses each stream (the share of the time it had work, and the share the program waited for it, every half second), and tell the scheduler (`Hint::CommandTime`, `Hint::Readiness`): priority policies do not hold a stream of short commands (under `SHORT_COMMAND`, 250 µs) back for other processes, and HPF does not hold a time-sliced process back for one bound by its own launching. `off`: neither measured, held back like any other | on |
 //! | `BATON_MAX_BUFFERED` | commands a queue holds back before the submitting thread waits, as on a full hardware queue, 1–1000000 | 1024 |
 //! | `BATON_SMS` | confine the kernels of this process's normal-priority streams (CUDA priority 0) to this many SMs, through a green context, so more urgent kernels always find free SMs; streams created with a higher CUDA priority keep the whole GPU | unset (whole GPU) |
@@ -549,12 +549,26 @@ impl AgentConfig {
     /// whose work in flight is bounded by time protected a graph-replayed ResNet-50 beside a
     /// GEMM flood (×1.35 of alone) where confining the flood to 85 % left the service a
     /// sixth of the SMs (×53), and confinement is what `--yield` asks for.
+    ///
+    /// Held back by default (`auto`), a process that names `BATON_YIELD_SMS` keeps its kernels
+    /// to those SMs while outranked as well, and is still held back while more urgent work
+    /// runs ([`AgentConfig::claims_confining`] is false): SMs kept for a service before its
+    /// requests arrive, and no new work started once one has.
     pub fn confines_while_outranked(&self) -> Option<SmShare> {
-        (self.yield_to_others == Some(true)
-            && self.scheduler == SchedulerMode::Global
-            && self.under_mps()
-            && self.sms.is_none())
-        .then(|| self.yield_sms.unwrap_or(SmShare::DEFAULT))
+        let asked = match self.yield_to_others {
+            Some(on) => on,
+            None => self.yield_sms.is_some(),
+        };
+        (asked && self.scheduler == SchedulerMode::Global && self.under_mps() && self.sms.is_none())
+            .then(|| self.yield_sms.unwrap_or(SmShare::DEFAULT))
+    }
+
+    /// Whether a queue confined while outranked ([`AgentConfig::confines_while_outranked`])
+    /// tells the daemon so (`Hint::Confining`), which then no longer holds it back for other
+    /// processes: only when it yields (`BATON_YIELD=on`). Confined by `BATON_YIELD_SMS` alone,
+    /// it is held back as well.
+    pub fn claims_confining(&self) -> bool {
+        self.yield_to_others == Some(true)
     }
 
     /// One line per invalid value, saying what was ignored and what is used instead. The
@@ -719,6 +733,14 @@ mod tests {
         assert_eq!(confines(&[global, mps]), None);
         assert_eq!(confines(&[global, mps, ("BATON_YIELD", "auto")]), None);
         assert_eq!(confines(&[global, mps, ("BATON_YIELD", "off")]), None);
+        assert!(cfg(&[global, mps, on]).claims_confining());
+        // Held back (auto) with BATON_YIELD_SMS named: confined while outranked and held
+        // back too, so it claims nothing; `--hold` (off) is never confined.
+        let sms = ("BATON_YIELD_SMS", "50%");
+        assert_eq!(confines(&[global, mps, sms]), Some(SmShare::Percent(50)));
+        assert!(!cfg(&[global, mps, sms]).claims_confining());
+        assert_eq!(confines(&[global, mps, ("BATON_YIELD", "off"), sms]), None);
+        assert_eq!(confines(&[global, ("BATON_MPS", "off"), sms]), None);
         assert_eq!(cfg(&[global, mps]).inflight_budget_us(), 500);
         assert_eq!(confines(&[mps, on]), None);
         assert_eq!(confines(&[global, ("BATON_MPS", "off"), on]), None);

@@ -161,6 +161,44 @@ fn a_yielding_process_under_mps_confines_its_kernels_only_while_outranked() {
 }
 
 #[test]
+fn under_mps_a_held_process_given_sms_keeps_to_them_while_outranked_and_is_still_held() {
+    // `BATON_YIELD_SMS` without `--yield`: the flood's kernels keep to 8 SMs while the burst's
+    // process is registered, as a yielding one's do, but it does not claim to confine, so the
+    // daemon still holds it while the burst runs; once the burst's process is gone its kernels
+    // use the whole GPU again.
+    let dir = temp_dir("global-mps-held-confined");
+    let be_env = [
+        ("BATON_MPS", "on"),
+        ("BATON_YIELD_SMS", "8"),
+        ("FAKE_CUDA_KERNEL_US", "10000"),
+    ];
+    let beside = beside_burst_in(&dir, "flood", Until::Held, &[], &be_env);
+    beside.assert_held();
+    // It claims no `confining`, which would spare it.
+    let listed = beside.list.to_string();
+    assert!(
+        !listed.contains("confining"),
+        "a held process's claims: {listed}"
+    );
+    let kernels = kernel_sms(&dir.join("be.log"));
+    assert_eq!(kernels.len(), 48, "every flood kernel ran once");
+    let unconfined: Vec<_> = kernels
+        .iter()
+        .filter(|(t, sms)| *t < beside.end && *sms != Some(8))
+        .collect();
+    assert!(
+        unconfined.is_empty(),
+        "flood kernels off its 8 SMs while the burst's process was there: {unconfined:?}"
+    );
+    assert_eq!(
+        kernels.last().map(|k| k.1),
+        Some(None),
+        "the flood's last kernel, after the burst's process left, kept to part of the SMs: \
+         {kernels:?}"
+    );
+}
+
+#[test]
 fn under_mps_a_best_effort_process_is_held_by_default() {
     // Confining is asked for (`--yield`); by default a job under MPS is held back, its work
     // in flight bounded by time, so a service's kernels find the SMs free within it.

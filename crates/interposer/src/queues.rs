@@ -642,7 +642,8 @@ impl Runtime {
                 ),
             }
         }
-        // The SMs the queue keeps to while outranked, which it claims when registered.
+        // The SMs the queue keeps to while outranked, which it claims when registered if it
+        // yields that way (`--yield`); confined by BATON_YIELD_SMS alone it is held back too.
         let mut confining = None;
         if let Some((want, while_outranked)) = self.confinement().filter(|_| cuda_priority >= 0)
             && let Some(part) = self.partition(state, want)
@@ -650,7 +651,9 @@ impl Runtime {
             // SAFETY: the partition was made for this primary context's device.
             match unsafe { part.confine(state.ctx, cuda_priority) } {
                 Ok(c) if while_outranked => {
-                    confining = Some(c.sms().min(baton_agent::MAX_SMS));
+                    if self.cfg.claims_confining() {
+                        confining = Some(c.sms().min(baton_agent::MAX_SMS));
+                    }
                     hw = hw.with_confinement_while_preemptible(c);
                 }
                 Ok(c) => hw = hw.with_confinement(c),

@@ -77,6 +77,12 @@ EXTRA_MODES = {
     # Under MPS, SMs kept for the service before its requests arrive: the job yielding on half
     # of them from the moment the service is registered.
     "yield50": {"be": ["--priority", "0", "--yield"], "be_env": {"BATON_YIELD_SMS": "50%"}},
+    # Under MPS, held back as by default and, from the moment the service is registered, its
+    # kernels kept to part of the SMs (BATON_YIELD_SMS without --yield): SMs free for a request
+    # that arrives while one of the job's long kernels runs, which no hold takes back.
+    "holdsms90": {"be": ["--priority", "0"], "be_env": {"BATON_YIELD_SMS": "90%"}},
+    "holdsms75": {"be": ["--priority", "0"], "be_env": {"BATON_YIELD_SMS": "75%"}},
+    "holdsms50": {"be": ["--priority", "0"], "be_env": {"BATON_YIELD_SMS": "50%"}},
     # Where no time slice of its own hands the GPU over (MPS), the job's work in flight bounded
     # to 100 µs of device time instead of 500.
     "inflight100": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "100"}},
