@@ -86,6 +86,8 @@ EXTRA_MODES = {
     # Where no time slice of its own hands the GPU over (MPS), the job's work in flight bounded
     # to 100 µs of device time instead of 500.
     "inflight100": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "100"}},
+    # Between the two: about two of training's ~110 µs kernels in flight.
+    "inflight250": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "250"}},
     # The other way (since a held job is held, 65db686, 100 µs bought no latency beyond the noise
     # and cost the job 10-15 points): 1 and 2 ms of device time in flight.
     "inflight1000": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "1000"}},
