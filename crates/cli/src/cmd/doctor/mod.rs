@@ -167,7 +167,9 @@ fn daemon_check(socket: Option<&Path>) -> Check<DaemonFindings> {
 /// How programs share the GPU, as `baton run` would see it from the settings `get` reads
 /// (`BATON_MPS`, `CUDA_MPS_PIPE_DIRECTORY`, `BATON_YIELD_SMS`).
 fn sharing(get: impl Fn(&str) -> Option<String>) -> SharingFindings {
-    let cfg = baton_agent::AgentConfig::from_lookup(get);
+    let mut cfg = baton_agent::AgentConfig::from_lookup(get);
+    // As `baton run` sets it: scheduled by the daemon.
+    cfg.scheduler = baton_agent::SchedulerMode::Global;
     let mps = cfg.under_mps();
     let pipe = cfg.mps_pipe.join("control");
     let why = match cfg.mps {
@@ -178,15 +180,35 @@ fn sharing(get: impl Fn(&str) -> Option<String>) -> SharingFindings {
     };
     let how = if mps {
         let sms = cfg.yield_sms.unwrap_or(baton_agent::SmShare::DEFAULT);
+        let held = format!(
+            "held back while a more urgent program has work, with at most {} µs of its work in \
+             flight",
+            cfg.inflight_budget_us()
+        );
+        let way = match cfg.confines_while_outranked() {
+            Some(_) if cfg.claims_confining() => format!(
+                "with BATON_YIELD=on (`--yield`) a program's kernels keep to {sms} of them while \
+                 a more urgent program exists, instead of being held back"
+            ),
+            Some(_) => format!(
+                "a program is {held}, and with BATON_YIELD_SMS its kernels also keep to {sms} of \
+                 them while a more urgent program exists"
+            ),
+            None => format!(
+                "a program is {held} (`--yield`: its kernels keep to {sms} of them while a more \
+                 urgent program exists instead)"
+            ),
+        };
         format!(
-            "MPS ({why}): programs' kernels run on the SMs at once; by default a program's \
-             kernels keep to {sms} of them while a more urgent program exists (`--hold`: held \
-             back instead), `--sms N` to N for good"
+            "MPS ({why}): programs' kernels run on the SMs at once; {way}; `--sms N` keeps them \
+             to N for good"
         )
     } else {
         format!(
-            "time-sliced ({why}): programs take turns on the GPU; `--yield` shortens a \
-             program's time slice while a more urgent program exists"
+            "time-sliced ({why}): programs take turns on the GPU; a program's time slice is \
+             {} µs while a more urgent program is registered on its device (`--hold`: held back \
+             instead)",
+            cfg.yield_slice_us()
         )
     };
     SharingFindings { mps, how }
@@ -342,7 +364,29 @@ mod tests {
             _ => None,
         });
         assert!(mps.mps);
-        assert!(mps.how.contains("to 75% of them"), "{}", mps.how);
+        assert!(
+            mps.how.contains("held back") && mps.how.contains("also keep to 75% of them"),
+            "{}",
+            mps.how
+        );
+        let yielding = sharing(|k| match k {
+            "BATON_MPS" => Some("on".into()),
+            "BATON_YIELD" => Some("on".into()),
+            _ => None,
+        });
+        assert!(
+            yielding
+                .how
+                .contains("keep to 85% of them while a more urgent program exists, instead"),
+            "{}",
+            yielding.how
+        );
+        let slices = sharing(|k| (k == "BATON_MPS").then(|| "off".into()));
+        assert!(
+            slices.how.contains("time slice is 100 µs"),
+            "{}",
+            slices.how
+        );
         let pipe = std::env::temp_dir().join(format!("baton-doctor-{}", std::process::id()));
         std::fs::create_dir_all(&pipe).unwrap();
         let dir = pipe.to_str().unwrap().to_owned();
@@ -351,7 +395,7 @@ mod tests {
         std::fs::write(pipe.join("control"), b"").unwrap();
         let found = sharing(lookup);
         assert!(
-            found.mps && found.how.contains("to 85% of them"),
+            found.mps && found.how.contains("held back") && found.how.contains("85% of them"),
             "{}",
             found.how
         );
