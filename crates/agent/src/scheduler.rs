@@ -24,6 +24,10 @@ pub struct Registration {
     pub label: String,
     /// The device, with its machine-wide identity (for the daemon).
     pub device: DeviceRef,
+    /// The SMs the queue's kernels keep to while outranked when it is held back as well
+    /// (`BATON_YIELD_SMS` without `--yield` under MPS): told to the daemon as
+    /// `Hint::ConfinedHeld`, for `baton list`; no policy reads it.
+    pub confined_held: Option<u32>,
 }
 
 /// The scheduler a process's settings ask for could not start.
@@ -107,6 +111,9 @@ impl AgentScheduler {
                 }
                 if let Some(sms) = reg.meta.hints.confining {
                     hints.push(Hint::Confining { sms });
+                }
+                if let Some(sms) = reg.confined_held {
+                    hints.push(Hint::ConfinedHeld { sms });
                 }
                 client.register(
                     ctl,

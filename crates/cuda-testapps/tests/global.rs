@@ -163,9 +163,10 @@ fn a_yielding_process_under_mps_confines_its_kernels_only_while_outranked() {
 #[test]
 fn under_mps_a_held_process_given_sms_keeps_to_them_while_outranked_and_is_still_held() {
     // `BATON_YIELD_SMS` without `--yield`: the flood's kernels keep to 8 SMs while the burst's
-    // process is registered, as a yielding one's do, but it does not claim to confine, so the
-    // daemon still holds it while the burst runs; once the burst's process is gone its kernels
-    // use the whole GPU again.
+    // process is registered, as a yielding one's do, but it does not claim to confine (only
+    // `confined_held`, which no policy reads), so the daemon still holds it while the burst
+    // runs; once the burst's process is gone its kernels use
+    // the whole GPU again.
     let dir = temp_dir("global-mps-held-confined");
     let be_env = [
         ("BATON_MPS", "on"),
@@ -174,10 +175,10 @@ fn under_mps_a_held_process_given_sms_keeps_to_them_while_outranked_and_is_still
     ];
     let beside = beside_burst_in(&dir, "flood", Until::Held, &[], &be_env);
     beside.assert_held();
-    // It claims no `confining`, which would spare it.
+    // It claims no `confining` (which would spare it), only what `baton list` shows.
     let listed = beside.list.to_string();
     assert!(
-        !listed.contains("confining"),
+        !listed.contains("confining") && listed.contains(r#"{"confined_held":{"sms":8}}"#),
         "a held process's claims: {listed}"
     );
     let kernels = kernel_sms(&dir.join("be.log"));
@@ -798,6 +799,12 @@ fn beside_burst_in(
         Some("isolated")
     } else if value("BATON_MPS") == Some("on") && value("BATON_YIELD") == Some("on") {
         Some("confining")
+    } else if value("BATON_MPS") == Some("on")
+        && value("BATON_YIELD").is_none()
+        && value("BATON_YIELD_SMS").is_some()
+    {
+        // Confined and still held: claimed for `baton list` only.
+        Some("confined_held")
     } else {
         None
     };

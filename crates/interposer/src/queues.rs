@@ -643,16 +643,20 @@ impl Runtime {
             }
         }
         // The SMs the queue keeps to while outranked, which it claims when registered if it
-        // yields that way (`--yield`); confined by BATON_YIELD_SMS alone it is held back too.
-        let mut confining = None;
+        // yields that way (`--yield`); confined by BATON_YIELD_SMS alone it is held back too,
+        // and says so for `baton list` only.
+        let (mut confining, mut confined_held) = (None, None);
         if let Some((want, while_outranked)) = self.confinement().filter(|_| cuda_priority >= 0)
             && let Some(part) = self.partition(state, want)
         {
             // SAFETY: the partition was made for this primary context's device.
             match unsafe { part.confine(state.ctx, cuda_priority) } {
                 Ok(c) if while_outranked => {
+                    let sms = Some(c.sms().min(baton_agent::MAX_SMS));
                     if self.cfg.claims_confining() {
-                        confining = Some(c.sms().min(baton_agent::MAX_SMS));
+                        confining = sms;
+                    } else {
+                        confined_held = sms;
                     }
                     hw = hw.with_confinement_while_preemptible(c);
                 }
@@ -709,6 +713,7 @@ impl Runtime {
                 meta,
                 label: format!("{kind:?} stream {:#x}", handle as usize),
                 device: self.device_ref(state.device),
+                confined_held,
             };
             s.register(xq.clone(), reg, now);
         }

@@ -119,6 +119,14 @@ pub enum Hint {
         /// SMs its kernels keep to while outranked.
         sms: u32,
     },
+    /// The queue's process shares the GPU through MPS, and Baton keeps the queue's kernels to
+    /// `sms` SMs whenever a more urgent queue exists, while the queue is held back as any other
+    /// (`BATON_YIELD_SMS` without `--yield`). Told so that `baton list` shows it; no policy
+    /// reads it. Queue only: claimed by each queue so confined when it is registered.
+    ConfinedHeld {
+        /// SMs its kernels keep to while outranked.
+        sms: u32,
+    },
     /// The process's context is time-sliced against other processes' (its own context, no
     /// MPS) and it neither yields nor asks to be held (`baton run` without `--yield` or
     /// `--hold`): a more urgent process's kernels reach the GPU within one of the driver's
@@ -170,6 +178,8 @@ pub enum HintKind {
     CommandTime,
     /// [`Hint::Confining`].
     Confining,
+    /// [`Hint::ConfinedHeld`].
+    ConfinedHeld,
     /// [`Hint::Readiness`].
     Readiness,
     /// [`Hint::TimeSliced`].
@@ -178,7 +188,7 @@ pub enum HintKind {
 
 impl HintKind {
     /// Every kind.
-    pub const ALL: [HintKind; 15] = [
+    pub const ALL: [HintKind; 16] = [
         HintKind::Priority,
         HintKind::Utilization,
         HintKind::TimeSlice,
@@ -192,6 +202,7 @@ impl HintKind {
         HintKind::Yielding,
         HintKind::CommandTime,
         HintKind::Confining,
+        HintKind::ConfinedHeld,
         HintKind::Readiness,
         HintKind::TimeSliced,
     ];
@@ -205,7 +216,10 @@ impl HintKind {
             | HintKind::Isolated
             | HintKind::Yielding
             | HintKind::TimeSliced => &[Scope::Process],
-            HintKind::CommandTime | HintKind::Confining | HintKind::Readiness => &[Scope::Queue],
+            HintKind::CommandTime
+            | HintKind::Confining
+            | HintKind::ConfinedHeld
+            | HintKind::Readiness => &[Scope::Queue],
             _ => &[Scope::Queue, Scope::Process],
         }
     }
@@ -227,6 +241,7 @@ impl fmt::Display for HintKind {
             HintKind::Yielding => "yielding",
             HintKind::CommandTime => "command time",
             HintKind::Confining => "confining",
+            HintKind::ConfinedHeld => "confined and held",
             HintKind::Readiness => "readiness",
             HintKind::TimeSliced => "time-sliced",
         })
@@ -275,6 +290,7 @@ impl Hint {
             Hint::Yielding { .. } => HintKind::Yielding,
             Hint::CommandTime { .. } => HintKind::CommandTime,
             Hint::Confining { .. } => HintKind::Confining,
+            Hint::ConfinedHeld { .. } => HintKind::ConfinedHeld,
             Hint::Readiness { .. } => HintKind::Readiness,
             Hint::TimeSliced => HintKind::TimeSliced,
             Hint::Clear(kind) => *kind,
@@ -320,7 +336,7 @@ impl Hint {
             Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::TimeSliced | Hint::Clear(_) => {
                 Ok(())
             }
-            Hint::Isolated { sms } | Hint::Confining { sms } => {
+            Hint::Isolated { sms } | Hint::Confining { sms } | Hint::ConfinedHeld { sms } => {
                 check::range("sms", sms, 1, MAX_SMS)
             }
             Hint::Yielding { slice_ns } => {

@@ -35,6 +35,7 @@ pub fn hints() -> Vec<Hint> {
         Hint::Isolated { sms: 112 },
         Hint::Yielding { slice_ns: 100_000 },
         Hint::Confining { sms: 112 },
+        Hint::ConfinedHeld { sms: 104 },
         Hint::CommandTime { command_ns: 60_000 },
         Hint::Readiness {
             ready_permille: 950,

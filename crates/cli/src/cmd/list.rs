@@ -54,6 +54,7 @@ pub fn hints_text(h: &[Hint]) -> String {
             Hint::Isolated { sms } => format!("isolated={sms}sms"),
             Hint::Yielding { slice_ns } => format!("yielding={}us", slice_ns / 1000),
             Hint::Confining { sms } => format!("confining={sms}sms"),
+            Hint::ConfinedHeld { sms } => format!("confined-held={sms}sms"),
             Hint::CommandTime { command_ns } => format!("command={}us", command_ns / 1000),
             Hint::Readiness {
                 ready_permille,
