@@ -139,9 +139,11 @@ pub struct ClientSpec {
     /// Yielding, its context's slice is this long while it runs freely and outranks other
     /// work, as a service beside a job gets on a GPU.
     pub leads: Option<Nanos>,
-    /// Scheduled, its kernels keep to this many SMs whenever the queue may be suspended, and
-    /// the policy is told so ([`Hint::Confining`](baton_policies::Hint::Confining)), as
-    /// `baton run --yield` does on a GPU under MPS.
+    /// Scheduled, its kernels keep to this many SMs whenever the queue may be suspended, as
+    /// `baton run --yield` does on a GPU under MPS, where the policy is told so
+    /// ([`Hint::Confining`](baton_policies::Hint::Confining)); or, told nothing, as
+    /// `BATON_YIELD_SMS` without `--yield` does, the queue held back as well
+    /// ([`ClientSpec::confined_and_held`]).
     pub confines: Option<u32>,
     /// Whether its scheduler is told how long its commands take once its queue has measured
     /// it ([`Hint::CommandTime`](baton_policies::Hint::CommandTime)), as a process under the
@@ -208,6 +210,13 @@ impl ClientSpec {
     pub fn confining(mut self, sms: u32) -> ClientSpec {
         self.confines = Some(sms);
         self.hints.push(Hint::Confining(sms));
+        self
+    }
+
+    /// Keeping its kernels to `sms` SMs while outranked and held back as any other queue
+    /// (no hint: `BATON_YIELD_SMS` without `--yield` under MPS; see [`ClientSpec::confines`]).
+    pub fn confined_and_held(mut self, sms: u32) -> ClientSpec {
+        self.confines = Some(sms);
         self
     }
 

@@ -17,7 +17,7 @@
 
 mod support;
 
-use baton_lab::{ClientSpec, SpanRange};
+use baton_lab::{ClientSpec, ContextSpec, SpanRange};
 use support::{Cell, us};
 
 const SMS: u32 = 108;
@@ -112,5 +112,41 @@ fn a_service_of_kernels_on_every_sm_is_not_protected_by_either() {
         "confining ×{:.2} against held ×{:.2}",
         confining.hp_p99_ratio,
         held.hp_p99_ratio
+    );
+}
+
+/// Held, and kept to part of the SMs while outranked (`BATON_YIELD_SMS` without `--yield`):
+/// a graph-replayed service (one kernel on every SM a request, a quarter of the device's time)
+/// beside a flood of 1.5 ms kernels held with one in flight (what 500 µs of device time lets
+/// through), in one context as under MPS. A request that arrives while a flood kernel runs
+/// waits for it either way; kept to three quarters of the SMs, the flood leaves the request
+/// the rest meanwhile, and is slower for it. The shape measured on an H200 (the matrix's M
+/// beside the flood, three repeats: ×1.66 → ×1.43 at 25 % load, the flood 76 → 68 %).
+#[test]
+fn a_held_flood_kept_to_part_of_the_sms_shortens_a_graph_services_wait_and_pays_for_it() {
+    let hp = support::graph_service(ContextSpec::Shared(0));
+    let one_in_flight = ClientSpec {
+        launch: baton_core::LaunchConfig::new(1, 1).unwrap(),
+        ..flood(us(1_500, 1_500))
+    };
+    let held = support::cell_with(Some("hpf"), hp.clone(), one_in_flight.clone());
+    let kept = support::cell_with(Some("hpf"), hp, one_in_flight.confined_and_held(99));
+    eprintln!("held {held:?}\nheld and kept to 99 SMs {kept:?}");
+    assert!(
+        held.hp_p99_ratio > 1.25,
+        "the limit: a started kernel is not preempted (held ×{:.2})",
+        held.hp_p99_ratio
+    );
+    assert!(
+        kept.hp_p99_ratio < held.hp_p99_ratio - 0.05,
+        "kept to part of the SMs ×{:.2} against held ×{:.2}",
+        kept.hp_p99_ratio,
+        held.hp_p99_ratio
+    );
+    assert!(
+        kept.be_share < held.be_share,
+        "the flood pays for it: {:.0} % against {:.0} % of alone",
+        100.0 * kept.be_share,
+        100.0 * held.be_share
     );
 }

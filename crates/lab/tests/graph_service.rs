@@ -19,30 +19,8 @@
 
 mod support;
 
-use baton_core::{Level, Nanos, Priority};
-use baton_lab::{ClientSpec, ContextSpec, Workload};
-use baton_policies::Hint;
-use support::{Cell, us};
-
-fn graph_service() -> ClientSpec {
-    ClientSpec {
-        context: ContextSpec::Own,
-        level: Some(Level::L1),
-        ..ClientSpec::new(
-            "hp",
-            1,
-            Workload::Periodic {
-                period: Nanos::from_micros(6_300),
-                offset: Nanos::from_micros(700),
-                kernels: 1,
-                kernel: us(1_400, 1_600),
-                sms: 132,
-                announce: None,
-            },
-        )
-        .hint(Hint::Priority(Priority::new(10).unwrap()))
-    }
-}
+use baton_lab::{ClientSpec, ContextSpec};
+use support::{Cell, graph_service, us};
 
 fn gemm_flood() -> ClientSpec {
     ClientSpec {
@@ -55,11 +33,11 @@ fn gemm_flood() -> ClientSpec {
 fn cell(policy: Option<&str>, by_default: bool) -> Cell {
     let (hp, be) = if by_default {
         (
-            graph_service().as_by_default(),
+            graph_service(ContextSpec::Own).as_by_default(),
             gemm_flood().as_by_default(),
         )
     } else {
-        (graph_service(), gemm_flood())
+        (graph_service(ContextSpec::Own), gemm_flood())
     };
     support::cell_with(policy, hp, be)
 }

@@ -35,6 +35,30 @@ pub fn service() -> ClientSpec {
     }
 }
 
+/// A service that replays one CUDA graph per request ("hp", process 1, priority 10): a request
+/// every 6.3 ms, each one command of 1.4–1.6 ms on every SM (the device busy with it about a
+/// quarter of the time), at Level 1 in `context`: the shape of the co-location matrix's
+/// graph-replayed ResNet-50.
+pub fn graph_service(context: ContextSpec) -> ClientSpec {
+    ClientSpec {
+        context,
+        level: Some(Level::L1),
+        ..ClientSpec::new(
+            "hp",
+            1,
+            Workload::Periodic {
+                period: Nanos::from_micros(6_300),
+                offset: Nanos::from_micros(700),
+                kernels: 1,
+                kernel: us(1_400, 1_600),
+                sms: 132,
+                announce: None,
+            },
+        )
+        .hint(Hint::Priority(Priority::new(10).unwrap()))
+    }
+}
+
 /// The flood ("be", process 2): four `kernel`-long kernels on `sms` SMs in flight, at Level 1
 /// in the shared context.
 pub fn flood(kernel: SpanRange, sms: u32) -> ClientSpec {
