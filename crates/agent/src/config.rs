@@ -355,11 +355,16 @@ impl AgentConfig {
         if let Some((name, v)) = read(&["BATON_YIELD_SMS"]) {
             match SmShare::parse(&v) {
                 Some(s) => c.yield_sms = Some(s),
+                // What is used instead: `--yield`'s default share; held back, no confinement.
                 None => c.warn(
                     name,
                     &v,
                     "use a number of SMs (at least 1) or a share of them from 1% to 99%",
-                    "85%",
+                    if c.yield_to_others == Some(true) {
+                        "85%"
+                    } else {
+                        "none (not confined)"
+                    },
                 ),
             }
         }
@@ -741,6 +746,15 @@ mod tests {
         assert!(!cfg(&[global, mps, sms]).claims_confining());
         assert_eq!(confines(&[global, mps, ("BATON_YIELD", "off"), sms]), None);
         assert_eq!(confines(&[global, ("BATON_MPS", "off"), sms]), None);
+        // A share that does not parse confines nothing where only it asked for confinement,
+        // and the warning says so.
+        let bad = cfg(&[global, mps, ("BATON_YIELD_SMS", "lots")]);
+        assert_eq!(bad.confines_while_outranked(), None);
+        assert!(
+            bad.warnings()[0].contains("not confined"),
+            "{:?}",
+            bad.warnings()
+        );
         assert_eq!(cfg(&[global, mps]).inflight_budget_us(), 500);
         assert_eq!(confines(&[mps, on]), None);
         assert_eq!(confines(&[global, ("BATON_MPS", "off"), on]), None);
