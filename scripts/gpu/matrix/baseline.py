@@ -15,20 +15,15 @@ Prints each phase's p10 / p50 / p90 per service and writes every sample to FILE.
 """
 
 import argparse
-import json
 import os
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import analyze  # noqa: E402
 from matrix import Worker  # noqa: E402
-from probe_held import clock_samples, clocks  # noqa: E402
-
-sys.path.insert(0, os.path.join(HERE, "..", "apps"))
-from mps import mps  # noqa: E402
+from probe_held import finish, start  # noqa: E402
 
 
 def main():
@@ -41,14 +36,8 @@ def main():
     p.add_argument("--release", action="store_true", help="then empty the job's allocator cache, and time again")
     a = p.parse_args()
     jobs = a.jobs.split(",")
-    tmp = tempfile.mkdtemp(prefix="baton-baseline.")
-    log = open(os.path.join(tmp, "workers.log"), "w")
-    env = dict(os.environ, PYTHONUNBUFFERED="1", MATRIX_SERVICES="Rg,Dg", MATRIX_JOBS=",".join(jobs))
-    if a.mps:
-        env = mps(tmp, env, True)
+    tmp, log, env, smi, out = start("baton-baseline.", "Rg,Dg", jobs, a.mps)
     worker = [sys.executable, os.path.join(HERE, "services.py")]
-    smi = clocks(os.path.join(tmp, "clocks.csv"))
-    out = {"mps": a.mps, "jobs": jobs, "phases": []}
     be = None
     try:
         hp = Worker("hp", [*worker, "hp"], env, log)
@@ -91,12 +80,7 @@ def main():
     finally:
         if be is not None:
             be.close()
-        out["clocks"] = clock_samples(smi, os.path.join(tmp, "clocks.csv"))
-        if a.mps:
-            mps(tmp, env, False)
-        with open(a.out, "w") as f:
-            json.dump(out, f)
-    print(f"wrote {a.out}")
+        finish(tmp, env, smi, out, a.mps, a.out)
 
 
 if __name__ == "__main__":

@@ -53,12 +53,31 @@ def clocks(path):
     )
 
 
-def clock_samples(smi, path):
-    """Stops `clocks`' sampler SMI and returns its samples (lines of PATH)."""
+def start(prefix, services, jobs, use_mps):
+    """A probe's temporary folder, its workers' log and their environment (MATRIX_SERVICES,
+    MATRIX_JOBS; an MPS control daemon of its own with USE_MPS), the SM clock sampled into
+    clocks.csv there (`clocks`), and the output it fills."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    log = open(os.path.join(tmp, "workers.log"), "w")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", MATRIX_SERVICES=services, MATRIX_JOBS=",".join(jobs))
+    if use_mps:
+        env = mps(tmp, env, True)
+    smi = clocks(os.path.join(tmp, "clocks.csv"))
+    return tmp, log, env, smi, {"mps": use_mps, "jobs": jobs, "phases": []}
+
+
+def finish(tmp, env, smi, out, use_mps, path):
+    """Stops the clock sampler SMI (its samples into OUT) and the MPS control daemon `start`
+    began, and writes OUT to PATH."""
     smi.terminate()
     smi.wait()
-    with open(path) as f:
-        return f.read().splitlines()
+    with open(os.path.join(tmp, "clocks.csv")) as f:
+        out["clocks"] = f.read().splitlines()
+    if use_mps:
+        mps(tmp, env, False)
+    with open(path, "w") as f:
+        json.dump(out, f)
+    print(f"wrote {path}")
 
 
 def main():
@@ -69,11 +88,7 @@ def main():
     p.add_argument("--requests", type=int, default=4)
     a = p.parse_args()
     jobs = a.jobs.split(",")
-    tmp = tempfile.mkdtemp(prefix="baton-probe.")
-    log = open(os.path.join(tmp, "workers.log"), "w")
-    env = dict(os.environ, PYTHONUNBUFFERED="1", MATRIX_SERVICES="Dg", MATRIX_JOBS=",".join(jobs))
-    if a.mps:
-        env = mps(tmp, env, True)
+    tmp, log, env, smi, out = start("baton-probe.", "Dg", jobs, a.mps)
     baton = os.environ.get("BATON_BIN", "baton")
     sock = os.path.join(tmp, "probe.sock")
     daemon = subprocess.Popen([baton, "daemon", "--socket", sock, "--idle-exit", "900"], env=env, stderr=log)
@@ -86,8 +101,6 @@ def main():
     bbe = Worker("baton-be", [baton, "run", "--priority", "0", "--", *worker, "be"], benv, log)
     for w in (hp, be, bhp, bbe):
         w.info = w.read(420)
-    smi = clocks(os.path.join(tmp, "clocks.csv"))
-    out = {"mps": a.mps, "jobs": jobs, "phases": []}
 
     def phase(name, w):
         t0 = time.time()
@@ -115,15 +128,10 @@ def main():
         time.sleep(0.5)
         phase(f"{job} under baton, held", bhp)
         bbe.call(120, cmd="stop")
-    out["clocks"] = clock_samples(smi, os.path.join(tmp, "clocks.csv"))
     for w in (hp, be, bhp, bbe):
         w.close()
     daemon.terminate()
-    if a.mps:
-        mps(tmp, env, False)
-    with open(a.out, "w") as f:
-        json.dump(out, f)
-    print(f"wrote {a.out}")
+    finish(tmp, env, smi, out, a.mps, a.out)
 
 
 if __name__ == "__main__":
