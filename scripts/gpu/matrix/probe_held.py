@@ -32,9 +32,15 @@ from mps import mps  # noqa: E402
 
 
 def tokens(r):
-    """The tokens of a serve answer, first tokens of each request left out."""
-    lat = r["lat_ms"]
-    return [v for i, v in enumerate(lat) if i % 64]
+    """The tokens of a serve answer, first tokens of each request left out (as many tokens a
+    request as the answer's samples over its requests; `analyze.token_split`)."""
+    split = analyze.token_split([r])
+    if split is None:
+        raise SystemExit(
+            f"probe: a serve answer of {len(r['lat_ms'])} samples, {r.get('requests')} requests and "
+            f"{r.get('censored', 0)} censored is not whole requests of tokens"
+        )
+    return split[1]
 
 
 def clocks(path):
