@@ -10,6 +10,11 @@
 //!   queues at random moments, from a seed, so every command may wait in a buffer and run later
 //!   from the launch worker, behind or ahead of other streams' work.
 //!
+//! Early refill (`BATON_EARLY_REFILL=on`: sync points every half of what the in-flight budget
+//! admits) is on in half of the runs of each role, with kernels long enough for the 500 µs
+//! budget to bind (a few in flight): chaos seeds 12 and 22, every kernel 60 µs longer; the
+//! flood at Level 1, of 100 µs kernels 16 deep; the scenarios at Level 2.
+//!
 //! The alone role is `interposer.rs`. A failure names the scenario, role, level and seed; the
 //! same seed replays the same sequence of choices (which command each lands on depends on
 //! timing, so run it a few times).
@@ -52,21 +57,30 @@ fn every_scenario_suspended_and_resumed_at_random_gives_the_native_result() {
         .to_str()
         .expect("a UTF-8 path")
         .to_owned();
-    let mut deferred = 0;
+    let (mut deferred, mut refilled) = (0, 0);
     for scenario in scenarios() {
         let native = native(scenario);
         let expected = native.line().to_owned();
         for (level, seeds) in SEEDS {
             for seed in *seeds {
-                let what = format!("{scenario} suspended at random (level {level}, chaos:{seed})");
                 let report_path = temp_dir("chaos").join("report.json");
                 let (policy, level_s) = (format!("chaos:{seed}"), level.to_string());
+                let refill = if seed % 10 == 2 { "on" } else { "off" };
+                let what = format!(
+                    "{scenario} suspended at random (level {level}, chaos:{seed}, early refill \
+                     {refill})"
+                );
                 let env = [
                     ("LD_PRELOAD", preload.as_str()),
                     ("BATON_SCHEDULER", "local"),
                     ("BATON_POLICY", policy.as_str()),
                     ("BATON_LEVEL", level_s.as_str()),
                     ("BATON_REPORT", report_path.to_str().expect("a UTF-8 path")),
+                    ("BATON_EARLY_REFILL", refill),
+                    (
+                        "FAKE_CUDA_KERNEL_US",
+                        if refill == "on" { "60" } else { "0" },
+                    ),
                 ];
                 let b = run(RUNTIME_LIKE, &[scenario], &env);
                 assert_eq!(b.code, Some(0), "{what}: {}", b.stderr);
@@ -74,6 +88,15 @@ fn every_scenario_suspended_and_resumed_at_random_gives_the_native_result() {
                 check_log(&what, &b.log, &native.log);
                 let r = report(&report_path);
                 deferred += r["deferred"].as_u64().unwrap_or(0);
+                if refill == "on" {
+                    // A measured command time is what early refill places sync points by.
+                    refilled += r["queues"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|q| q["command_us"].as_f64().is_some_and(|us| us >= 60.0))
+                        .count();
+                }
                 // An attribute change never lets held work through a suspension here: every
                 // held launch's limit, a library kernel's included, can be told and raised.
                 assert_eq!(
@@ -88,6 +111,10 @@ fn every_scenario_suspended_and_resumed_at_random_gives_the_native_result() {
     assert!(
         deferred > 1_000,
         "the chaos mode made only {deferred} commands wait: it did not suspend much"
+    );
+    assert!(
+        refilled > 0,
+        "no queue of the early-refill runs measured its command time: early refill never acted"
     );
 }
 
@@ -110,6 +137,19 @@ impl Flood {
             .env("FAKE_CUDA_LOG", &log)
             .env("BATON_SOCKET", &socket)
             .env("BATON_TEST_FLOOD_S", "120")
+            .envs(if level == 1 {
+                [
+                    ("BATON_EARLY_REFILL", "on"),
+                    ("BATON_TEST_FLOOD_US", "100"),
+                    ("BATON_TEST_FLOOD_DEPTH", "16"),
+                ]
+            } else {
+                [
+                    ("BATON_EARLY_REFILL", "off"),
+                    ("BATON_TEST_FLOOD_US", "1000"),
+                    ("BATON_TEST_FLOOD_DEPTH", "4"),
+                ]
+            })
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -186,7 +226,12 @@ fn every_scenario_at_higher_priority_beside_a_scheduled_flood_gives_the_native_r
                 RUNTIME_LIKE,
                 scenario,
             ];
-            let b = run(&baton, &args, &[("BATON_SOCKET", socket.as_str())]);
+            let refill = if level == 2 { "on" } else { "off" };
+            let env = [
+                ("BATON_SOCKET", socket.as_str()),
+                ("BATON_EARLY_REFILL", refill),
+            ];
+            let b = run(&baton, &args, &env);
             same_as_native(&what, &b, &native);
         }
         drop(flood);

@@ -677,6 +677,7 @@ impl Runtime {
             .inflight_budget(baton_cuda::core::Nanos::from_micros(
                 self.cfg.inflight_budget_us(),
             ))
+            .early_refill(self.cfg.early_refill)
             .keep_window(self.cfg.keep_window)
             .max_buffered(self.cfg.max_buffered)
             .clock(self.clock.clone());

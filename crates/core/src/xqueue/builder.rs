@@ -31,6 +31,7 @@ pub struct XQueueBuilder<H: HwQueue> {
     max_buffered: usize,
     held_back: Option<StdArc<HeldBackCount>>,
     inflight_budget: crate::Nanos,
+    early_refill: bool,
 }
 
 /// Commands a queue buffers before `submit` waits (see [`XQueueBuilder::max_buffered`]).
@@ -51,6 +52,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
             max_buffered: DEFAULT_MAX_BUFFERED,
             held_back: None,
             inflight_budget: crate::Nanos::ZERO,
+            early_refill: false,
         }
     }
 
@@ -74,6 +76,17 @@ impl<H: HwQueue> XQueueBuilder<H> {
     /// one in flight, a training job of 110 µs kernels a few (default: zero, none).
     pub fn inflight_budget(mut self, budget: crate::Nanos) -> Self {
         self.inflight_budget = budget;
+        self
+    }
+
+    /// With an [`inflight_budget`](Self::inflight_budget), place sync points so that the window
+    /// can refill before the device drains: once the command time is measured, one every half
+    /// of the commands the budget admits (at least one, at most the window's batch) instead of
+    /// only behind the commands in flight when the budget closes the window. Without it, a
+    /// budget of a few commands learns of their completion only when the last is done, and the
+    /// device waits for the host to launch the next ones (default: off).
+    pub fn early_refill(mut self, on: bool) -> Self {
+        self.early_refill = on;
         self
     }
 
@@ -187,6 +200,8 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 ready_since: None,
                 pace_ns: 0,
                 budget_ns: self.inflight_budget.0,
+                early_refill: self.early_refill,
+                refill_batch: u32::MAX,
             }),
             control: Mutex::new(()),
             worker_cv: Condvar::new(),

@@ -160,6 +160,11 @@ pub(super) struct State<H: HwQueue> {
     /// The device time the commands in flight may take by that measure (0: no bound; see
     /// [`XQueueBuilder::inflight_budget`](crate::XQueueBuilder::inflight_budget)).
     pub(super) budget_ns: u64,
+    /// Whether sync points follow the budget ([`XQueueBuilder::early_refill`](crate::XQueueBuilder::early_refill)),
+    /// and then how many launches apart, by the measured command time (`u32::MAX`: the
+    /// window's batch alone).
+    pub(super) early_refill: bool,
+    pub(super) refill_batch: u32,
     /// Commands launched while suspended (only a demand launches then: another queue or a
     /// call needed them), in the suspensions that ended; and `launched` when the current one
     /// began. Counted at suspend and resume, off the launch path.
@@ -410,6 +415,12 @@ impl<H: HwQueue> Shared<H> {
             };
             self.pace_ns.store(avg.max(1), Relaxed);
             st.pace_ns = avg.max(1);
+            if st.early_refill && st.budget_ns > 0 {
+                // Half of what the budget admits: the host learns the first half is done
+                // while the second still runs, and launches more before the device drains.
+                let admitted = st.budget_ns.div_ceil(st.pace_ns);
+                st.refill_batch = u32::try_from((admitted / 2).max(1)).unwrap_or(u32::MAX);
+            }
             self.pace_samples.fetch_add(1, Relaxed);
         }
         // Suspended at Level 2 or 3, the device stops working on what is in flight.
@@ -492,7 +503,7 @@ impl<H: HwQueue> Shared<H> {
             return;
         }
         st.since_sync += 1;
-        if st.since_sync >= st.config.batch() {
+        if st.since_sync >= st.config.batch().min(st.refill_batch) {
             self.add_sync_point(st);
         }
     }

@@ -1253,6 +1253,65 @@ fn a_time_budget_bounds_the_work_in_flight_once_commands_are_measured() {
     assert!(s.violations.is_empty(), "{:?}", s.violations);
 }
 
+/// A queue of 110 µs commands bound to 500 µs of device time in flight (five commands),
+/// window 16 with a sync point every 8: measured, then run for 200 commands with the device
+/// taking one command each 110 µs and the host looking after each completion. Returns how many
+/// times the device ran out of launched work while commands waited, and the sync points the
+/// steady state cost.
+fn budget_drains(early_refill: bool) -> (usize, usize) {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
+    let q = XQueue::builder(hw.clone())
+        .drive(Drive::External)
+        .config(LaunchConfig::new(16, 8).unwrap())
+        .clock(StdArc::clone(&clock) as StdArc<dyn crate::Clock>)
+        .inflight_budget(Nanos::from_micros(500))
+        .early_refill(early_refill)
+        .build()
+        .unwrap();
+    submit_n(&q, 0, 400);
+    run_commands(&hw, &q, &clock, 48, 8, Nanos::from_micros(110));
+    assert!(q.command_time().is_some(), "measured");
+    let (mut drains, points) = (0, hw.script().sync_points);
+    for _ in 0..200 {
+        clock.advance(Nanos::from_micros(110));
+        hw.complete(1);
+        let s = hw.script();
+        if s.launched.len() == s.done && q.status().pending > 0 {
+            drains += 1;
+        }
+        q.poll();
+        assert!(q.status().inflight <= 5, "{:?}", q.status());
+    }
+    let s = hw.script();
+    assert!(s.violations.is_empty(), "{:?}", s.violations);
+    assert!(s.launched.iter().copied().eq(0..s.launched.len() as u64));
+    (drains, s.sync_points - points)
+}
+
+#[test]
+fn early_refill_keeps_a_budgeted_window_from_draining_the_device() {
+    // Today's default: one sync point behind the five in flight, learnt only when the last is
+    // done, so the device waits for the host once every five commands.
+    let (drains, _) = budget_drains(false);
+    assert!(
+        drains >= 35,
+        "the budgeted window drained {drains} times in 200 commands"
+    );
+    // A sync point every two commands: the host learns of the first two while three still run.
+    let (drains, points) = budget_drains(true);
+    assert_eq!(
+        drains, 0,
+        "with early refill the device ran dry {drains} times"
+    );
+    // Its cost: a sync point every two launches, and one behind the tail when the budget
+    // closes the window between them (0.6 a command here, against 0.2).
+    assert!(
+        (90..=130).contains(&points),
+        "about one sync point every two commands: {points} for 200"
+    );
+}
+
 #[test]
 fn a_queue_bound_by_its_own_launching_is_not_measured() {
     let hw = ScriptedHwQueue::new(Level::L1);
