@@ -88,6 +88,14 @@ EXTRA_MODES = {
     "inflight100": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "100"}},
     # Between the two: about two of training's ~110 µs kernels in flight.
     "inflight250": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "250"}},
+    # Sync points every half of what the budget admits (BATON_EARLY_REFILL): the job's window
+    # refills before the GPU runs dry, which a budget of a few kernels otherwise lets happen
+    # once per window (the cost inflight250 and inflight100 measured); at 500 and 250 µs.
+    "refill": {"be": ["--priority", "0"], "be_env": {"BATON_EARLY_REFILL": "on"}},
+    "refill250": {
+        "be": ["--priority", "0"],
+        "be_env": {"BATON_EARLY_REFILL": "on", "BATON_INFLIGHT_US": "250"},
+    },
     # The other way (since a held job is held, 65db686, 100 µs bought no latency beyond the noise
     # and cost the job 10-15 points): 1 and 2 ms of device time in flight.
     "inflight1000": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "1000"}},
