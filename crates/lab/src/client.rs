@@ -46,6 +46,9 @@ pub(crate) struct Client {
     /// At the runner's last look at its readiness: when, its queue's ready time, `waited`, and
     /// how many jobs it had completed (each one a wait).
     pub(crate) readiness_mark: (Nanos, Nanos, Nanos, usize),
+    /// With a host that reacts late ([`ClientSpec::reacts`]): when it next looks at its queue
+    /// after a completion.
+    pub(crate) look_at: Option<Nanos>,
 }
 
 /// A rank's place at its group's barrier.
@@ -107,6 +110,7 @@ impl Client {
             host_done: None,
             waited: Nanos::ZERO,
             readiness_mark: (Nanos::ZERO, Nanos::ZERO, Nanos::ZERO, 0),
+            look_at: None,
         }
     }
 
@@ -298,7 +302,25 @@ impl Client {
         }
     }
 
-    pub(crate) fn poll(&self) {
+    /// Looks at its queue at `t`: always with a host that reacts at once; otherwise only once
+    /// its look after a completion is due, or a timer of its queue is.
+    pub(crate) fn look(&mut self, t: Nanos) {
+        if self.spec.reacts > Nanos::ZERO {
+            let timer = self
+                .route
+                .queue()
+                .and_then(|q| q.next_look())
+                .is_some_and(|n| n <= t);
+            match self.look_at {
+                Some(at) if at <= t => self.look_at = None,
+                _ if timer => {}
+                _ => return,
+            }
+            // As a launch worker does when it wakes: the first look covers what it launched
+            // with a sync point, the second finds the sync point reached if the device is
+            // done with them, and launches what waits.
+            self.route.poll();
+        }
         self.route.poll();
     }
 

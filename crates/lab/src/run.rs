@@ -80,6 +80,8 @@ pub fn run(spec: LabSpec) -> LabResult {
                 .sink(inbox.clone())
                 .level(spec.level.unwrap_or(device.max_level))
                 .config(spec.launch)
+                .inflight_budget(spec.inflight_budget.unwrap_or(Nanos::ZERO))
+                .early_refill(spec.early_refill)
                 .build()
                 .expect("the simulated device supports every level up to its own maximum");
             let q = Arc::new(q);
@@ -137,7 +139,7 @@ pub fn run(spec: LabSpec) -> LabResult {
                 }
             }
         }
-        settle(&clients, &inbox, &mut sched, t);
+        settle(&mut clients, &inbox, &mut sched, t);
         for c in &mut clients {
             // As the interposer's guard thread does: tell the scheduler what the queue measured.
             if let Route::Scheduled(q) = &c.route
@@ -173,7 +175,7 @@ pub fn run(spec: LabSpec) -> LabResult {
         }
         for c in &clients {
             let look = c.route.queue().and_then(|q| q.next_look());
-            for n in [c.next_action(), look].into_iter().flatten() {
+            for n in [c.next_action(), look, c.look_at].into_iter().flatten() {
                 next = next.min(n.max(t + Nanos(1)));
             }
         }
@@ -188,7 +190,13 @@ pub fn run(spec: LabSpec) -> LabResult {
             sim.advance_to(next);
             for c in sim.with(|d| d.take_completions()) {
                 if let Some(i) = by_stream.get(&(*dev, c.stream)) {
-                    clients[*i].completed(&c);
+                    let client = &mut clients[*i];
+                    client.completed(&c);
+                    if client.spec.reacts > Nanos::ZERO {
+                        // Its host learns of it `reacts` later (the earliest such look stands).
+                        let at = c.ended_at + client.spec.reacts;
+                        client.look_at = Some(client.look_at.map_or(at, |l| l.min(at)));
+                    }
                 }
             }
         }
@@ -256,10 +264,10 @@ fn barriers(clients: &mut [Client]) {
 }
 
 /// Lets queues, events and the scheduler settle at `t`.
-fn settle(clients: &[Client], inbox: &Inbox, sched: &mut LocalScheduler, t: Nanos) {
+fn settle(clients: &mut [Client], inbox: &Inbox, sched: &mut LocalScheduler, t: Nanos) {
     for _ in 0..1_000 {
-        for c in clients {
-            c.poll();
+        for c in clients.iter_mut() {
+            c.look(t);
         }
         let events = inbox.drain();
         let due = sched.next_wake().is_some_and(|w| w <= t);

@@ -149,6 +149,19 @@ pub struct ClientSpec {
     /// it ([`Hint::CommandTime`](baton_policies::Hint::CommandTime)), as a process under the
     /// interposer does unless `BATON_COMMAND_TIME=off` (default: told).
     pub measures: bool,
+    /// Scheduled, the device time its commands in flight may take while its window applies,
+    /// by its measured command time
+    /// ([`XQueueBuilder::inflight_budget`](baton_core::XQueueBuilder::inflight_budget)), as
+    /// `BATON_INFLIGHT_US` sets on a GPU (default: none, bounded by count only).
+    pub inflight_budget: Option<Nanos>,
+    /// With the budget, sync points every half of what it admits
+    /// ([`XQueueBuilder::early_refill`](baton_core::XQueueBuilder::early_refill),
+    /// `BATON_EARLY_REFILL`).
+    pub early_refill: bool,
+    /// How long its host takes to look at its queue after one of its commands completes (a
+    /// thread woken from its wait on a sync point, then launching): its queue is looked at
+    /// only then, at its own timers and when it submits (default: zero, at once).
+    pub reacts: Nanos,
 }
 
 impl ClientSpec {
@@ -172,6 +185,9 @@ impl ClientSpec {
             leads: None,
             confines: None,
             measures: true,
+            inflight_budget: None,
+            early_refill: false,
+            reacts: Nanos::ZERO,
         }
     }
 
@@ -217,6 +233,22 @@ impl ClientSpec {
     /// (no hint: `BATON_YIELD_SMS` without `--yield` under MPS; see [`ClientSpec::confines`]).
     pub fn confined_and_held(mut self, sms: u32) -> ClientSpec {
         self.confines = Some(sms);
+        self
+    }
+
+    /// Its work in flight bounded to `budget` of device time, with sync points every half of
+    /// what the budget admits if `early_refill`, as a held-back job under `baton run` (see
+    /// [`ClientSpec::inflight_budget`]).
+    pub fn budgeted(mut self, budget: Nanos, early_refill: bool) -> ClientSpec {
+        self.inflight_budget = Some(budget);
+        self.early_refill = early_refill;
+        self
+    }
+
+    /// Its host looking at its queue `reacts` after each completion (see
+    /// [`ClientSpec::reacts`]).
+    pub fn reacting(mut self, reacts: Nanos) -> ClientSpec {
+        self.reacts = reacts;
         self
     }
 
