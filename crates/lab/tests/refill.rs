@@ -11,23 +11,18 @@
 
 mod support;
 
-use baton_core::{Level, Nanos};
+use baton_core::Nanos;
 use baton_lab::{ClientSpec, ContextSpec, Workload};
 use support::{Cell, us};
 
 fn training(budget_us: u64, early_refill: bool) -> ClientSpec {
     ClientSpec {
-        context: ContextSpec::Shared(0),
-        level: Some(Level::L1),
-        ..ClientSpec::new(
-            "be",
-            2,
-            Workload::Flood {
-                depth: 64,
-                kernel: us(100, 120),
-                sms: 132,
-            },
-        )
+        workload: Workload::Flood {
+            depth: 64,
+            kernel: us(100, 120),
+            sms: 132,
+        },
+        ..support::flood(us(100, 120), 132)
     }
     .budgeted(Nanos::from_micros(budget_us), early_refill)
     .reacting(Nanos::from_micros(40))
