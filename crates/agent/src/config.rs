@@ -11,8 +11,8 @@
 //! | `BATON_YIELD_SLICE_US` | the time slice (µs) of a context none of whose queues runs freely (each suspended, or outranked by a more urgent queue), at level 3 and when yielding, 1–2000000 | 100 |
 //! | `BATON_RUN_SLICE_US` | the time slice (µs) of a context Baton controls while one of its queues runs freely and none outranks other work, 1–2000000 | the driver's (2048 on Hopper) |
 //! | `BATON_LEAD_SLICE_US` | the time slice (µs) of a context Baton controls while one of its queues runs freely and outranks other work on its device (a service beside a job): once it has the GPU, the job does not take it back before its work pauses, 1–2000000 | 10000 |
-//! | `BATON_INFLIGHT_US` | the device time (µs, by each stream's measured command time) a stream's commands in flight may take while a more urgent queue could hold it back; the first command always goes. 0: bounded by count only | 500 |
-//! | `BATON_EARLY_REFILL` | `on` or `off`: with `BATON_INFLIGHT_US`, place each stream's sync points every half of the commands the budget lets be in flight (by the measured command time), so the stream learns the first are done while the rest still run and launches more before the GPU runs dry; `off`: one sync point behind the commands in flight when the budget closes the window, so a budget of a few long commands leaves the GPU idle while the host launches the next | off |
+//! | `BATON_INFLIGHT_US` | the device time (µs, by each stream's measured command time) a stream's commands in flight may take while a more urgent queue could hold it back; the first command always goes. 0: bounded by count only | 250 |
+//! | `BATON_EARLY_REFILL` | `on` or `off`: with `BATON_INFLIGHT_US`, place each stream's sync points every half of the commands the budget lets be in flight (by the measured command time), so the stream learns the first are done while the rest still run and launches more before the GPU runs dry; `off`: one sync point behind the commands in flight when the budget closes the window, so a budget of a few long commands leaves the GPU idle while the host launches the next. A budget that admits one command has nothing to split either way | on |
 //! | `BATON_YIELD` | `on`, `off` or `auto`: under the daemon, give way to more urgent processes through the GPU instead of being held back. Without MPS (`auto` or `on`), control each context's time slice (short while a more urgent queue exists on its device, long while the process outranks the others there) and tell the daemon the process yields (`Hint::Yielding`): the GPU's time slicing hands it over, and other processes' work never holds it back. Under MPS, `on` (`baton run --yield`) keeps the kernels of normal-priority streams to `BATON_YIELD_SMS` while a more urgent queue exists (`Hint::Confining`); `auto` holds it back there, its work in flight bounded by `BATON_INFLIGHT_US`. `off` (`baton run --hold`): held back everywhere | `auto` |
 //! | `BATON_YIELD_SMS` | under MPS, with `BATON_YIELD=on`: the SMs the kernels of normal-priority streams keep to while a more urgent queue exists (with `auto`, naming it confines them the same way and the process is still held back while more urgent work runs), a number (`112`) or a share of the device's SMs (`85%`), rounded up to the device's granularity (8 on Hopper) | `85%` |
 //! | `BATON_COMMAND_TIME` | `on` or `off`: measure how long each stream's commands take on the GPU while it keeps the GPU busy, and how the program uses each stream (the share of the time it had work, and the share the program waited for it, every half second), and tell the scheduler (`Hint::CommandTime`, `Hint::Readiness`): priority policies do not hold a stream of short commands (under `SHORT_COMMAND`, 250 µs) back for other processes, and HPF does not hold a time-sliced process back for one bound by its own launching. `off`: neither measured, held back like any other | on |
@@ -225,7 +225,7 @@ impl Default for AgentConfig {
             run_slice_us: None,
             lead_slice: None,
             inflight_budget: None,
-            early_refill: false,
+            early_refill: true,
             yield_to_others: None,
             yield_sms: None,
             command_time: true,
@@ -343,7 +343,7 @@ impl AgentConfig {
                 read(&["BATON_INFLIGHT_US"]),
                 0..=10_000_000,
                 "use a whole number of µs from 0 (no bound) to 10000000",
-                "500",
+                "250",
             )
             .or(c.inflight_budget);
         if let Some((name, v)) = read(&["BATON_YIELD"]) {
@@ -377,7 +377,7 @@ impl AgentConfig {
             c.command_time = c.switch(name, &v, true);
         }
         if let Some((name, v)) = read(&["BATON_EARLY_REFILL"]) {
-            c.early_refill = c.switch(name, &v, false);
+            c.early_refill = c.switch(name, &v, true);
         }
         c.sms = c
             .whole(
@@ -536,11 +536,11 @@ impl AgentConfig {
     }
 
     /// The device time a queue's commands in flight may take while it keeps its launch window
-    /// (a more urgent queue could hold it), in µs: `BATON_INFLIGHT_US`, else 500; 0: no bound.
+    /// (a more urgent queue could hold it), in µs: `BATON_INFLIGHT_US`, else 250; 0: no bound.
     /// A hold at Level 1 waits for what is in flight; bounded by time, that wait is short
-    /// whatever the commands' length (one 1.5 ms GEMM, or four or five 110 µs kernels).
+    /// whatever the commands' length (one 1.5 ms GEMM, or two or three 110 µs kernels).
     pub fn inflight_budget_us(&self) -> u64 {
-        self.inflight_budget.unwrap_or(500)
+        self.inflight_budget.unwrap_or(250)
     }
 
     /// Whether the process gives way to more urgent processes by its contexts' time slices
@@ -763,7 +763,7 @@ mod tests {
             "{:?}",
             bad.warnings()
         );
-        assert_eq!(cfg(&[global, mps]).inflight_budget_us(), 500);
+        assert_eq!(cfg(&[global, mps]).inflight_budget_us(), 250);
         assert_eq!(confines(&[mps, on]), None);
         assert_eq!(confines(&[global, ("BATON_MPS", "off"), on]), None);
         assert_eq!(confines(&[global, mps, on, ("BATON_SMS", "64")]), None);
@@ -823,15 +823,15 @@ mod tests {
             4000
         );
         assert_eq!(cfg(&[("BATON_INFLIGHT_US", "0")]).inflight_budget_us(), 0);
-        assert!(!cfg(&[]).early_refill);
-        assert!(cfg(&[("BATON_EARLY_REFILL", "on")]).early_refill);
+        assert!(cfg(&[]).early_refill);
+        assert!(!cfg(&[("BATON_EARLY_REFILL", "off")]).early_refill);
         let bad = cfg(&[("BATON_EARLY_REFILL", "soon")]);
-        assert!(!bad.early_refill && bad.warnings()[0].contains("BATON_EARLY_REFILL"));
+        assert!(bad.early_refill && bad.warnings()[0].contains("BATON_EARLY_REFILL"));
         let bad = cfg(&[("BATON_LEAD_SLICE_US", "0"), ("BATON_INFLIGHT_US", "x")]);
         assert_eq!(bad.warnings().len(), 2, "{:?}", bad.warnings());
         assert_eq!(
             (bad.lead_slice_us(), bad.inflight_budget_us()),
-            (10_000, 500)
+            (10_000, 250)
         );
         assert_eq!(
             cfg(&[("BATON_YIELD_SLICE_US", "250")]).yield_slice_us(),

@@ -84,22 +84,20 @@ EXTRA_MODES = {
     "holdsms75": {"be": ["--priority", "0"], "be_env": {"BATON_YIELD_SMS": "75%"}},
     "holdsms50": {"be": ["--priority", "0"], "be_env": {"BATON_YIELD_SMS": "50%"}},
     # Where no time slice of its own hands the GPU over (MPS), the job's work in flight bounded
-    # to 100 µs of device time instead of 500.
-    "inflight100": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "100"}},
-    # Between the two: about two of training's ~110 µs kernels in flight.
-    "inflight250": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "250"}},
+    # by device time: the defaults until early refill (500 µs, one sync point behind the window),
+    # and 250 and 100 µs as first measured, without early refill.
+    "inflight500": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "500", "BATON_EARLY_REFILL": "off"}},
+    "inflight250": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "250", "BATON_EARLY_REFILL": "off"}},
+    "inflight100": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "100", "BATON_EARLY_REFILL": "off"}},
     # Sync points every half of what the budget admits (BATON_EARLY_REFILL): the job's window
     # refills before the GPU runs dry, which a budget of a few kernels otherwise lets happen
-    # once per window (the cost inflight250 and inflight100 measured); at 500 and 250 µs.
-    "refill": {"be": ["--priority", "0"], "be_env": {"BATON_EARLY_REFILL": "on"}},
-    "refill250": {
-        "be": ["--priority", "0"],
-        "be_env": {"BATON_EARLY_REFILL": "on", "BATON_INFLIGHT_US": "250"},
-    },
+    # once per window; at 500 and 250 µs (refill250 is today's default, named).
+    "refill": {"be": ["--priority", "0"], "be_env": {"BATON_EARLY_REFILL": "on", "BATON_INFLIGHT_US": "500"}},
+    "refill250": {"be": ["--priority", "0"], "be_env": {"BATON_EARLY_REFILL": "on", "BATON_INFLIGHT_US": "250"}},
     # The other way (since a held job is held, 65db686, 100 µs bought no latency beyond the noise
     # and cost the job 10-15 points): 1 and 2 ms of device time in flight.
-    "inflight1000": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "1000"}},
-    "inflight2000": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "2000"}},
+    "inflight1000": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "1000", "BATON_EARLY_REFILL": "off"}},
+    "inflight2000": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "2000", "BATON_EARLY_REFILL": "off"}},
     # The linger (the job held for 500 µs after the service's work ends, in case more follows):
     # beside a graph service at 60 % load the gaps between requests average ~1.3 ms (Poisson),
     # of which 500 µs is about a third; a decoder's tokens follow in tens of µs.

@@ -418,8 +418,14 @@ impl<H: HwQueue> Shared<H> {
             if st.early_refill && st.budget_ns > 0 {
                 // Half of what the budget admits: the host learns the first half is done
                 // while the second still runs, and launches more before the device drains.
+                // A budget of one command (a GEMM longer than it) has nothing to split: its
+                // window is the command alone, whose completion the host learns as before.
                 let admitted = st.budget_ns.div_ceil(st.pace_ns);
-                st.refill_batch = u32::try_from((admitted / 2).max(1)).unwrap_or(u32::MAX);
+                st.refill_batch = if admitted >= 2 {
+                    u32::try_from(admitted / 2).unwrap_or(u32::MAX)
+                } else {
+                    u32::MAX
+                };
             }
             self.pace_samples.fetch_add(1, Relaxed);
         }
