@@ -679,6 +679,35 @@ class Matrix:
         self.save()
 
 
+def visible_gpus():
+    """How many GPUs this process's CUDA sees: CUDA_VISIBLE_DEVICES's entries where it is set,
+    else as many as nvidia-smi lists (None: neither says)."""
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:
+        return len([d for d in vis.split(",") if d.strip()])
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return len(out.split())
+
+
+def split_device_missing():
+    """Why P's native-split cannot run here (its job on SPLIT_DEVICE, a GPU beside the
+    service's), or None when it can or the GPUs cannot be counted."""
+    n, dev = visible_gpus(), SPLIT_DEVICE
+    index = dev.split(":", 1)[1] if dev.startswith("cuda:") else None
+    if n is None or index is None or not index.isdigit() or int(index) < n:
+        return None
+    return (
+        f"P's native-split runs the job on {dev}, but this process sees {n} GPU(s): make a second "
+        "one visible (CUDA_VISIBLE_DEVICES; side_by_side.py --gpus-per-part 2), set "
+        "MATRIX_SPLIT_DEVICE, or name --modes without native-split"
+    )
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
@@ -722,6 +751,9 @@ def main(argv=None):
         p.error(f"unknown setup, service, job or mode: {', '.join(bad)}")
     if a.modes is not None and "native" not in a.modes:
         p.error("--modes must include native: every ratio is against it")
+    split = "P" in a.setups and "native-split" in (a.modes if a.modes is not None else MODES["P"])
+    if split and (need := split_device_missing()):
+        p.error(need)
     os.makedirs(a.out, exist_ok=True)
     os.sched_setaffinity(0, REST_CPUS)
     m = Matrix(a)
@@ -731,15 +763,19 @@ def main(argv=None):
         f"machine: {m.raw['machine']}; commit {m.raw['commit']}; setups {a.setups}, services "
         f"{a.services}, jobs {a.jobs}, {a.repeats} repeat(s){' + unpinned' if a.unpinned else ''}"
     )
+    aborted = []
     for setup in a.setups:
         try:
             Part(m, setup).run()
         except Exception as e:  # noqa: BLE001 (the other setups still run; the raw file says why)
+            aborted.append(setup)
             m.raw["notes"].append(f"setup {setup} aborted: {e!r}")
             m.say(f"setup {setup} aborted: {e!r}")
             m.save()
     m.say("done; analysing")
     analyze.main([a.out])
+    if aborted:
+        sys.exit(f"setup(s) aborted: {', '.join(aborted)} (the console and the raw file's notes say why)")
 
 
 if __name__ == "__main__":

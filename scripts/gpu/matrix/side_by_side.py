@@ -3,8 +3,9 @@
 
   side_by_side.py --out DIR [--pack FILE.tgz] -- 'MATRIX ARGS' 'MATRIX ARGS' ...
 
-Part K runs `matrix.py --out DIR/part-K MATRIX ARGS` with CUDA_VISIBLE_DEVICES=K and
-MATRIX_SLICE=K/N: its own GPU, its own N-th of the physical cores with all their hardware threads
+Part K runs `matrix.py --out DIR/part-K MATRIX ARGS` with CUDA_VISIBLE_DEVICES=K (with
+--gpus-per-part G, GPUs K*G to K*G+G-1: P's native-split needs two) and MATRIX_SLICE=K/N: its
+own GPU, its own N-th of the physical cores with all their hardware threads
 (matrix.py pins HP and BE inside it, on cores of their own, and watches only those CPUs for
 stalls), its own daemon socket and MPS control daemon (both under
 its own temporary directory). Every ratio the matrix reports is taken inside one part (each
@@ -61,18 +62,27 @@ def main(argv=None):
         default=None,
         help="GPUs to use (default: as many as nvidia-smi lists; without one, parts share none)",
     )
+    p.add_argument(
+        "--gpus-per-part",
+        type=int,
+        default=1,
+        help="GPUs each part sees (2 for P, whose native-split runs the job on a second GPU)",
+    )
     p.add_argument("parts", nargs="+", help="each part's matrix.py arguments, one quoted string a part")
     a = p.parse_args(argv)
     gpus = a.gpus if a.gpus is not None else gpu_count()
-    if gpus and len(a.parts) > gpus:
-        p.error(f"{len(a.parts)} parts but {gpus} GPU(s): one part a GPU")
+    per = a.gpus_per_part
+    if per < 1:
+        p.error("--gpus-per-part must be at least 1")
+    if gpus and len(a.parts) * per > gpus:
+        p.error(f"{len(a.parts)} parts of {per} GPU(s) each but {gpus} GPU(s)")
     os.makedirs(a.out, exist_ok=True)
     procs, t0 = [], time.monotonic()
     for k, part in enumerate(a.parts):
         out = os.path.join(a.out, f"part-{k}")
         env = dict(os.environ, MATRIX_SLICE=f"{k}/{len(a.parts)}")
         if gpus:
-            env["CUDA_VISIBLE_DEVICES"] = str(k)
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(k * per + i) for i in range(per))
         cmd = [sys.executable, os.path.join(HERE, "matrix.py"), "--out", out, *shlex.split(part)]
         console = open(os.path.join(a.out, f"console-{k}.txt"), "w")
         console.write(
