@@ -651,7 +651,9 @@ def recorded_check():
         if c["mode"] == "baton" and k["protect"] != UNDECIDED:
             lo, hi = k["hp_p99_ratio_ref_lo"], k["hp_p99_ratio_ref_hi"]
             nlo, nhi = k.get("hp_p99_vs_native_lo", 0), k.get("hp_p99_vs_native_hi", 0)
-            if not (lo <= PROTECT * 1.02 and hi >= PROTECT * 0.98) and not (nlo <= 1.02 and nhi >= 0.98):
+            # The 5th percentile of 100 draws strays a few % from that of the committed
+            # analysis's draws: a verdict whose interval ends that near its bound may differ.
+            if not (lo <= PROTECT * 1.05 and hi >= PROTECT * 0.95) and not (nlo <= 1.05 and nhi >= 0.95):
                 assert c["protect"] == k["protect"], (c["setup"], c["hp"], c["be"], c["protect"], k["protect"])
     return len(cells)
 
