@@ -3,7 +3,8 @@
 shim stands in for `baton`) through setups S and P, two repeats and an unpinned one; the
 analysis must find every cell with its samples, the references right, and the slowdown the
 fakes make (x1.5 natively, and, the shim being no scheduler, under "baton" too). Then parts side
-by side (side_by_side.py) and the CPU slicing. Run by scripts/test.sh."""
+by side (side_by_side.py), what stops a run (refusals) and the CPU slicing. Run by
+scripts/test.sh."""
 
 import json
 import os
@@ -85,7 +86,50 @@ def main():
     assert os.path.exists(os.path.join(out, "table.md"))
     print(f"matrix controller self-test: ok ({len(cells)} cells, {len(raw['records'])} records)")
     side_by_side(tmp, env)
+    refusals(tmp, env)
     slicing()
+
+
+def refusals(tmp, env):
+    """What stops a run rather than letting it report success: P's native-split with no second
+    GPU is refused before any worker starts, a setup whose workers fail makes matrix.py exit
+    non-zero, and side_by_side gives each part its own run of GPUs."""
+    import side_by_side as sbs
+
+    assert [sbs.part_devices(k, 2) for k in range(2)] == ["0,1", "2,3"]
+    assert [sbs.part_devices(k, 1) for k in range(3)] == ["0", "1", "2"]
+    base = [os.path.join(HERE, "matrix.py"), "--samples", "20", "--repeats", "1", "--budget-s", "60"]
+    one_gpu = dict(env, CUDA_VISIBLE_DEVICES="0", MATRIX_SPLIT_DEVICE="cuda:1")
+    r = subprocess.run(
+        [sys.executable, *base, "--out", os.path.join(tmp, "refused"), "--setups", "P"],
+        env=one_gpu,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and "native-split" in r.stderr and "sees 1 GPU" in r.stderr, (r.returncode, r.stderr)
+    assert not os.path.exists(os.path.join(tmp, "refused", "raw-P-GT.json")), "a refused run started workers"
+    failing = dict(env, MATRIX_WORKER="/bin/false")
+    r = subprocess.run(
+        [
+            sys.executable,
+            *base,
+            "--out",
+            os.path.join(tmp, "aborted"),
+            "--setups",
+            "S",
+            "--services",
+            "Rg25",
+            "--jobs",
+            "G",
+        ],
+        env=failing,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 1 and "setup(s) aborted: S" in r.stderr, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    print("matrix refusal self-test: ok")
 
 
 def side_by_side(tmp, env):

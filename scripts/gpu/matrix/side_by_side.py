@@ -52,6 +52,11 @@ def gpu_count():
         return 0
 
 
+def part_devices(k, per):
+    """CUDA_VISIBLE_DEVICES of part `k` when each part sees `per` GPUs: the k-th run of them."""
+    return ",".join(str(k * per + i) for i in range(per))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
@@ -82,7 +87,7 @@ def main(argv=None):
         out = os.path.join(a.out, f"part-{k}")
         env = dict(os.environ, MATRIX_SLICE=f"{k}/{len(a.parts)}")
         if gpus:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(k * per + i) for i in range(per))
+            env["CUDA_VISIBLE_DEVICES"] = part_devices(k, per)
         cmd = [sys.executable, os.path.join(HERE, "matrix.py"), "--out", out, *shlex.split(part)]
         console = open(os.path.join(a.out, f"console-{k}.txt"), "w")
         console.write(
