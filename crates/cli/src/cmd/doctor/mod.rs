@@ -182,8 +182,13 @@ fn sharing(get: impl Fn(&str) -> Option<String>) -> SharingFindings {
         let sms = cfg.yield_sms.unwrap_or(baton_agent::SmShare::DEFAULT);
         let held = format!(
             "held back while a more urgent program has work, with at most {} µs of its work in \
-             flight",
-            cfg.inflight_budget_us()
+             flight{}",
+            cfg.inflight_budget_us(),
+            if cfg.early_refill {
+                ", refilled before the GPU runs dry"
+            } else {
+                " (BATON_EARLY_REFILL=off: refilled once the last is done)"
+            }
         );
         let way = match cfg.confines_while_outranked() {
             Some(_) if cfg.claims_confining() => format!(
@@ -368,6 +373,24 @@ mod tests {
             mps.how.contains("held back") && mps.how.contains("also keep to 75% of them"),
             "{}",
             mps.how
+        );
+        assert!(
+            mps.how
+                .contains("at most 250 µs of its work in flight, refilled before"),
+            "{}",
+            mps.how
+        );
+        let late = sharing(|k| match k {
+            "BATON_MPS" => Some("on".into()),
+            "BATON_EARLY_REFILL" => Some("off".into()),
+            "BATON_INFLIGHT_US" => Some("500".into()),
+            _ => None,
+        });
+        assert!(
+            late.how
+                .contains("at most 500 µs of its work in flight (BATON_EARLY_REFILL=off"),
+            "{}",
+            late.how
         );
         let yielding = sharing(|k| match k {
             "BATON_MPS" => Some("on".into()),
