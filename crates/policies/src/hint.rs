@@ -201,8 +201,9 @@ pub enum Hint {
     /// it: a measurement, sent again when it changes.
     Readiness(Readiness),
     /// The queue's context is time-sliced against other processes' (its own context, no MPS)
-    /// and its process neither yields nor asks to be held: a more urgent process's kernels
-    /// reach the device within one of the driver's slices of this queue's.
+    /// and its process neither yields nor asks to be held. No built-in policy reads it (HPF
+    /// holds such a queue back as any other; [`Hint::Yielding`] is how a queue gives the
+    /// device up by its slice).
     TimeSliced,
 }
 

@@ -39,11 +39,12 @@ pub const SHORT_COMMAND: Nanos = Nanos::ZERO;
 /// another process is still reported suspendable, which keeps its slice short or its kernels
 /// on their part of the SMs; an isolated queue or one of short commands is not, so it runs
 /// without its launch window (a measured queue's process has it keep the window now and then
-/// to measure it again). Also [`Hint::TimeSliced`](crate::Hint::TimeSliced) and
-/// [`Hint::Readiness`](crate::Hint::Readiness): a time-sliced queue is not held back for
-/// other processes while every ready queue of theirs that outranks it is bound by its own
-/// launching ([`Readiness::launch_bound`](crate::Readiness::launch_bound)); it keeps its
-/// window. Work-conserving: some ready queue on each device always runs.
+/// to measure it again). [`Hint::TimeSliced`](crate::Hint::TimeSliced) and
+/// [`Hint::Readiness`](crate::Hint::Readiness) are not read: a queue that only says its
+/// context is time-sliced is held back as any other; one that gives the GPU up by its slice
+/// says so with [`Hint::Yielding`](crate::Hint::Yielding), which `baton run` claims between
+/// time-sliced processes by default. Work-conserving: some ready queue on each device always
+/// runs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hpf;
 
@@ -57,7 +58,7 @@ impl Policy for Hpf {
             snap,
             Scope::PerDevice,
             |q| q.hints.priority,
-            |q| spared_across(q) || short_commands(q, snap) || beside_launch_bound(q, snap),
+            |q| spared_across(q) || short_commands(q, snap),
         )
     }
 
@@ -179,38 +180,6 @@ fn counts_against(q: &QueueView, queue: &QueueView, working: &HashSet<u32>) -> b
 /// commands are short.
 fn unbounded_across(queue: &QueueView, snap: &Snapshot<'_>, short: bool) -> bool {
     queue.hints.isolated.is_some() || short && short_commands(queue, snap)
-}
-
-/// Whether `queue` is time-sliced against other processes ([`Hint::TimeSliced`](crate::Hint::TimeSliced))
-/// and every ready queue of another process that outranks it on its device is bound by its
-/// own launching ([`Readiness::launch_bound`](crate::Readiness::launch_bound); once it runs
-/// beside them, [`Readiness::still_launch_bound`](crate::Readiness::still_launch_bound)):
-/// HPF, the default policy, then does not hold it back for them (it keeps its launch window,
-/// and is held again as soon as a more urgent queue that is not so bound has work). Such a service
-/// has a command queued nearly all the time while the device is mostly idle, so holding
-/// lower work whenever it is ready starves that work, and does not help the service: between
-/// time-sliced contexts its kernels reach the device within one slice of the lower
-/// context's, whatever that one launched, a wait its rare synchronizations bound. Measured on
-/// H100 and H200 VMs with a GPT-2-medium-shaped decoder beside a bf16 GEMM flood, three runs:
-/// held, the decoder's p99 was ×1.10–1.23 of alone and the flood kept 36–46 % of alone;
-/// natively, ×1.05–1.14 and 82–85 %; under this rule (four H200s, nine repeats), ×1.02 and
-/// 85 % (`docs/benchmarks/matrix/launch-bound/`).
-fn beside_launch_bound(queue: &QueueView, snap: &Snapshot<'_>) -> bool {
-    if !queue.hints.time_sliced {
-        return false;
-    }
-    // Running beside them, it stays so until a service is clearly not launch-bound any more;
-    // held, it is let go only once every service clearly is.
-    let bound = if queue.suspended {
-        crate::Readiness::launch_bound
-    } else {
-        crate::Readiness::still_launch_bound
-    };
-    let mut services = snap
-        .on_device(queue.device)
-        .filter(|q| q.ready && q.pid != queue.pid && q.hints.priority > queue.hints.priority)
-        .peekable();
-    services.peek().is_some() && services.all(|q| q.hints.readiness.is_some_and(bound))
 }
 
 /// Whether other processes' work never holds `queue` back under any priority policy: it is
@@ -536,92 +505,28 @@ mod tests {
         assert!(boxed.remeasures(&snap, &qs[1]) && !boxed.remeasures(&snap, &qs[0]));
     }
 
-    /// A service bound by its own launching: ready 95 % of the time, waiting 4 %.
-    const DECODER: crate::Readiness = crate::Readiness {
-        ready: 950,
-        waiting: 40,
-    };
-
     #[test]
-    fn a_time_sliced_flood_is_not_held_back_for_a_launch_bound_service_only() {
-        // Process 1's decoder beside process 2's flood of long commands in a time-sliced
-        // context of its own: held back as before until the decoder is measured, then not
-        // held back for it; process 2's own urgent stream still holds it back.
-        let flood = |f: &mut QueueView| {
-            f.hints.time_sliced = true;
-            f.hints.command_time = Some(Nanos::from_micros(900));
-        };
-        let mut qs = [q(1, 0, 10, true), q(2, 0, 0, true), q(3, 0, 5, false)];
+    fn a_queue_that_only_says_it_is_time_sliced_is_held_back_as_any_other() {
+        // Process 1's decoder, bound by its own launching and saying so, beside process 2's
+        // flood of long commands that says its context is time-sliced: held back as an
+        // unhinted flood is. Giving the GPU up by its slice is what `Hint::Yielding` says.
+        let mut qs = [q(1, 0, 10, true), q(2, 0, 0, true)];
         qs[1].pid = 2;
-        qs[2].pid = 2;
-        flood(&mut qs[1]);
-        let snap = Snapshot::new(Nanos::ZERO, &qs);
-        assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id), "unmeasured");
-        qs[0].hints.readiness = Some(DECODER);
-        let snap = Snapshot::new(Nanos::ZERO, &qs);
-        assert!(!Hpf.decide(&snap).suspend.contains(&qs[1].id));
-        // It keeps its window: a more urgent queue not so bound may hold it at any moment.
-        assert!(Hpf.may_suspend(&snap, &qs[1]));
-        // Near the bounds: a flood held back is let go only at the bounds, one running is held
-        // again only past them by the margin.
         qs[0].hints.readiness = Some(crate::Readiness {
-            ready: 700,
-            waiting: 350,
+            ready: 950,
+            waiting: 40,
         });
-        qs[1].suspended = true;
-        let snap = Snapshot::new(Nanos::ZERO, &qs);
-        assert!(
-            Hpf.decide(&snap).suspend.contains(&qs[1].id),
-            "held: stays held"
-        );
-        qs[1].suspended = false;
-        let snap = Snapshot::new(Nanos::ZERO, &qs);
-        assert!(
-            !Hpf.decide(&snap).suspend.contains(&qs[1].id),
-            "running: keeps running"
-        );
-        // A service that waits for the device, or leaves it gaps, still holds the flood back.
-        for (ready, waiting) in [(950, 450), (550, 40)] {
-            qs[0].hints.readiness = Some(crate::Readiness { ready, waiting });
-            let snap = Snapshot::new(Nanos::ZERO, &qs);
-            assert!(
-                Hpf.decide(&snap).suspend.contains(&qs[1].id),
-                "ready {ready} ‰, waiting {waiting} ‰"
-            );
-            assert!(Hpf.may_suspend(&snap, &qs[1]));
-        }
-        // So does a second service, not launch-bound, while it has work beside the decoder;
-        // idle, it does not (a service's process has other streams, mostly idle).
-        qs[0].hints.readiness = Some(DECODER);
-        let mut more = qs.to_vec();
-        let mut other = q(4, 0, 10, false);
-        other.pid = 3;
-        other.jobs = 1;
-        other.hints.readiness = Some(crate::Readiness {
-            ready: 20,
-            waiting: 0,
-        });
-        more.push(other);
-        let snap = Snapshot::new(Nanos::ZERO, &more);
-        assert!(!Hpf.decide(&snap).suspend.contains(&qs[1].id));
-        more[3].ready = true;
-        let snap = Snapshot::new(Nanos::ZERO, &more);
-        assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
-        // A flood that asked to be held (not time-sliced) is held back beside the decoder too,
-        // and so is one in one process with it.
-        qs[1].hints.time_sliced = false;
-        let snap = Snapshot::new(Nanos::ZERO, &qs);
-        assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
         qs[1].hints.time_sliced = true;
-        qs[1].pid = 1;
-        qs[2].pid = 1;
+        qs[1].hints.command_time = Some(Nanos::from_micros(900));
         let snap = Snapshot::new(Nanos::ZERO, &qs);
         assert!(Hpf.decide(&snap).suspend.contains(&qs[1].id));
-        // The policies built on the plain rank order keep holding it.
-        qs[1].pid = 2;
-        qs[2].pid = 2;
+        qs[1].hints.yielding = Some(Nanos::from_micros(100));
         let snap = Snapshot::new(Nanos::ZERO, &qs);
-        assert!(crate::Hhpf.decide(&snap).suspend.contains(&qs[1].id));
+        assert!(!Hpf.decide(&snap).suspend.contains(&qs[1].id));
+        assert!(
+            Hpf.may_suspend(&snap, &qs[1]),
+            "yielding keeps its slice short"
+        );
     }
 
     #[test]

@@ -128,11 +128,9 @@ pub enum Hint {
         sms: u32,
     },
     /// The process's context is time-sliced against other processes' (its own context, no
-    /// MPS) and it neither yields nor asks to be held (`baton run` without `--yield` or
-    /// `--hold`): a more urgent process's kernels reach the GPU within one of the driver's
-    /// time slices of this one's whatever it has launched, so priority policies do not hold it
-    /// back for a more urgent process bound by its own launching ([`Hint::Readiness`]), which
-    /// holding would starve it for. Process only.
+    /// MPS) and it neither yields nor asks to be held. Informational: the built-in policies do
+    /// not read it (a program that gives the GPU up by its slice claims [`Hint::Yielding`],
+    /// as `baton run` does between time-sliced processes by default). Process only.
     TimeSliced,
     /// How the queue's program used it over the last measuring period (about half a second),
     /// as its process measured it: the share of the time the queue had work (`ready_permille`)
