@@ -117,7 +117,7 @@ fn a_service_of_kernels_on_every_sm_is_not_protected_by_either() {
 
 /// Held, and kept to part of the SMs while outranked (`BATON_YIELD_SMS` without `--yield`):
 /// a graph-replayed service (one kernel on every SM a request, a quarter of the device's time)
-/// beside a flood of 1.5 ms kernels held with one in flight (what 500 µs of device time lets
+/// beside a flood of 1.5 ms kernels held with one in flight (what the in-flight budget lets
 /// through), in one context as under MPS. A request that arrives while a flood kernel runs
 /// waits for it either way; kept to three quarters of the SMs, the flood leaves the request
 /// the rest meanwhile, and is slower for it. The shape measured on an H200 (the matrix's M

@@ -81,8 +81,9 @@ impl<H: HwQueue> XQueueBuilder<H> {
 
     /// With an [`inflight_budget`](Self::inflight_budget), place sync points so that the window
     /// can refill before the device drains: once the command time is measured, one every half
-    /// of the commands the budget admits (at least one, at most the window's batch) instead of
-    /// only behind the commands in flight when the budget closes the window. Without it, a
+    /// of the commands the budget admits (at most the window's batch) instead of only behind
+    /// the commands in flight when the budget closes the window; a budget that admits one
+    /// command is left as it is. Without it, a
     /// budget of a few commands learns of their completion only when the last is done, and the
     /// device waits for the host to launch the next ones (default: off).
     pub fn early_refill(mut self, on: bool) -> Self {

@@ -1292,7 +1292,7 @@ fn budget_drains(early_refill: bool, each: Nanos) -> (usize, usize) {
 
 #[test]
 fn early_refill_keeps_a_budgeted_window_from_draining_the_device() {
-    // Today's default: one sync point behind the five in flight, learnt only when the last is
+    // Without it: one sync point behind the five in flight, learnt only when the last is
     // done, so the device waits for the host once every five commands.
     let (drains, _) = budget_drains(false, Nanos::from_micros(110));
     assert!(
