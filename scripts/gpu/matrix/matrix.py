@@ -48,6 +48,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, HERE)
 import analyze  # noqa: E402
 import hold_lag  # noqa: E402
+from side_by_side import gpu_count  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "..", "apps"))
 from mps import mps  # noqa: E402
@@ -685,13 +686,7 @@ def visible_gpus():
     vis = os.environ.get("CUDA_VISIBLE_DEVICES")
     if vis is not None:
         return len([d for d in vis.split(",") if d.strip()])
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, check=True
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return len(out.split())
+    return gpu_count() or None
 
 
 def split_device_missing():

@@ -361,13 +361,18 @@ mod tests {
         assert!(!report.sharing.mps);
     }
 
+    /// A lookup of the variables `vars` set, and no other.
+    fn set(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
     #[test]
     fn sharing_says_how_yield_gives_way() {
-        let mps = sharing(|k| match k {
-            "BATON_MPS" => Some("on".into()),
-            "BATON_YIELD_SMS" => Some("75%".into()),
-            _ => None,
-        });
+        let mps = sharing(set(&[("BATON_MPS", "on"), ("BATON_YIELD_SMS", "75%")]));
         assert!(mps.mps);
         assert!(
             mps.how.contains("held back") && mps.how.contains("also keep to 75% of them"),
@@ -380,23 +385,18 @@ mod tests {
             "{}",
             mps.how
         );
-        let late = sharing(|k| match k {
-            "BATON_MPS" => Some("on".into()),
-            "BATON_EARLY_REFILL" => Some("off".into()),
-            "BATON_INFLIGHT_US" => Some("500".into()),
-            _ => None,
-        });
+        let late = sharing(set(&[
+            ("BATON_MPS", "on"),
+            ("BATON_EARLY_REFILL", "off"),
+            ("BATON_INFLIGHT_US", "500"),
+        ]));
         assert!(
             late.how
                 .contains("at most 500 µs of its work in flight (BATON_EARLY_REFILL=off"),
             "{}",
             late.how
         );
-        let yielding = sharing(|k| match k {
-            "BATON_MPS" => Some("on".into()),
-            "BATON_YIELD" => Some("on".into()),
-            _ => None,
-        });
+        let yielding = sharing(set(&[("BATON_MPS", "on"), ("BATON_YIELD", "on")]));
         assert!(
             yielding
                 .how
