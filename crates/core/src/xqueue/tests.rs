@@ -1137,12 +1137,20 @@ fn timed(
     t: u32,
     b: u32,
 ) -> XQueue<ScriptedHwQueue> {
+    timed_builder(hw, clock, t, b).build().unwrap()
+}
+
+/// [`timed`]'s queue, to be built with more settings.
+fn timed_builder(
+    hw: &ScriptedHwQueue,
+    clock: &StdArc<ManualClock>,
+    t: u32,
+    b: u32,
+) -> XQueueBuilder<ScriptedHwQueue> {
     XQueue::builder(hw.clone())
         .drive(Drive::External)
         .config(LaunchConfig::new(t, b).unwrap())
         .clock(StdArc::clone(clock) as StdArc<dyn crate::Clock>)
-        .build()
-        .unwrap()
 }
 
 /// Lets the device run `n` commands of `each`, noticing each batch of `b` as it completes.
@@ -1183,10 +1191,7 @@ fn a_busy_queue_measures_how_long_its_commands_take() {
 fn a_time_budget_bounds_the_work_in_flight_once_commands_are_measured() {
     let hw = ScriptedHwQueue::new(Level::L1);
     let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
-    let q = XQueue::builder(hw.clone())
-        .drive(Drive::External)
-        .config(LaunchConfig::new(16, 2).unwrap())
-        .clock(StdArc::clone(&clock) as StdArc<dyn crate::Clock>)
+    let q = timed_builder(&hw, &clock, 16, 2)
         .inflight_budget(Nanos::from_micros(500))
         .build()
         .unwrap();
@@ -1261,10 +1266,7 @@ fn a_time_budget_bounds_the_work_in_flight_once_commands_are_measured() {
 fn budget_drains(early_refill: bool, each: Nanos) -> (usize, usize) {
     let hw = ScriptedHwQueue::new(Level::L1);
     let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
-    let q = XQueue::builder(hw.clone())
-        .drive(Drive::External)
-        .config(LaunchConfig::new(16, 8).unwrap())
-        .clock(StdArc::clone(&clock) as StdArc<dyn crate::Clock>)
+    let q = timed_builder(&hw, &clock, 16, 8)
         .inflight_budget(Nanos::from_micros(500))
         .early_refill(early_refill)
         .build()
