@@ -95,6 +95,16 @@ EXTRA_MODES = {
     # once per window; at 500 and 250 µs (refill250 is today's default, named).
     "refill": {"be": ["--priority", "0"], "be_env": {"BATON_EARLY_REFILL": "on", "BATON_INFLIGHT_US": "500"}},
     "refill250": {"be": ["--priority", "0"], "be_env": {"BATON_EARLY_REFILL": "on", "BATON_INFLIGHT_US": "250"}},
+    # 100 µs with early refill, which the lab says keeps the job's share at 250 µs's while the
+    # service's first token waits for less of the job's work.
+    "refill100": {"be": ["--priority", "0"], "be_env": {"BATON_EARLY_REFILL": "on", "BATON_INFLIGHT_US": "100"}},
+    # Time-sliced, the job both yielding by its slice (Level 3: 100 µs while outranked) and held
+    # while the service has work: a request's graph then finds the job's channel empty after the
+    # first pause of a busy period, so the requests queued behind it pay no hand-over each;
+    # with the daemon's default linger (500 µs), and with none (the release still travels
+    # through the daemon, a natural 60-150 µs).
+    "holdl3": {"be": ["--priority", "0", "--hold", "--level", "3"]},
+    "holdl3l0": {"be": ["--priority", "0", "--hold", "--level", "3"], "daemon": ["--linger-us", "0"]},
     # The other way (since a held job is held, 65db686, 100 µs bought no latency beyond the noise
     # and cost the job 10-15 points): 1 and 2 ms of device time in flight.
     "inflight1000": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "1000", "BATON_EARLY_REFILL": "off"}},
