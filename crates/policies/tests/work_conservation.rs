@@ -71,6 +71,10 @@ fn view(i: usize, q: &Q) -> QueueView {
     if q.since_us % 3 == 1 {
         v.hints.command_time = Some(Nanos::from_micros(q.served_us % 1_000 + 1));
     }
+    // Some yield by their time slice (HPF lets those outranked take turns).
+    if q.since_us % 4 == 2 {
+        v.hints.yielding = Some(Nanos::from_micros(100));
+    }
     v.hints.priority = Priority::new(q.priority).unwrap();
     v.hints.utilization = q
         .share

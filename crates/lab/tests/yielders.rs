@@ -1,0 +1,115 @@
+//! Several jobs that yield by their time slice on one device, beside a registered service that
+//! is idle, between time-sliced contexts, in virtual time, with a switch as costly as an
+//! H200's (~0.2 ms).
+//!
+//! Each job, outranked by the service, runs with a 100 µs slice so that a request reaching the
+//! device waits for little. Two such jobs with work alternate 100 µs slices between
+//! themselves, and each switch costs twice what a slice runs: on an H200 two GEMM floods kept
+//! 224 TFLOP/s together against 604 natively (`docs/benchmarks/yielders/`). So HPF lets the
+//! yielding jobs of the top rank on a device take turns instead (`YIELD_TURN` each, the
+//! others held back meanwhile); a request still finds one job with a short slice.
+
+mod support;
+
+use baton_core::{Nanos, Priority};
+use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, Workload, run};
+use baton_policies::{Hint, by_name};
+use baton_sim::SimConfig;
+use support::{graph_service, us};
+
+const RUN: Nanos = Nanos::from_secs(2);
+
+/// A GEMM flood in a context of its own, as `baton run` sets it up (yielding by its slice).
+fn job(name: &str, pid: u32, priority: i64) -> ClientSpec {
+    ClientSpec {
+        context: ContextSpec::Own,
+        ..ClientSpec::new(
+            name,
+            pid,
+            Workload::Flood {
+                depth: 4,
+                kernel: us(1_500, 1_500),
+                sms: 132,
+            },
+        )
+    }
+    .hint(Hint::Priority(Priority::new(priority).unwrap()))
+    .as_by_default()
+}
+
+/// The graph service, registered but without a request before the run ends.
+fn idle_service() -> ClientSpec {
+    let mut s = graph_service(ContextSpec::Own).as_by_default();
+    if let Workload::Periodic { offset, .. } = &mut s.workload {
+        *offset = RUN + Nanos::from_millis(1);
+    }
+    s
+}
+
+fn lab(scheduled: bool, clients: Vec<ClientSpec>) -> LabResult {
+    let mut spec = LabSpec::new(by_name("hpf").unwrap(), RUN);
+    spec.device = SimConfig {
+        switch_cost: Nanos::from_micros(200),
+        ..SimConfig::default()
+    };
+    spec.idle_linger = Some(Nanos::from_micros(300));
+    spec.clients = clients
+        .into_iter()
+        .map(|c| ClientSpec { scheduled, ..c })
+        .collect();
+    run(spec)
+}
+
+/// Each job's work as a share of one job's alone.
+fn shares(scheduled: bool, clients: Vec<ClientSpec>) -> Vec<f64> {
+    let alone = lab(scheduled, vec![job("a", 2, 0)]).client("a").work.0 as f64;
+    let names: Vec<String> = clients
+        .iter()
+        .filter(|c| c.name != "hp")
+        .map(|c| c.name.clone())
+        .collect();
+    let r = lab(scheduled, clients);
+    names
+        .iter()
+        .map(|n| r.client(n).work.0 as f64 / alone)
+        .collect()
+}
+
+#[test]
+fn two_yielding_jobs_beside_an_idle_service_take_turns_instead_of_thrashing() {
+    let native = shares(false, vec![idle_service(), job("a", 2, 0), job("b", 3, 0)]);
+    let baton = shares(true, vec![idle_service(), job("a", 2, 0), job("b", 3, 0)]);
+    eprintln!("native {native:?}\nbaton {baton:?}");
+    let (n, b): (f64, f64) = (native.iter().sum(), baton.iter().sum());
+    assert!(n > 0.85, "natively the two keep the device: {n:.2}");
+    assert!(
+        b > 0.9 * n,
+        "the two yielding jobs together keep {b:.2} of one alone, natively {n:.2}"
+    );
+    for s in &baton {
+        assert!((s - b / 2.0).abs() < 0.1 * b, "turns are fair: {baton:?}");
+    }
+}
+
+#[test]
+fn a_yielding_job_of_a_lower_rank_waits_for_a_higher_one() {
+    // Both outranked by the service, both with short slices: the higher one runs, as HPF runs
+    // any higher queue first; the lower one keeps what the higher leaves.
+    let baton = shares(true, vec![idle_service(), job("a", 2, 0), job("b", 3, 5)]);
+    eprintln!("baton {baton:?}");
+    assert!(
+        baton[1] > 0.85,
+        "the higher job keeps the device: {baton:?}"
+    );
+    assert!(baton[0] < 0.1, "the lower one waits: {baton:?}");
+}
+
+#[test]
+fn with_no_service_two_yielding_jobs_share_as_natively() {
+    // Nothing outranks them: their slices stay the driver's, and no turns are taken.
+    let baton = shares(true, vec![job("a", 2, 0), job("b", 3, 0)]);
+    let native = shares(false, vec![job("a", 2, 0), job("b", 3, 0)]);
+    eprintln!("native {native:?}\nbaton {baton:?}");
+    let (n, b): (f64, f64) = (native.iter().sum(), baton.iter().sum());
+    assert!(b > 0.95 * n, "{b:.2} against {n:.2}");
+}

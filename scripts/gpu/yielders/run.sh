@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Several best-effort jobs that yield by their time slice on one GPU, beside a registered,
+# idle service: what each keeps, against the same jobs natively and with no service.
+#   scripts/gpu/yielders/run.sh OUT_DIR [SECONDS]
+# Uses .gpu/baton (else target/release/baton). Writes OUT_DIR/results.jsonl and prints a table.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+OUTD=${1:?OUT_DIR}; SECS=${2:-6}
+BATON=${BATON_BIN:-target/release/baton}; [ -x .gpu/baton ] && BATON=${BATON_BIN:-.gpu/baton}
+BATON=$(realpath "$BATON")
+mkdir -p "$OUTD"; RES="$OUTD/results.jsonl"; : > "$RES"
+TMP=$(mktemp -d); export BATON_SOCKET=$TMP/baton.sock
+"$BATON" daemon --socket "$BATON_SOCKET" --idle-exit 600 2> "$OUTD/daemon.log" &
+DAEMON=$!
+trap 'kill $DAEMON 2>/dev/null; pkill -f yielders/job.py 2>/dev/null; rm -rf $TMP' EXIT
+for _ in $(seq 100); do "$BATON" list >/dev/null 2>&1 && break; sleep 0.1; done
+JOB=${YIELDERS_JOB:-"python3 scripts/gpu/yielders/job.py"}
+
+# case NAME SERVICE(none|baton) HOW(native|baton|baton:ENV=V) KIND N
+case_() {
+    local name=$1 service=$2 how=$3 kind=$4 n=$5 pids=() svc=""
+    if [ "$service" = baton ]; then
+        "$BATON" run --priority 10 -- $JOB idle $((SECS + 20)) > "$TMP/svc.out" &
+        svc=$!
+        for _ in $(seq 300); do grep -q ready "$TMP/svc.out" 2>/dev/null && break; sleep 0.1; done
+    fi
+    for i in $(seq "$n"); do
+        case $how in
+            native) $JOB "$kind" "$SECS" > "$TMP/$i.out" & ;;
+            baton) "$BATON" run --priority 0 -- $JOB "$kind" "$SECS" > "$TMP/$i.out" & ;;
+            baton:*) env "${how#baton:}" "$BATON" run --priority 0 -- $JOB "$kind" "$SECS" > "$TMP/$i.out" & ;;
+        esac
+        pids+=($!)
+    done
+    local t0=$SECONDS
+    for p in "${pids[@]}"; do timeout $((SECS + 120)) tail --pid="$p" -f /dev/null || kill "$p"; done
+    if [ -n "$svc" ]; then kill "$svc" 2>/dev/null || true; pids+=("$svc"); fi
+    wait "${pids[@]}" 2>/dev/null || true
+    for i in $(seq "$n"); do
+        local r; r=$(tail -n1 "$TMP/$i.out" 2>/dev/null || true)
+        echo "{\"case\": \"$name\", \"service\": \"$service\", \"how\": \"$how\", \"kind\": \"$kind\", \"jobs\": $n, \"job\": $i, \"wall_s\": $((SECONDS - t0)), \"result\": ${r:-null}}" >> "$RES"
+    done
+    echo "$name $kind x$n: $(grep "\"case\": \"$name\", \"service\": \"$service\", \"how\": \"$how\", \"kind\": \"$kind\"" "$RES" | grep -o '"tflops": [0-9.]*' | tr '\n' ' ') ($((SECONDS - t0)) s)"
+}
+
+for kind in flood small; do
+    case_ alone none native "$kind" 1
+    case_ native-pair none native "$kind" 2
+    case_ baton-pair-no-service none baton "$kind" 2
+    case_ baton-one-idle-service baton baton "$kind" 1
+    case_ baton-pair-idle-service baton baton "$kind" 2
+    case_ baton-pair-idle-service-slice2000 baton baton:BATON_YIELD_SLICE_US=2000 "$kind" 2
+done
