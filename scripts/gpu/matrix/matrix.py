@@ -354,22 +354,32 @@ class Part:
     def start(self, env):
         modes = self.m.modes(self.setup)
         socks = self.socks = {m: self.start_daemon(m) for m in modes if self.scheduled(m)}
-        for mode in modes:
-            menv = dict(env, BATON_SOCKET=socks[mode]) if mode in socks else env
-            if self.setup == "P":
-                w = self.worker(mode, "both", menv)
-                self.workers[("hp", mode)] = self.workers[("be", mode)] = w
-            else:
-                self.workers[("hp", mode)] = self.worker(mode, "hp", menv)
-                self.workers[("be", mode)] = self.worker(mode, "be", menv)
-        # The service's GPU-busy share, in a process of its own (the profiler slows the later
-        # launches of the process it ran in).
-        busy = self.worker("native", "hp", env)
-        for w in self.unique() + [busy]:
+
+        def ready(w):
             info = w.read(420)
             w.info = info
             self.m.say(f"{w.name} ready (pid {info['pid']}, baton={info['baton']}, {info['gpu_mib']} MiB)")
             self.m.raw.setdefault("workers", {})[w.name] = info
+
+        menvs = {m: dict(env, BATON_SOCKET=socks[m]) if m in socks else env for m in modes}
+        for mode in modes:
+            if self.setup == "P":
+                w = self.worker(mode, "both", menvs[mode])
+                self.workers[("hp", mode)] = self.workers[("be", mode)] = w
+            else:
+                self.workers[("hp", mode)] = self.worker(mode, "hp", menvs[mode])
+        # The service's GPU-busy share, in a process of its own (the profiler slows the later
+        # launches of the process it ran in).
+        busy = self.worker("native", "hp", env)
+        for w in self.unique() + [busy]:
+            ready(w)
+        # The jobs warm up one at a time: each mode's job has its own daemon, so nothing makes
+        # the yielding jobs of several modes take turns, and warming up together they would
+        # alternate their short slices (docs/benchmarks/yielders/).
+        if self.setup != "P":
+            for mode in modes:
+                w = self.workers[("be", mode)] = self.worker(mode, "be", menvs[mode])
+                ready(w)
         return busy
 
     def unique(self):
