@@ -6,7 +6,7 @@
 //! device waits for little. Two such jobs with work alternate 100 µs slices between
 //! themselves, and each switch costs twice what a slice runs: on an H200 two GEMM floods kept
 //! 224 TFLOP/s together against 604 natively (`docs/benchmarks/yielders/`). So HPF lets the
-//! yielding jobs of the top rank on a device take turns instead (`YIELD_TURN` each, the
+//! yielding jobs of the top rank on a device take turns instead (`YIELD_TURN` each, 200 ms, the
 //! others held back meanwhile); a request still finds one job with a short slice.
 
 mod support;

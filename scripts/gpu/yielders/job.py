@@ -29,6 +29,8 @@ def main():
     b = torch.randn(n, n, device=dev, dtype=dtype)
     events = []
 
+    seen = []
+
     def run_for(s):
         done, t0 = 0, time.monotonic()
         while time.monotonic() - t0 < s:
@@ -38,14 +40,27 @@ def main():
             events.append(ev)
             if len(events) >= depth:
                 events.pop(0).synchronize()
+                seen.append(time.time())
                 done += 1
         torch.cuda.synchronize()
         events.clear()
         return done, time.monotonic() - t0
 
     run_for(2.0)
+    seen.clear()
     done, dt = run_for(seconds)
-    print(json.dumps({"kind": kind, "tflops": round(2 * n**3 * done / dt / 1e12, 2), "kernels": done}), flush=True)
+    print(
+        json.dumps(
+            {
+                "kind": kind,
+                "tflops": round(2 * n**3 * done / dt / 1e12, 2),
+                "kernels": done,
+                # When each kernel's completion was seen (Unix time, s): which job ran when.
+                "seen": [round(t, 5) for t in seen],
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

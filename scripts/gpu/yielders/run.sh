@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Several best-effort jobs that yield by their time slice on one GPU, beside a registered,
 # idle service: what each keeps, against the same jobs natively and with no service.
-#   scripts/gpu/yielders/run.sh OUT_DIR [SECONDS]
+#   scripts/gpu/yielders/run.sh OUT_DIR [SECONDS] [KINDS: "flood small"] [CASES: all]
 # Uses .gpu/baton (else target/release/baton). Writes OUT_DIR/results.jsonl and prints a table.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-OUTD=${1:?OUT_DIR}; SECS=${2:-6}
+OUTD=${1:?OUT_DIR}; SECS=${2:-6}; KINDS=${3:-flood small}; CASES=${4:-all}
 BATON=${BATON_BIN:-target/release/baton}; [ -x .gpu/baton ] && BATON=${BATON_BIN:-.gpu/baton}
 BATON=$(realpath "$BATON")
 mkdir -p "$OUTD"; RES="$OUTD/results.jsonl"; : > "$RES"
@@ -19,16 +19,18 @@ JOB=${YIELDERS_JOB:-"python3 scripts/gpu/yielders/job.py"}
 # case NAME SERVICE(none|baton) HOW(native|baton|baton:ENV=V) KIND N
 case_() {
     local name=$1 service=$2 how=$3 kind=$4 n=$5 pids=() svc=""
+    [ "$CASES" = all ] || [[ " $CASES " == *" $name "* ]] || return 0
     if [ "$service" = baton ]; then
         "$BATON" run --priority 10 -- $JOB idle $((SECS + 20)) > "$TMP/svc.out" &
         svc=$!
         for _ in $(seq 300); do grep -q ready "$TMP/svc.out" 2>/dev/null && break; sleep 0.1; done
     fi
     for i in $(seq "$n"); do
+        local err="$OUTD/$name-$kind-$i.err"
         case $how in
-            native) $JOB "$kind" "$SECS" > "$TMP/$i.out" & ;;
-            baton) "$BATON" run --priority 0 -- $JOB "$kind" "$SECS" > "$TMP/$i.out" & ;;
-            baton:*) env "${how#baton:}" "$BATON" run --priority 0 -- $JOB "$kind" "$SECS" > "$TMP/$i.out" & ;;
+            native) $JOB "$kind" "$SECS" > "$TMP/$i.out" 2> "$err" & ;;
+            baton) "$BATON" run --priority 0 -- $JOB "$kind" "$SECS" > "$TMP/$i.out" 2> "$err" & ;;
+            baton:*) env "${how#baton:}" "$BATON" run --priority 0 -- $JOB "$kind" "$SECS" > "$TMP/$i.out" 2> "$err" & ;;
         esac
         pids+=($!)
     done
@@ -43,7 +45,7 @@ case_() {
     echo "$name $kind x$n: $(grep "\"case\": \"$name\", \"service\": \"$service\", \"how\": \"$how\", \"kind\": \"$kind\"" "$RES" | grep -o '"tflops": [0-9.]*' | tr '\n' ' ') ($((SECONDS - t0)) s)"
 }
 
-for kind in flood small; do
+for kind in $KINDS; do
     case_ alone none native "$kind" 1
     case_ native-pair none native "$kind" 2
     case_ baton-pair-no-service none baton "$kind" 2
