@@ -5,13 +5,18 @@
 //! Each job, outranked by the service, runs with a 100 µs slice so that a request reaching the
 //! device waits for little. Two such jobs with work alternate 100 µs slices between
 //! themselves, and each switch costs twice what a slice runs: on an H200 two GEMM floods kept
-//! 224 TFLOP/s together against 604 natively (`docs/benchmarks/yielders/`). So HPF lets the
-//! yielding jobs of the top rank on a device take turns instead (`YIELD_TURN` each, 200 ms, the
-//! others held back meanwhile); a request still finds one job with a short slice.
+//! 224 TFLOP/s together against 604 natively (`docs/benchmarks/yielders/`); here 0.33 of one
+//! job alone against 0.91. So HPF lets the yielding jobs of the top rank on a device take
+//! turns instead (`YIELD_TURN` each, 200 ms, the others held back meanwhile): 0.88. A turn's
+//! start still costs the outgoing job's work in flight, which trades slices with the incoming
+//! job's until it drains: with 20 ms turns this model gave 0.73, and the H200 51 % of native.
+//! The jobs are set up as `baton run` sets them up: Level 1 (the lab's default, Level 3,
+//! would interrupt a held job's kernel, which a GPU's time slice does not), yielding, their
+//! work in flight bounded to 250 µs with early refill.
 
 mod support;
 
-use baton_core::{Nanos, Priority};
+use baton_core::{Level, Nanos, Priority};
 use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, Workload, run};
 use baton_policies::{Hint, by_name};
 use baton_sim::SimConfig;
@@ -23,6 +28,7 @@ const RUN: Nanos = Nanos::from_secs(2);
 fn job(name: &str, pid: u32, priority: i64) -> ClientSpec {
     ClientSpec {
         context: ContextSpec::Own,
+        level: Some(Level::L1),
         ..ClientSpec::new(
             name,
             pid,
@@ -35,6 +41,7 @@ fn job(name: &str, pid: u32, priority: i64) -> ClientSpec {
     }
     .hint(Hint::Priority(Priority::new(priority).unwrap()))
     .as_by_default()
+    .budgeted(Nanos::from_micros(250), true)
 }
 
 /// The graph service, registered but without a request before the run ends.

@@ -66,7 +66,7 @@ pub use hint::{
     GangId, GlobalHint, GlobalHints, Hint, HintError, Laxity, ProcessHint, ProcessHints,
     QueueHints, Readiness, Share, Upcoming,
 };
-pub use hpf::{Hpf, SHORT_COMMAND};
+pub use hpf::{Hpf, SHORT_COMMAND, YIELD_TURN};
 pub use kedf::Kedf;
 pub use lax::Lax;
 pub use mlfq::Mlfq;
