@@ -60,13 +60,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     sms: Option<u32>,
     /// Give way to more urgent programs through the GPU instead of being held back. Without
-    /// MPS, the program's context gives the GPU up within its slice (500 µs,
+    /// MPS, the program's context gives the GPU up within its slice (100 µs,
     /// BATON_YIELD_SLICE_US) whenever a more urgent program exists, and otherwise keeps running
-    /// in that program's idle gaps; each hand-over costs the program about 0.4–0.5 ms of GPU
-    /// time on an H100 (docs/benchmarks/matrix/yield): worth it beside a launch-bound decoder,
-    /// not beside a service with short requests and think time. Under MPS, the kernels of its
-    /// normal-priority streams keep to 85 % of the SMs (BATON_YIELD_SMS) while a more urgent
-    /// program exists, and use the whole GPU otherwise; under MPS this is the default.
+    /// in that program's idle gaps; each hand-over costs about 0.4 ms of GPU time on an H200
+    /// (docs/benchmarks/matrix). Several such programs with work on one GPU take turns (HPF,
+    /// 200 ms each) rather than alternate their short slices. Without MPS this is the default.
+    /// Under MPS, the kernels of its normal-priority streams keep to 85 % of the SMs
+    /// (BATON_YIELD_SMS) while a more urgent program exists, and use the whole GPU otherwise.
     #[arg(long = "yield", conflicts_with = "hold")]
     yield_by_slice: bool,
     /// Be held back for more urgent programs (launches wait) instead of giving way through the
