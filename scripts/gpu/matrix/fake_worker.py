@@ -43,6 +43,7 @@ def main():
             "pid": os.getpid(),
             "role": sys.argv[1],
             "baton": "BATON_SHIM" in os.environ,
+            "builds": [os.environ.get("MATRIX_SERVICES"), os.environ.get("MATRIX_JOBS")],
             "gpu_mib": 0,
             "mps_client_priority": os.environ.get("CUDA_MPS_CLIENT_PRIORITY"),
         }

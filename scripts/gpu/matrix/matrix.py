@@ -302,7 +302,13 @@ class Part:
         self.m, self.a, self.setup = m, m.a, setup
         self.tmp = tempfile.mkdtemp(prefix=f"baton-matrix-{setup}.")
         self.env = dict(
-            os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error"
+            os.environ,
+            PYTHONUNBUFFERED="1",
+            TOKENIZERS_PARALLELISM="false",
+            TRANSFORMERS_VERBOSITY="error",
+            # The workers build only the services and jobs this run measures.
+            MATRIX_SERVICES=",".join(sorted({SERVICES[s][0] for s in self.a.services})),
+            MATRIX_JOBS=",".join(self.a.jobs),
         )
         self.daemons, self.workers, self.calib, self.socks = {}, {}, {}, {}
 

@@ -83,6 +83,7 @@ def main():
     raw = json.load(open(os.path.join(out, "raw-SP-GT.json")))
     assert raw["services"]["S"]["Rg60"]["rate"] > raw["services"]["S"]["Rg25"]["rate"] > 0, raw["services"]
     assert {r["pinned"] for r in raw["records"]} == {True, False}
+    assert all(w["builds"] == ["Be,Dg,Rg", "G,T"] for w in raw["workers"].values()), raw["workers"]
     assert os.path.exists(os.path.join(out, "table.md"))
     print(f"matrix controller self-test: ok ({len(cells)} cells, {len(raw['records'])} records)")
     side_by_side(tmp, env)
