@@ -43,6 +43,7 @@ python3 scripts/gpu/matrix/hold_lag.py --self-test
 python3 scripts/gpu/matrix/selftest.py
 python3 scripts/gpu/multigpu/multigpu.py --self-test
 python3 scripts/gpu/capi/summarize.py --self-test
+python3 scripts/gpu/yielders/report.py --self-test
 echo "== the wheel: built from ./python, checked, installed where no cargo is, used; the Python package's tests"
 bash scripts/test-wheel.sh "$tools"
 echo "== cluster deployment (Helm chart rendered and validated without a cluster)"
