@@ -243,17 +243,23 @@ fn take_turns(snap: &Snapshot<'_>, d: &mut Decision) {
     {
         return;
     }
-    let working = working_processes(snap);
+    // Whether a more urgent queue may suspend each queue, for all of them in one pass.
+    let suspendable = attention_sparing(snap, true);
     let held: HashSet<_> = d.suspend.iter().copied().collect();
+    let candidates: Vec<&QueueView> = snap
+        .queues
+        .iter()
+        .zip(&suspendable)
+        .filter(|(q, (_, may))| {
+            *may && q.ready && q.hints.yielding.is_some() && !held.contains(&q.id)
+        })
+        .map(|(q, _)| q)
+        .collect();
     for dev in snap.devices() {
-        let turning: Vec<&QueueView> = snap
-            .on_device(dev)
-            .filter(|q| {
-                q.ready
-                    && q.hints.yielding.is_some()
-                    && !held.contains(&q.id)
-                    && may_suspend_among(snap, q, true, &working)
-            })
+        let turning: Vec<&QueueView> = candidates
+            .iter()
+            .copied()
+            .filter(|q| q.device == dev)
             .collect();
         let Some(top) = turning.iter().map(|q| q.hints.priority).max() else {
             continue;

@@ -2,7 +2,9 @@
 //! 100 processes × 4 queues on one device, priorities 0–3, policies HPF and guard (the default)
 //! as the registry builds them;
 //! each iteration is one queue turning ready or idle, which re-decides over all 400 queues and
-//! re-evaluates what each queue must report and whether it may skip its window.
+//! re-evaluates what each queue must report and whether it may skip its window. HPF again with
+//! every process yielding by its time slice and every queue below the probe's priority ready
+//! (the most work HPF's turns between yielding processes can find).
 //!
 //!   cargo bench -p baton-scheduler --bench decide
 use std::hint::black_box;
@@ -16,11 +18,12 @@ use criterion::{Criterion, criterion_group, criterion_main};
 
 fn decide(c: &mut Criterion) {
     for policy in ["hpf", "guard"] {
-        decide_with(c, policy);
+        decide_with(c, policy, false);
     }
+    decide_with(c, "hpf", true);
 }
 
-fn decide_with(c: &mut Criterion, policy: &str) {
+fn decide_with(c: &mut Criterion, policy: &str, yielding: bool) {
     let mut s = LocalScheduler::new(baton_policies::by_name(policy).unwrap());
     s.set_process_info_source(Box::new(StaticProcessInfo::default()));
     let mut ids = Vec::new();
@@ -31,12 +34,29 @@ fn decide_with(c: &mut Criterion, policy: &str) {
                 .build()
                 .unwrap();
             ids.push(q.id());
+            let mut hints = QueueHints::with_priority(Priority::new(p).unwrap());
+            if yielding {
+                hints.yielding = Some(Nanos::from_micros(100));
+            }
             s.register(
                 Arc::new(q),
                 QueueMeta {
                     pid: 1000 + pid,
                     device: DeviceId(0),
-                    hints: QueueHints::with_priority(Priority::new(p).unwrap()),
+                    hints,
+                },
+                Nanos(0),
+            );
+        }
+    }
+    if yielding {
+        for (_, &id) in ids.iter().enumerate().filter(|(i, _)| i % 4 != 3) {
+            s.on_event(
+                QueueEvent {
+                    queue: id,
+                    state: QueueState::Ready,
+                    at: Nanos(0),
+                    transition: 1,
                 },
                 Nanos(0),
             );
@@ -45,7 +65,11 @@ fn decide_with(c: &mut Criterion, policy: &str) {
     // The probe: a priority-3 queue flipping between ready and idle.
     let probe = ids[ids.len() - 1];
     let mut n = 0u64;
-    let name = format!("{policy}: decision over 400 queues (one queue changes state)");
+    let name = if yielding {
+        format!("{policy}: decision over 400 yielding queues, 300 ready (one queue changes state)")
+    } else {
+        format!("{policy}: decision over 400 queues (one queue changes state)")
+    };
     c.bench_function(&name, |b| {
         b.iter(|| {
             n += 1;
