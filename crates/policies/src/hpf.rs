@@ -88,7 +88,7 @@ impl Policy for Hpf {
     fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         snap.on_device(queue.device)
             .any(|q| q.hints.priority < queue.hints.priority)
-            || may_take_turns(snap, queue)
+            || TurnRanges::new(snap).may_take_turns(queue)
     }
 
     /// HPF only suspends a queue that another queue on its device outranks — one that has
@@ -281,22 +281,11 @@ fn take_turns(snap: &Snapshot<'_>, d: &mut Decision) {
     }
 }
 
-/// Whether `queue` may take turns with another process's yielding queue (see [`Hpf`]), so its
-/// Idle/Ready transitions matter: it yields and a queue on its device outranks it, and so
-/// does another process's yielding queue there.
-fn may_take_turns(snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-    let Some(top) = snap.on_device(queue.device).map(|q| q.hints.priority).max() else {
-        return false;
-    };
-    queue.hints.yielding.is_some()
-        && queue.hints.priority < top
-        && snap
-            .on_device(queue.device)
-            .any(|q| q.pid != queue.pid && q.hints.yielding.is_some() && q.hints.priority < top)
-}
-
-/// [`may_take_turns`] for every queue from one pass: per device, the highest priority, and
-/// the processes of the outranked yielding queues (two are enough to know).
+/// Which queues may take turns with another process's yielding queue (see [`Hpf`]), so that
+/// their Idle/Ready transitions matter: a yielding queue that a queue on its device outranks,
+/// where another process's yielding queue is outranked too. Built in one pass: per device,
+/// the highest priority and the processes of the outranked yielding queues (two are enough
+/// to know).
 struct TurnRanges(Vec<(DeviceId, Priority, [Option<u32>; 2])>);
 
 impl TurnRanges {
