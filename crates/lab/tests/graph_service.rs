@@ -77,14 +77,8 @@ fn beside_training(period_us: u64, budget_us: u64, early_refill: bool) -> Cell {
     }
     let be = ClientSpec {
         context: ContextSpec::Own,
-        workload: Workload::Flood {
-            depth: 64,
-            kernel: us(100, 120),
-            sms: 132,
-        },
-        ..support::flood(us(100, 120), 132)
+        ..support::training()
     }
-    .reacting(Nanos::from_micros(40))
     .as_by_default()
     .budgeted(Nanos::from_micros(budget_us), early_refill);
     support::cell_with(Some("hpf"), hp.as_by_default(), be)

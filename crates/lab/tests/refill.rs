@@ -12,27 +12,14 @@
 mod support;
 
 use baton_core::Nanos;
-use baton_lab::{ClientSpec, ContextSpec, Workload};
-use support::{Cell, us};
-
-fn training(budget_us: u64, early_refill: bool) -> ClientSpec {
-    ClientSpec {
-        workload: Workload::Flood {
-            depth: 64,
-            kernel: us(100, 120),
-            sms: 132,
-        },
-        ..support::flood(us(100, 120), 132)
-    }
-    .budgeted(Nanos::from_micros(budget_us), early_refill)
-    .reacting(Nanos::from_micros(40))
-}
+use baton_lab::ContextSpec;
+use support::Cell;
 
 fn cell(budget_us: u64, early_refill: bool) -> Cell {
     support::cell_with(
         Some("hpf"),
         support::graph_service(ContextSpec::Shared(0)),
-        training(budget_us, early_refill),
+        support::training().budgeted(Nanos::from_micros(budget_us), early_refill),
     )
 }
 

@@ -77,6 +77,21 @@ pub fn flood(kernel: SpanRange, sms: u32) -> ClientSpec {
     }
 }
 
+/// A training-like job ("be", process 2): kernels of 100–120 µs on every SM, 64 in flight, at
+/// Level 1 in the shared context, its host looking at its queue 40 µs after a completion (a
+/// thread woken from a sync point's wait, then launching).
+pub fn training() -> ClientSpec {
+    ClientSpec {
+        workload: Workload::Flood {
+            depth: 64,
+            kernel: us(100, 120),
+            sms: 132,
+        },
+        ..flood(us(100, 120), 132)
+    }
+    .reacting(Nanos::from_micros(40))
+}
+
 /// Runs `clients` under `policy`, or natively (no XQueues) with `None`.
 pub fn lab(policy: Option<&str>, clients: Vec<ClientSpec>) -> LabResult {
     lab_with(policy, Vec::new(), clients)
