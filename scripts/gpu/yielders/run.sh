@@ -25,24 +25,26 @@ case_() {
         svc=$!
         for _ in $(seq 300); do grep -q ready "$TMP/svc.out" 2>/dev/null && break; sleep 0.1; done
     fi
+    local under=()
+    case $how in
+        baton) under=("$BATON" run --priority 0 --) ;;
+        baton:*) under=(env "${how#baton:}" "$BATON" run --priority 0 --) ;;
+    esac
     for i in $(seq "$n"); do
-        local err="$OUTD/$name-$kind-$i.err"
-        case $how in
-            native) $JOB "$kind" "$SECS" > "$TMP/$i.out" 2> "$err" & ;;
-            baton) "$BATON" run --priority 0 -- $JOB "$kind" "$SECS" > "$TMP/$i.out" 2> "$err" & ;;
-            baton:*) env "${how#baton:}" "$BATON" run --priority 0 -- $JOB "$kind" "$SECS" > "$TMP/$i.out" 2> "$err" & ;;
-        esac
+        "${under[@]}" $JOB "$kind" "$SECS" > "$TMP/$i.out" 2> "$OUTD/$name-$kind-$i.err" &
         pids+=($!)
     done
     local t0=$SECONDS
     for p in "${pids[@]}"; do timeout $((SECS + 120)) tail --pid="$p" -f /dev/null || kill "$p"; done
     if [ -n "$svc" ]; then kill "$svc" 2>/dev/null || true; pids+=("$svc"); fi
     wait "${pids[@]}" 2>/dev/null || true
+    local got=""
     for i in $(seq "$n"); do
         local r; r=$(tail -n1 "$TMP/$i.out" 2>/dev/null || true)
         echo "{\"case\": \"$name\", \"service\": \"$service\", \"how\": \"$how\", \"kind\": \"$kind\", \"jobs\": $n, \"job\": $i, \"wall_s\": $((SECONDS - t0)), \"result\": ${r:-null}}" >> "$RES"
+        got+="$(grep -o '"tflops": [0-9.]*' <<< "$r") "
     done
-    echo "$name $kind x$n: $(grep "\"case\": \"$name\", \"service\": \"$service\", \"how\": \"$how\", \"kind\": \"$kind\"" "$RES" | grep -o '"tflops": [0-9.]*' | tr '\n' ' ') ($((SECONDS - t0)) s)"
+    echo "$name $kind x$n: $got($((SECONDS - t0)) s)"
 }
 
 for kind in $KINDS; do
