@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use baton_core::{Nanos, Priority, XQueueId};
 
-use crate::hpf::{Hpf, Scope, attention_sparing, may_suspend_sparing, rank_first};
+use crate::hpf::{Scope, attention_sparing, may_suspend_sparing, outranks_another, rank_first};
 use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
 
 /// Jobs of the service measured per probe.
@@ -335,7 +335,7 @@ impl Policy for Guard {
     /// Every queue that HPF ranks against another reports: the higher ones for their jobs'
     /// latencies, the lower ones for whether they compete at all.
     fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        Hpf.wants_events(snap, queue) || self.may_suspend(snap, queue)
+        outranks_another(snap, queue) || self.may_suspend(snap, queue)
     }
 
     /// As HPF's rank order, which guard holds by (it does not spare short commands).

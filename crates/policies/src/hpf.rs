@@ -86,9 +86,7 @@ impl Policy for Hpf {
     /// Only a queue that outranks another queue on its device can make HPF suspend anything,
     /// or a yielding queue that may take turns with another process's (see [`Hpf`]).
     fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        snap.on_device(queue.device)
-            .any(|q| q.hints.priority < queue.hints.priority)
-            || TurnRanges::new(snap).may_take_turns(queue)
+        outranks_another(snap, queue) || TurnRanges::new(snap).may_take_turns(queue)
     }
 
     /// HPF only suspends a queue that another queue on its device outranks — one that has
@@ -200,6 +198,13 @@ pub(crate) fn attention_sparing(snap: &Snapshot<'_>, short: bool) -> Vec<(bool, 
 /// those that have).
 fn counts_against(q: &QueueView, queue: &QueueView, working: &HashSet<u32>) -> bool {
     q.ready || q.jobs > 0 || (q.pid != queue.pid && !working.contains(&q.pid))
+}
+
+/// Whether `queue` outranks another queue on its device: only then can its Idle/Ready
+/// transitions change what HPF's rank order suspends ([`attention_sparing`]'s first answer).
+pub(crate) fn outranks_another(snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+    snap.on_device(queue.device)
+        .any(|q| q.hints.priority < queue.hints.priority)
 }
 
 /// Whether other processes' queues never make `queue` suspendable, so it runs without its
