@@ -25,11 +25,12 @@ use crate::{Decision, GangId, Policy, QueueView, Snapshot};
 /// A gang runs again as soon as no queue of it would be suspended on its own: in the first
 /// decision after the higher work is done.
 ///
-/// Queues that other processes' work never holds back (a process that yields by time slice,
-/// keeps its kernels to part of the SMs while outranked, or is isolated: the default on a
-/// time-sliced GPU, and `--yield` under MPS) are never held for the gang and never make it
-/// held: such a rank gives way on its own device only, and keeps the answer the wrapped
-/// policy gives it there. Told that it may be suspended because another rank is outranked
+/// Ranks that give way by themselves (a process that yields by time slice, keeps its kernels
+/// to part of the SMs while outranked, or is isolated: the default on a time-sliced GPU, and
+/// `--yield` under MPS) are never held for the gang and never make it held: such a rank gives
+/// way on its own device only (the wrapped policy may hold a yielding one there while more
+/// urgent work keeps that device busy), and keeps the answer the wrapped policy gives it
+/// there. Told that it may be suspended because another rank is outranked
 /// elsewhere, it would give its own device away (a short slice, fewer SMs) to whatever runs
 /// beside it there, lower work included — measured on two H200s, a priority −10 GEMM flood
 /// beside rank 1 cut a two-rank job to 0.14 of its steps (`docs/MULTI_GPU.md`).
@@ -71,10 +72,10 @@ fn held(snap: &Snapshot<'_>, d: &Decision) -> BTreeSet<GangId> {
     busy.intersection(&stopped).copied().collect()
 }
 
-/// Whether a gang hold reaches `q`: other processes' work can hold it back (it does not
-/// yield by time slice, confine its kernels or run isolated; see [`Gangs`]).
+/// Whether a gang hold reaches `q`: it does not yield by time slice, confine its kernels or
+/// run isolated (see [`Gangs`]).
 fn holdable(q: &QueueView) -> bool {
-    !crate::hpf::spared_across(q)
+    !crate::hpf::spared_across(q) && q.hints.yielding.is_none()
 }
 
 /// The gang of `queue`, when a gang hold reaches it.
@@ -250,6 +251,16 @@ mod tests {
         let mut g = Gangs::new(Hpf);
         // Nothing is held: each gives way through the GPU.
         assert!(g.decide(&snap).suspend.is_empty());
+        assert_eq!(g.counters(), [("gang_holds", 0)]);
+        // Once the service is measured keeping its device busy while it has work, HPF holds
+        // rank 0 there too, but rank 0 still makes no gang hold: rank 1 keeps device 1.
+        let mut busy = queues;
+        busy[0].hints.readiness = Some(crate::Readiness {
+            ready: 300,
+            waiting: 280,
+        });
+        let snap = Snapshot::new(Nanos::ZERO, &busy);
+        assert_eq!(sorted(g.decide(&snap).suspend), [XQueueId(2)]);
         assert_eq!(g.counters(), [("gang_holds", 0)]);
         // Rank 0 gives way to the service; rank 1 keeps its device from the filler, which
         // gives way to it (it need not report: nothing it does changes a decision). Rank 1

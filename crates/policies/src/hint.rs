@@ -184,8 +184,9 @@ pub enum Hint {
     /// (`--sms` under MPS): another process's work gains nothing from holding it back.
     Isolated(u32),
     /// The queue's context is time-sliced against other processes' and gives the GPU up
-    /// within this slice whenever a more urgent queue exists (its own context, no MPS): another
-    /// process's work gains little from holding it back.
+    /// within this slice whenever a more urgent queue exists (its own context, no MPS): the
+    /// priority policies hold it back only for another process's work that keeps the device
+    /// busy, not for a program bound by its own launching.
     Yielding(Nanos),
     /// The queue's kernels keep to this many SMs whenever a more urgent queue exists (under
     /// MPS, `--yield`), leaving the rest to the other processes' kernels, and use the whole
