@@ -12,7 +12,7 @@ mkdir -p "$OUTD"; RES="$OUTD/results.jsonl"; : > "$RES"
 TMP=$(mktemp -d); export BATON_SOCKET=$TMP/baton.sock
 "$BATON" daemon --socket "$BATON_SOCKET" --idle-exit 600 2> "$OUTD/daemon.log" &
 DAEMON=$!
-trap 'kill $DAEMON 2>/dev/null; pkill -f yielders/job.py 2>/dev/null; rm -rf $TMP' EXIT
+trap 'kill $DAEMON 2>/dev/null || true; pkill -f yielders/job.py 2>/dev/null || true; rm -rf $TMP' EXIT
 for _ in $(seq 100); do "$BATON" list >/dev/null 2>&1 && break; sleep 0.1; done
 JOB=${YIELDERS_JOB:-"python3 scripts/gpu/yielders/job.py"}
 
