@@ -31,6 +31,7 @@ Writes DIR/raw.json after every measurement, then DIR/summary.json and DIR/table
 import argparse
 import gzip
 import json
+import lzma
 import os
 import signal
 import subprocess
@@ -724,10 +725,13 @@ def table(s):
 
 
 def load_raw(d):
-    """DIR/raw.json, or the DIR/raw.json.gz a results page keeps."""
+    """DIR/raw.json, or the DIR/raw.json.xz (or .gz) a results page keeps."""
     path = os.path.join(d, "raw.json")
     if os.path.exists(path):
         with open(path) as f:
+            raw = json.load(f)
+    elif os.path.exists(path + ".xz"):
+        with lzma.open(path + ".xz", "rt") as f:
             raw = json.load(f)
     else:
         with gzip.open(path + ".gz", "rt") as f:
