@@ -173,7 +173,7 @@ fn back_to_back(be: ClientSpec, scheduled: bool) -> (f64, Nanos) {
 fn a_job_beside_back_to_back_requests_is_held_through_their_pauses() {
     // Time-sliced, a yielding job's context takes the device back in each 40 µs pause between
     // two requests, and the next request pays its slice and a switch each way; held as well
-    // while the service has work (the daemon lingering 300 µs after each request), it does not
+    // while the service has work (the daemon lingering 500 µs after each request), it does not
     // get in, and the service runs as alone. On an H200 S at 60 % load (Poisson arrivals,
     // queued requests) measured ×2.4-2.8 yielding only, ×1.35-1.8 held as well.
     for (name, be) in [("flood", gemm_flood()), ("training", support::training())] {
