@@ -82,6 +82,48 @@ fn best_effort_waits_while_high_priority_is_ready() {
 }
 
 #[test]
+fn a_yielding_job_is_held_only_for_a_service_measured_keeping_the_device_busy() {
+    // Through the daemon's real path: hints from the processes' agents, decisions back.
+    let d = daemon();
+    let mut hp = Sim::start(&d.socket, 1, 10);
+    let mut be = Sim::start(&d.socket, 1, 0);
+    wait_until("both registered", || {
+        registered(&d.socket, hp.pid(), 1) && registered(&d.socket, be.pid(), 1)
+    });
+    let hinted = |pid: u32, queue: bool, kind: &str| {
+        let l = list(&d.socket);
+        let Some(p) = l.processes.iter().find(|p| p.pid == pid) else {
+            return false;
+        };
+        let hints = if queue { &p.queues[0].hints } else { &p.hints };
+        format!("{hints:?}").contains(kind)
+    };
+    be.send("yielding 100");
+    wait_until("the job's claim to yield", || {
+        hinted(be.pid(), false, "Yielding")
+    });
+    be.send("ready 0");
+    hp.send("ready 0");
+    // The service not measured yet: the job keeps running, only its slice short.
+    assert!(!settled(&d.socket, hp.pid(), 0, true));
+    assert!(!settled(&d.socket, be.pid(), 0, true));
+    be.none_so_far("suspend");
+    // Measured waiting for its work (a graph replayed per request): the job is held.
+    hp.send("readiness 0 300 280");
+    be.expect("suspend 0");
+    // Measured bound by its own launching: the job runs again, the service still ready.
+    hp.send("readiness 0 990 50");
+    be.expect("resume 0");
+    assert!(!settled(&d.socket, be.pid(), 0, true));
+    // Busy again, then idle: held, and let go after the daemon's linger.
+    hp.send("readiness 0 300 280");
+    be.expect("suspend 0");
+    hp.send("idle 0");
+    be.expect("resume 0");
+    hp.none_so_far("suspend");
+}
+
+#[test]
 fn killing_a_client_frees_its_queues() {
     let d = daemon();
     let mut hp = Sim::start(&d.socket, 2, 10);

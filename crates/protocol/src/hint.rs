@@ -94,9 +94,11 @@ pub enum Hint {
     /// The process's context is time-sliced against other processes' (its own context, no
     /// MPS), and Baton shortens its channel group's time slice to `slice_ns` whenever a more
     /// urgent queue exists: another process's kernels then get the GPU within about that long,
-    /// whatever it has launched, so holding it back for them would only leave the GPU idle in
-    /// their gaps, and priority policies do not. Its own more urgent streams still hold it
-    /// back. Process only.
+    /// whatever it has launched. Priority policies hold it back for another process's queue
+    /// only while that queue has work and its program keeps the device busy with it (its
+    /// [`Hint::Readiness`] not bound by its own launching), so that its context does not take
+    /// the GPU back between that program's requests; its own more urgent streams still hold
+    /// it back. Process only.
     Yielding {
         /// Its time slice while outranked, in nanoseconds.
         slice_ns: u64,

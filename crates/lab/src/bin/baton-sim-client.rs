@@ -12,7 +12,10 @@
 //! `status` prints `status connected=B connections=N suspended=N submitted=N launched=N
 //! hw_launched=N order_errors=N` (`launched` as the XQueues count, `hw_launched` as the hardware
 //! queues received them; `order_errors`: commands a hardware queue received out of submission
-//! order), `drain` stops the churn and completes everything launched, `exit` ends the process. Standard output gets `suspend I T` / `resume I T` each time the
+//! order), `yielding US` tells the daemon the process yields by a time slice of `US` µs
+//! (`Hint::Yielding`), `readiness I READY WAITING` tells it how queue I's program used it, in
+//! ‰ (`Hint::Readiness`, as the interposer measures it), `drain` stops the churn and
+//! completes everything launched, `exit` ends the process. Standard output gets `suspend I T` / `resume I T` each time the
 //! daemon suspends or resumes queue I (T: `CLOCK_MONOTONIC` nanoseconds), and `ok` after each
 //! command. With `--churn-ms`, a thread also flips random queues between ready and idle,
 //! every `MS` milliseconds on average, until `exit`.
@@ -28,7 +31,7 @@ use baton_core::{
     CommandKind, Drive, HwCommand, HwError, HwQueue, LaunchConfig, Level, MonotonicClock,
     QueueControl, ResumeFlags, SuspendFlags, XQueue, XQueueError, XQueueId, XQueueStatus,
 };
-use baton_protocol::{Backend, DeviceRef, Hint, WirePriority};
+use baton_protocol::{AgentTarget, Backend, DeviceRef, Hint, WirePriority};
 
 /// One simulated command: its queue's submission number.
 #[derive(Clone, Copy, Debug)]
@@ -276,6 +279,40 @@ fn main() -> std::process::ExitCode {
         let mut w = line.split_whitespace();
         let cmd = w.next().unwrap_or("");
         let idx = w.next().and_then(|v| v.parse::<usize>().ok());
+        let hinted = |target: AgentTarget, hint: Hint| {
+            client
+                .hint(target, hint)
+                .map_err(|e| format!("error hint refused: {e}"))
+        };
+        let told = match (cmd, idx) {
+            ("yielding", Some(us)) => Some(hinted(
+                AgentTarget::Process,
+                Hint::Yielding {
+                    slice_ns: us as u64 * 1_000,
+                },
+            )),
+            ("readiness", Some(i)) if i < xqs.len() => {
+                let mut permille = w.by_ref().map(|v| v.parse::<u16>().ok());
+                match (permille.next().flatten(), permille.next().flatten()) {
+                    (Some(ready_permille), Some(waiting_permille)) => Some(hinted(
+                        AgentTarget::Queue(xqs[i].id().into()),
+                        Hint::Readiness {
+                            ready_permille,
+                            waiting_permille,
+                        },
+                    )),
+                    _ => Some(Err(format!("error readiness wants two ‰ in {line:?}"))),
+                }
+            }
+            _ => None,
+        };
+        if let Some(told) = told {
+            match told {
+                Ok(()) => say("ok"),
+                Err(e) => say(&e),
+            }
+            continue;
+        }
         match (cmd, idx) {
             ("ready", Some(i)) if i < xqs.len() => ready(&numbers, &xqs, i),
             ("idle", Some(i)) if i < xqs.len() => idle(&hws, &xqs, i),
