@@ -43,14 +43,20 @@ fn daemon() -> InProcess {
     InProcess::start(DaemonConfig::new(temp_dir("sock").join("baton.sock")))
 }
 
-#[test]
-fn best_effort_waits_while_high_priority_is_ready() {
-    let d = daemon();
-    let mut hp = Sim::start(&d.socket, 1, 10);
-    let mut be = Sim::start(&d.socket, 1, 0);
+/// A service (priority 10) and a job (0) of one queue each, both registered with `d`.
+fn service_and_job(d: &InProcess) -> (Sim, Sim) {
+    let hp = Sim::start(&d.socket, 1, 10);
+    let be = Sim::start(&d.socket, 1, 0);
     wait_until("both registered", || {
         registered(&d.socket, hp.pid(), 1) && registered(&d.socket, be.pid(), 1)
     });
+    (hp, be)
+}
+
+#[test]
+fn best_effort_waits_while_high_priority_is_ready() {
+    let d = daemon();
+    let (mut hp, mut be) = service_and_job(&d);
     be.send("ready 0");
     // Ready alone, BE runs: the daemon took that in and sent no suspension.
     assert!(!settled(&d.socket, be.pid(), 0, true));
@@ -85,22 +91,15 @@ fn best_effort_waits_while_high_priority_is_ready() {
 fn a_yielding_job_is_held_only_for_a_service_measured_keeping_the_device_busy() {
     // Through the daemon's real path: hints from the processes' agents, decisions back.
     let d = daemon();
-    let mut hp = Sim::start(&d.socket, 1, 10);
-    let mut be = Sim::start(&d.socket, 1, 0);
-    wait_until("both registered", || {
-        registered(&d.socket, hp.pid(), 1) && registered(&d.socket, be.pid(), 1)
-    });
-    let hinted = |pid: u32, queue: bool, kind: &str| {
-        let l = list(&d.socket);
-        let Some(p) = l.processes.iter().find(|p| p.pid == pid) else {
-            return false;
-        };
-        let hints = if queue { &p.queues[0].hints } else { &p.hints };
-        format!("{hints:?}").contains(kind)
-    };
+    let (mut hp, mut be) = service_and_job(&d);
     be.send("yielding 100");
     wait_until("the job's claim to yield", || {
-        hinted(be.pid(), false, "Yielding")
+        list(&d.socket).processes.iter().any(|p| {
+            p.pid == be.pid()
+                && p.hints
+                    .iter()
+                    .any(|h| matches!(h, baton_protocol::Hint::Yielding { .. }))
+        })
     });
     be.send("ready 0");
     hp.send("ready 0");

@@ -20,9 +20,8 @@
 mod support;
 
 use baton_core::Nanos;
-use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, Workload, run};
-use baton_policies::{GlobalHint, by_name};
-use baton_sim::SimConfig;
+use baton_lab::{ClientSpec, ContextSpec, LabResult, Workload};
+use baton_policies::GlobalHint;
 use support::{Cell, graph_service, us};
 
 fn gemm_flood() -> ClientSpec {
@@ -136,20 +135,10 @@ fn back_to_back(be: ClientSpec, scheduled: bool) -> (f64, Nanos) {
     }
     .as_by_default()
     .budgeted(Nanos::from_micros(250), true);
+    // With the daemon's default linger (`baton daemon --linger-us`).
     let lab = |clients: Vec<ClientSpec>| {
-        let mut spec = LabSpec::new(by_name("hpf").unwrap(), support::RUN);
-        spec.device = SimConfig {
-            switch_cost: Nanos::from_micros(200),
-            ..SimConfig::default()
-        };
-        spec.idle_linger = Some(Nanos::from_micros(300));
-        // The daemon's default linger (`baton daemon --linger-us`).
-        spec.global = vec![GlobalHint::linger(Nanos::from_micros(500)).unwrap()];
-        spec.clients = clients
-            .into_iter()
-            .map(|c| ClientSpec { scheduled, ..c })
-            .collect();
-        run(spec)
+        let linger = GlobalHint::linger(Nanos::from_micros(500)).unwrap();
+        support::lab_costly_switch(support::RUN, vec![linger], scheduled, clients)
     };
     // From the second second on: the service's process first reports how it uses its queue
     // after 500 ms, and only then is the job held for it.

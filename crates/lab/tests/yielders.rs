@@ -17,9 +17,8 @@
 mod support;
 
 use baton_core::{Level, Nanos, Priority};
-use baton_lab::{ClientSpec, ContextSpec, LabResult, LabSpec, Workload, run};
-use baton_policies::{Hint, by_name};
-use baton_sim::SimConfig;
+use baton_lab::{ClientSpec, ContextSpec, LabResult, Workload};
+use baton_policies::Hint;
 use support::{graph_service, us};
 
 const RUN: Nanos = Nanos::from_secs(2);
@@ -54,17 +53,7 @@ fn idle_service() -> ClientSpec {
 }
 
 fn lab(scheduled: bool, clients: Vec<ClientSpec>) -> LabResult {
-    let mut spec = LabSpec::new(by_name("hpf").unwrap(), RUN);
-    spec.device = SimConfig {
-        switch_cost: Nanos::from_micros(200),
-        ..SimConfig::default()
-    };
-    spec.idle_linger = Some(Nanos::from_micros(300));
-    spec.clients = clients
-        .into_iter()
-        .map(|c| ClientSpec { scheduled, ..c })
-        .collect();
-    run(spec)
+    support::lab_costly_switch(RUN, Vec::new(), scheduled, clients)
 }
 
 /// Each job's work as a share of one job's alone.

@@ -225,10 +225,11 @@ fn unbounded_across(queue: &QueueView, snap: &Snapshot<'_>, short: bool) -> bool
 ///
 /// A yielding queue ([`Hint::Yielding`](crate::Hint::Yielding): its context gives the GPU up
 /// within a short slice while outranked) is held back by another process's work too, once
-/// that work's program is measured to keep the device busy while it has work ([`keeps_busy`]). Its slice hands the
-/// GPU over when a request arrives; left running, though, it takes the GPU back in every
-/// pause of a request that keeps the device busy (between two graph launches, two tokens),
-/// and each such hand-over costs the request a switch each way: time-sliced on an H200, a
+/// that work's program is measured to keep the device busy while it has work
+/// ([`keeps_busy`]). Its slice hands the GPU over when a request arrives; left running,
+/// though, it takes the GPU back in every pause of a request that keeps the device busy
+/// (between two graph launches, two tokens), and each such hand-over costs the request a
+/// switch each way: time-sliced on an H200, a
 /// graph-replayed ResNet-50 at 60 % load went from ×2.4 and ×2.8 of alone beside a GEMM flood
 /// and training to ×1.8 and ×1.35 once the job was held as well, the job's share unchanged,
 /// and beside a graph-replayed decoder the job kept 5-9 points more. Beside a program bound

@@ -6,7 +6,7 @@
 
 use baton_core::{Nanos, Priority};
 use baton_policies::{
-    GlobalHints, Hint, ProcessHints, ProcessView, QueueView, Share, Snapshot, catalog,
+    GlobalHints, Hint, ProcessHints, ProcessView, QueueView, Readiness, Share, Snapshot, catalog,
 };
 use proptest::prelude::*;
 
@@ -71,9 +71,18 @@ fn view(i: usize, q: &Q) -> QueueView {
     if q.since_us % 3 == 1 {
         v.hints.command_time = Some(Nanos::from_micros(q.served_us % 1_000 + 1));
     }
-    // Some yield by their time slice (HPF lets those outranked take turns).
+    // Some yield by their time slice (HPF lets those outranked take turns); some report how
+    // their program uses them, busy or bound by its launching (HPF holds a yielding queue
+    // back only for the first).
     if q.since_us % 4 == 2 {
         v.hints.yielding = Some(Nanos::from_micros(100));
+    }
+    if q.served_us % 5 < 2 {
+        let busy = q.served_us % 5 == 0;
+        v.hints.readiness = Some(Readiness {
+            ready: if busy { 300 } else { 990 },
+            waiting: if busy { 280 } else { 50 },
+        });
     }
     v.hints.priority = Priority::new(q.priority).unwrap();
     v.hints.utilization = q

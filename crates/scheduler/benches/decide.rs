@@ -1,5 +1,5 @@
 //! One scheduling decision of the `LocalScheduler` (the daemon's core runs the same code):
-//! 100 processes × 4 queues on one device, priorities 0–3, policies HPF and guard (the default)
+//! 100 processes × 4 queues on one device, priorities 0–3, policies HPF (the default) and guard
 //! as the registry builds them;
 //! each iteration is one queue turning ready or idle, which re-decides over all 400 queues and
 //! re-evaluates what each queue must report and whether it may skip its window. HPF again with

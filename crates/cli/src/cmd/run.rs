@@ -64,8 +64,9 @@ pub struct RunArgs {
     /// BATON_YIELD_SLICE_US) whenever a more urgent program exists, is held back while that
     /// program's work keeps the GPU busy (through the pauses of its requests, not for a program
     /// bound by its own launching), and otherwise keeps running in that program's idle gaps;
-    /// each hand-over costs about 0.4 ms of GPU time on an H200 (docs/benchmarks/matrix). Several such programs with work on one GPU take turns (HPF,
-    /// 200 ms each) rather than alternate their short slices. Without MPS this is the default.
+    /// each hand-over costs about 0.4 ms of GPU time on an H200 (docs/benchmarks/matrix).
+    /// Several such programs with work on one GPU take turns (HPF, 200 ms each) rather than
+    /// alternate their short slices. Without MPS this is the default.
     /// Under MPS, the kernels of its normal-priority streams keep to 85 % of the SMs
     /// (BATON_YIELD_SMS) while a more urgent program exists, and use the whole GPU otherwise.
     #[arg(long = "yield", conflicts_with = "hold")]

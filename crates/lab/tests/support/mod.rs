@@ -116,6 +116,29 @@ pub fn lab_with(
     run(spec)
 }
 
+/// Runs `clients` for `run_for` under HPF with scheduler-wide hints `global` (`scheduled`), or
+/// natively, on a device whose context switch costs 200 µs, as a hand-over between
+/// time-sliced contexts does on an H200 (~0.2-0.4 ms).
+pub fn lab_costly_switch(
+    run_for: Nanos,
+    global: Vec<GlobalHint>,
+    scheduled: bool,
+    clients: Vec<ClientSpec>,
+) -> LabResult {
+    let mut spec = LabSpec::new(by_name("hpf").unwrap(), run_for);
+    spec.device = baton_sim::SimConfig {
+        switch_cost: Nanos::from_micros(200),
+        ..baton_sim::SimConfig::default()
+    };
+    spec.global = global;
+    spec.idle_linger = Some(Nanos::from_micros(300));
+    spec.clients = clients
+        .into_iter()
+        .map(|c| ClientSpec { scheduled, ..c })
+        .collect();
+    run(spec)
+}
+
 /// One cell: the service beside `be` under `policy` (natively with `None`).
 #[derive(Debug)]
 pub struct Cell {
