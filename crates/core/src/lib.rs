@@ -48,5 +48,5 @@ pub use stats::percentile;
 pub use submission::{Owned, Submission, SubmitPath, Submitted};
 pub use xqueue::{
     Asking, DEFAULT_MAX_BUFFERED, Drive, IdleQuery, QueueControl, ResumeFlags, SuspendFlags,
-    Synchronizing, Turn, XQueue, XQueueBuilder, XQueueStatus,
+    Synchronizing, Turn, Usage, XQueue, XQueueBuilder, XQueueStatus,
 };

@@ -52,6 +52,7 @@ mod queue;
 mod shared;
 mod status;
 mod submit;
+mod usage;
 mod worker;
 
 pub use builder::{DEFAULT_MAX_BUFFERED, XQueueBuilder};
@@ -61,6 +62,7 @@ pub use order::Synchronizing;
 pub use queue::XQueue;
 pub use status::{QueueControl, XQueueStatus};
 pub use submit::Turn;
+pub use usage::Usage;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

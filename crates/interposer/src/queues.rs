@@ -329,24 +329,30 @@ impl Runtime {
     /// time the queue had work, and the share its program spent blocked in its own waits for
     /// that work), when the queue had work and the figures moved by [`READINESS_STEP`] or
     /// changed whether the queue is bound by its program's launching
-    /// ([`Readiness::launch_bound`](baton_agent::Readiness::launch_bound)). Never on a
-    /// launch; `BATON_COMMAND_TIME=off` measures neither this nor command times.
+    /// ([`Readiness::launch_bound`](baton_agent::Readiness::launch_bound)). The time the queue
+    /// was suspended is left out of the period and of both shares
+    /// ([`Usage`](baton_cuda::core::Usage)): held back, any program has work queued and waits
+    /// for it. Never on a launch; `BATON_COMMAND_TIME=off` measures neither this nor command
+    /// times.
     pub(crate) fn report_readiness(&self, e: &StreamEntry) {
         let Some(s) = self.link.sched.as_ref().filter(|_| self.cfg.command_time) else {
             return;
         };
         let now = baton_cuda::core::Clock::now(&*self.clock);
-        let (ready, waited, waits) = (e.xq.ready_time(), e.xq.waited_time(), e.xq.app_waits());
+        let u = e.xq.usage();
         let mut look = locks::lock(&e.readiness);
         let then = look.at.replace(now);
-        let (ready0, waited0, waits0) = (look.ready, look.waited, look.waits);
-        (look.ready, look.waited, look.waits) = (ready, waited, waits);
-        let Some(then) = then.filter(|_| ready != ready0) else {
-            // First look, or no work since the last: nothing to tell.
+        let u0 = std::mem::replace(&mut look.usage, u);
+        let Some(then) = then.filter(|_| u.ready != u0.ready) else {
+            // First look, or no work since the last while let run: nothing to tell.
             return;
         };
-        let period = baton_cuda::core::Nanos(now.0.saturating_sub(then.0));
-        if waits == waits0 {
+        let period = baton_cuda::core::Nanos(
+            now.0
+                .saturating_sub(then.0)
+                .saturating_sub(u.held.0.saturating_sub(u0.held.0)),
+        );
+        if u.waits == u0.waits {
             // Work, but the program never waited for it: no evidence that the device keeps
             // up with it (a kernel that runs for ever, a program that polls). Whatever was
             // told before no longer holds.
@@ -365,8 +371,8 @@ impl Runtime {
             return;
         }
         let Some(r) = baton_agent::Readiness::over(
-            baton_cuda::core::Nanos(ready.0.saturating_sub(ready0.0)),
-            baton_cuda::core::Nanos(waited.0.saturating_sub(waited0.0)),
+            baton_cuda::core::Nanos(u.ready.0.saturating_sub(u0.ready.0)),
+            baton_cuda::core::Nanos(u.waited.0.saturating_sub(u0.waited.0)),
             period,
         ) else {
             return;

@@ -61,10 +61,8 @@ pub(crate) struct StreamEntry {
 pub(crate) struct ReadinessLook {
     /// When (on the runtime's clock; `None` before the first look).
     pub(crate) at: Option<baton_cuda::core::Nanos>,
-    /// The queue's ready time, its program's waited time and number of waits then.
-    pub(crate) ready: baton_cuda::core::Nanos,
-    pub(crate) waited: baton_cuda::core::Nanos,
-    pub(crate) waits: u64,
+    /// How the program had used the queue then (its time suspended left out).
+    pub(crate) usage: baton_cuda::core::Usage,
     /// The readiness its scheduler was last told, if any (withdrawn: none).
     pub(crate) told: Option<baton_agent::Readiness>,
 }

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use baton_core::Nanos;
+use baton_core::{Nanos, Usage};
 use baton_demo::{Job, JobTracker, Route};
 use baton_sim::{Completion, SimCommand};
 use rand::rngs::SmallRng;
@@ -40,12 +40,10 @@ pub(crate) struct Client {
     /// A closed-loop or paced job whose host side is done (all its kernels submitted): since
     /// when the client has been waiting for it.
     host_done: Option<Nanos>,
-    /// How long, in all, the client waited for its jobs after submitting their last kernel,
-    /// as a program blocks in a synchronization.
-    pub(crate) waited: Nanos,
-    /// At the runner's last look at its readiness: when, its queue's ready time, `waited`, and
-    /// how many jobs it had completed (each one a wait).
-    pub(crate) readiness_mark: (Nanos, Nanos, Nanos, usize),
+    /// At the runner's last look at its readiness: when, and how its program had used its
+    /// queue (a job's wait after submitting its last kernel told to the queue, as a program
+    /// blocks in a synchronization).
+    pub(crate) readiness_mark: (Nanos, Usage),
     /// With a host that reacts late ([`ClientSpec::reacts`]): when it next looks at its queue
     /// after a completion.
     pub(crate) look_at: Option<Nanos>,
@@ -108,8 +106,7 @@ impl Client {
             spin: Nanos::ZERO,
             told_command_time: None,
             host_done: None,
-            waited: Nanos::ZERO,
-            readiness_mark: (Nanos::ZERO, Nanos::ZERO, Nanos::ZERO, 0),
+            readiness_mark: (Nanos::ZERO, Usage::default()),
             look_at: None,
         }
     }
@@ -294,7 +291,9 @@ impl Client {
             Workload::ClosedLoop { think, .. } | Workload::Paced { think, .. } => {
                 self.next_release = Some(c.ended_at + think);
                 if let Some(h) = self.host_done.take() {
-                    self.waited += c.ended_at.saturating_sub(h);
+                    if let Some(q) = self.route.queue() {
+                        q.waited_for(h, c.ended_at);
+                    }
                 }
             }
             Workload::Flood { .. } => self.outstanding -= 1,

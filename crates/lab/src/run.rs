@@ -154,13 +154,18 @@ pub fn run(spec: LabSpec) -> LabResult {
                 && c.spec.measures
                 && t >= c.readiness_mark.0 + READINESS_PERIOD
             {
-                let (at, ready0, waited0, jobs0) = c.readiness_mark;
-                let ready = q.ready_time();
-                c.readiness_mark = (t, ready, c.waited, c.jobs.len());
-                // As the interposer: only a queue that had work and whose program waited for it.
-                if ready > ready0
-                    && c.jobs.len() > jobs0
-                    && let Some(r) = Readiness::over(ready - ready0, c.waited - waited0, t - at)
+                let (at, u0) = c.readiness_mark;
+                let u = q.usage();
+                c.readiness_mark = (t, u);
+                // As the interposer: only a queue that had work and whose program waited for
+                // it, the time it was suspended left out.
+                if u.ready > u0.ready
+                    && u.waits > u0.waits
+                    && let Some(r) = Readiness::over(
+                        u.ready - u0.ready,
+                        u.waited - u0.waited,
+                        (t - at).saturating_sub(u.held - u0.held),
+                    )
                 {
                     let _ = sched.set_hint(q.id(), Hint::Readiness(r), t);
                 }

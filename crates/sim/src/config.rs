@@ -12,6 +12,9 @@ pub struct SimConfig {
     pub timeslice: Nanos,
     /// Time lost when the device switches from one context to another.
     pub switch_cost: Nanos,
+    /// Time lost instead when the context switched away from has no kernel running (nothing
+    /// of it to save: it ran out of work); `None`: [`SimConfig::switch_cost`] as well.
+    pub idle_switch_cost: Option<Nanos>,
     /// Time between an interrupt request and the running kernel leaving its SMs.
     pub interrupt_latency: Nanos,
     /// The highest level the device's queues offer.
@@ -24,6 +27,7 @@ impl Default for SimConfig {
             sm_count: 132,
             timeslice: Nanos::from_millis(2),
             switch_cost: Nanos::from_micros(25),
+            idle_switch_cost: None,
             interrupt_latency: Nanos::from_micros(30),
             max_level: Level::L3,
         }

@@ -54,6 +54,7 @@ for kind in $KINDS; do
     case_ baton-one-idle-service baton baton "$kind" 1
     case_ baton-pair-idle-service baton baton "$kind" 2
     case_ baton-pair-idle-service-slice2000 baton baton:BATON_YIELD_SLICE_US=2000 "$kind" 2
+    case_ baton-pair-idle-service-count baton baton:BATON_INFLIGHT_US=0 "$kind" 2
 done
 echo "== while all of a case's jobs ran"
 python3 scripts/gpu/yielders/report.py "$RES"

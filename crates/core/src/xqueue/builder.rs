@@ -197,8 +197,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 pace_mark: None,
                 markers: std::collections::VecDeque::new(),
                 markers_done: 0,
-                ready_ns: 0,
-                ready_since: None,
+                usage: Default::default(),
                 pace_ns: 0,
                 budget_ns: self.inflight_budget.0,
                 early_refill: self.early_refill,
@@ -214,8 +213,6 @@ impl<H: HwQueue> XQueueBuilder<H> {
             held_back: self.held_back,
             pace_ns: std::sync::atomic::AtomicU64::new(0),
             pace_samples: std::sync::atomic::AtomicU64::new(0),
-            waited_ns: std::sync::atomic::AtomicU64::new(0),
-            waits: std::sync::atomic::AtomicU64::new(0),
         });
         let waker: Weak<dyn DemandWaker> = Arc::downgrade(&shared) as Weak<dyn DemandWaker>;
         shared.progress.set_owner(waker);

@@ -163,4 +163,12 @@ impl<H: HwQueue> XQueue<H> {
         sh.saw_complete(&mut st, end, asked, &mut ev);
         sh.unlock_and_emit(st, ev);
     }
+
+    /// The application waited from `asked` until `done` (on the queue's clock) for the
+    /// queue's work, and learnt of its completion some other way than through the queue (a
+    /// simulated host told of a completion by the device's model): counted in its
+    /// [`usage`](XQueue::usage) only, as [`XQueue::saw_complete`] counts a wait.
+    pub fn waited_for(&self, asked: crate::Nanos, done: crate::Nanos) {
+        sync::lock(&self.shared.state).usage.waited(asked, done);
+    }
 }

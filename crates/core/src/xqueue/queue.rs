@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::options::{ResumeFlags, SuspendFlags};
 use super::shared::{Shared, State};
 use super::status::{QueueControl, XQueueStatus};
+use super::usage::Usage;
 use crate::sync::{self, thread};
 use crate::{HwQueue, LaunchConfig, Level, QueueState, XQueueError, XQueueId};
 
@@ -73,33 +74,12 @@ impl<H: HwQueue> XQueue<H> {
         }
     }
 
-    /// How long the queue has had work in all (from each transition to Ready to the next to
-    /// Idle), up to now: with [`XQueue::waited_time`], what a process tells its scheduler of
-    /// how its program uses the queue (`Hint::Readiness`), read a period apart. Takes the
-    /// queue's lock.
-    pub fn ready_time(&self) -> crate::Nanos {
+    /// How the application has used the queue so far, the time it was suspended left out
+    /// ([`Usage`]): what a process tells its scheduler of how its program uses the queue
+    /// (`Hint::Readiness`), read a period apart. Takes the queue's lock.
+    pub fn usage(&self) -> Usage {
         let st = sync::lock(&self.shared.state);
-        let open = st
-            .ready_since
-            .map_or(0, |s| self.shared.clock.now().0.saturating_sub(s.0));
-        crate::Nanos(st.ready_ns.saturating_add(open))
-    }
-
-    /// How long, in all, the application has been blocked in its own waits for this queue's
-    /// work that reached the queue ([`XQueue::synchronized`], [`XQueue::saw_complete`]).
-    pub fn waited_time(&self) -> crate::Nanos {
-        crate::Nanos(
-            self.shared
-                .waited_ns
-                .load(std::sync::atomic::Ordering::Relaxed),
-        )
-    }
-
-    /// How many of the application's own waits for this queue's work reached the queue (see
-    /// [`XQueue::waited_time`]): a program that never waits for its queue gives no evidence of
-    /// whether the device keeps up with it.
-    pub fn app_waits(&self) -> u64 {
-        self.shared.waits.load(std::sync::atomic::Ordering::Relaxed)
+        st.usage.usage(self.shared.clock.now())
     }
 
     /// Says that the command submitted at `seq` takes no device time (an event record):

@@ -55,14 +55,6 @@ pub(super) struct Shared<H: HwQueue> {
     pub(super) pace_ns: std::sync::atomic::AtomicU64,
     /// How many samples `pace_ns` has taken in.
     pub(super) pace_samples: std::sync::atomic::AtomicU64,
-    /// How long (ns, in all) the application was blocked in its own waits for this queue's
-    /// work that reached the queue ([`XQueue::synchronized`], [`XQueue::saw_complete`]).
-    ///
-    /// [`XQueue::synchronized`]: crate::XQueue::synchronized
-    /// [`XQueue::saw_complete`]: crate::XQueue::saw_complete
-    pub(super) waited_ns: std::sync::atomic::AtomicU64,
-    /// How many such waits there were.
-    pub(super) waits: std::sync::atomic::AtomicU64,
 }
 
 /// A buffered command and what must be launched elsewhere before it.
@@ -151,10 +143,9 @@ pub(super) struct State<H: HwQueue> {
     /// completed so far. A pace sample counts only the others.
     pub(super) markers: VecDeque<u64>,
     pub(super) markers_done: u64,
-    /// How long (ns, in all) the queue had work, up to its last return to Idle; and since
-    /// when it has had work, while it has.
-    pub(super) ready_ns: u64,
-    pub(super) ready_since: Option<crate::Nanos>,
+    /// How the application used the queue, the time it was suspended kept apart
+    /// ([`XQueue::usage`](crate::XQueue::usage)).
+    pub(super) usage: super::usage::Book,
     /// [`Shared::pace_ns`] as last noted, for the window (0: not measured).
     pub(super) pace_ns: u64,
     /// The device time the commands in flight may take by that measure (0: no bound; see
@@ -311,12 +302,8 @@ impl<H: HwQueue> Shared<H> {
         st.transitions += 1;
         let now = self.clock.now();
         match to {
-            QueueState::Ready => st.ready_since = Some(now),
-            QueueState::Idle => {
-                if let Some(since) = st.ready_since.take() {
-                    st.ready_ns = st.ready_ns.saturating_add(now.0.saturating_sub(since.0));
-                }
-            }
+            QueueState::Ready => st.usage.ready(now),
+            QueueState::Idle => st.usage.idle(now),
         }
         // The first Ready is told even unreported: that the queue has run work at all is what
         // a scheduler judges its process by (HPF counts another process's unused queues only
@@ -372,11 +359,9 @@ impl<H: HwQueue> Shared<H> {
     ) {
         let before = st.completed;
         self.complete_to(st, end, ev);
-        let waited = self.clock.now().0.saturating_sub(asked.0);
-        self.waited_ns
-            .fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
-        self.waits
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let now = self.clock.now();
+        st.usage.waited(asked, now);
+        let waited = now.0.saturating_sub(asked.0);
         if st.completed > before && waited >= BLOCKED_WAIT.0 {
             self.note_pace(st, before);
         }

@@ -1473,10 +1473,7 @@ fn a_queue_counts_how_long_it_had_work_and_how_long_its_program_waited_for_it() 
     let hw = ScriptedHwQueue::new(Level::L1);
     let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
     let q = timed(&hw, &clock, 16, 8);
-    assert_eq!(
-        (q.ready_time(), q.waited_time()),
-        (Nanos::ZERO, Nanos::ZERO)
-    );
+    assert_eq!(q.usage(), crate::Usage::default());
     for token in 0..3u64 {
         let first = token * 4;
         q.submit(TestCommand(first)).unwrap();
@@ -1489,11 +1486,32 @@ fn a_queue_counts_how_long_it_had_work_and_how_long_its_program_waited_for_it() 
         assert_eq!(q.status().state, QueueState::Idle, "token {token}");
         clock.advance(Nanos::from_millis(1));
     }
-    assert_eq!(q.ready_time(), Nanos::from_millis(60));
-    assert_eq!(q.waited_time(), Nanos::from_millis(6));
-    assert_eq!(q.app_waits(), 3);
+    let u = q.usage();
+    assert_eq!(
+        (u.ready, u.waited, u.waits),
+        (Nanos::from_millis(60), Nanos::from_millis(6), 3)
+    );
     // While it has work, the time so far counts.
     q.submit(TestCommand(12)).unwrap();
     clock.advance(Nanos::from_millis(5));
-    assert_eq!(q.ready_time(), Nanos::from_millis(65));
+    assert_eq!(q.usage().ready, Nanos::from_millis(65));
+    // While it is suspended, neither its work nor its program's wait counts: both say what
+    // holding it back does, not how its program uses it.
+    q.suspend(SuspendFlags::default()).unwrap();
+    let asked = crate::Clock::now(&*clock);
+    clock.advance(Nanos::from_millis(7));
+    q.resume(ResumeFlags::default()).unwrap();
+    clock.advance(Nanos::from_millis(1));
+    hw.complete(1);
+    q.saw_complete(CommandSeq(12), asked);
+    let u = q.usage();
+    assert_eq!(
+        (u.ready, u.waited, u.waits, u.held),
+        (
+            Nanos::from_millis(66),
+            Nanos::from_millis(7),
+            4,
+            Nanos::from_millis(7)
+        )
+    );
 }

@@ -68,6 +68,11 @@ impl SimDevice {
 
     fn begin_switch(&mut self, to: ContextId) {
         let now = self.now;
+        let saving = self.active.is_some_and(|from| {
+            self.streams_of(from).any(|st| {
+                matches!(st.entries.front().map(|e| e.run), Some(Run::Kernel { alloc, .. }) if alloc > 0)
+            })
+        });
         if let Some(from) = self.active {
             for sid in self.contexts[from.0 as usize].streams.clone() {
                 if let Some(e) = self.streams[sid.0 as usize].entries.front_mut() {
@@ -81,7 +86,10 @@ impl SimDevice {
             self.switches += 1;
         }
         self.active = Some(to);
-        let cost = self.cfg.switch_cost;
+        let cost = match self.cfg.idle_switch_cost {
+            Some(idle) if !saving => idle,
+            _ => self.cfg.switch_cost,
+        };
         if cost > Nanos::ZERO {
             self.switch_until = Some(now + cost);
         }

@@ -13,7 +13,8 @@
 //!    start on the host; kernels are *dispatched* (they exist on the device, holding no SMs yet).
 //! 2. One context is *active*. It keeps the device while it has dispatched kernels, up to its
 //!    time slice if another context has some too; then the device switches (costing
-//!    `switch_cost`, during which nothing computes) to the next context with work, round-robin.
+//!    `switch_cost`, during which nothing computes, or `idle_switch_cost` when the context left
+//!    has no kernel running) to the next context with work, round-robin.
 //! 3. In the active context, SMs are sticky: a kernel keeps those it holds until it completes,
 //!    its context is switched out, or its stream is interrupted. Free SMs go to kernels wanting
 //!    more, by stream priority (higher first), then dispatch order.

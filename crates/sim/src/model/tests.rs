@@ -12,6 +12,7 @@ fn device(switch_cost: u64) -> SimDevice {
         sm_count: 100,
         timeslice: us(2_000),
         switch_cost: us(switch_cost),
+        idle_switch_cost: None,
         interrupt_latency: us(30),
         max_level: Level::L3,
     });
@@ -114,6 +115,28 @@ fn switches_cost_time_and_an_idle_context_yields_at_once() {
     run_all(&mut d);
     // 25 µs to enter A, 100 µs of A, 25 µs to switch, 100 µs of B.
     assert_eq!(ends(&mut d), vec![(1, us(125)), (2, us(250))]);
+}
+
+#[test]
+fn a_switch_away_from_a_context_with_nothing_running_costs_what_the_device_says() {
+    let mut d = SimDevice::new(SimConfig {
+        sm_count: 100,
+        timeslice: us(100),
+        switch_cost: us(200),
+        idle_switch_cost: Some(us(10)),
+        ..SimConfig::default()
+    });
+    d.record_completions(true);
+    let (ca, cb) = (d.create_context(), d.create_context());
+    let (a, b) = (d.create_stream(ca, 0), d.create_stream(cb, 0));
+    // A's kernel outlasts its slice: the switch to B saves it (200 µs), and the switch back
+    // from B, whose kernel is done, saves nothing (10 µs).
+    d.launch(a, SimCommand::kernel(us(300), 100).with_tag(1));
+    d.launch(b, SimCommand::kernel(us(50), 100).with_tag(2));
+    run_all(&mut d);
+    // Entering A from no context costs 10 µs: A runs 10–110, the switch to B 110–310, B
+    // 310–360, back to A 360–370, A's last 200 µs 370–570.
+    assert_eq!(ends(&mut d), vec![(2, us(360)), (1, us(570))]);
 }
 
 #[test]
