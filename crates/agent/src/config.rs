@@ -12,6 +12,7 @@
 //! | `BATON_RUN_SLICE_US` | the time slice (µs) of a context Baton controls while one of its queues runs freely and none outranks other work, 1–2000000 | the driver's (2048 on Hopper) |
 //! | `BATON_LEAD_SLICE_US` | the time slice (µs) of a context Baton controls while one of its queues runs freely and outranks other work on its device (a service beside a job): once it has the GPU, the job does not take it back before its work pauses, 1–2000000 | 10000 |
 //! | `BATON_INFLIGHT_US` | the device time (µs, by each stream's measured command time) a stream's commands in flight may take while a more urgent queue could hold it back; the first command always goes. 0: bounded by count only | 250 |
+//! | `BATON_L3_OFF` | `on` or `off`: while every queue of a context whose time slice Baton controls is suspended at Level 3, also take the context's channel group off the GPU's run list (its work waits where it stopped instead of taking the GPU back whenever the more urgent context's work pauses), and put it back when one is resumed | off |
 //! | `BATON_EARLY_REFILL` | `on` or `off`: with `BATON_INFLIGHT_US`, place each stream's sync points every half of the commands the budget lets be in flight (by the measured command time), so the stream learns the first are done while the rest still run and launches more before the GPU runs dry; `off`: one sync point behind the commands in flight when the budget closes the window, so a budget of a few long commands leaves the GPU idle while the host launches the next. A budget that admits one command has nothing to split either way | on |
 //! | `BATON_YIELD` | `on`, `off` or `auto`: under the daemon, give way to more urgent processes through the GPU instead of being held back. Without MPS (`auto` or `on`), control each context's time slice (short while a more urgent queue exists on its device, long while the process outranks the others there) and tell the daemon the process yields (`Hint::Yielding`): the GPU's time slicing hands it over when a request arrives, and the daemon holds it back only while another process's work keeps the GPU busy (not for a program bound by its own launching). Under MPS, `on` (`baton run --yield`) keeps the kernels of normal-priority streams to `BATON_YIELD_SMS` while a more urgent queue exists (`Hint::Confining`); `auto` holds it back there, its work in flight bounded by `BATON_INFLIGHT_US`. `off` (`baton run --hold`): held back everywhere | `auto` |
 //! | `BATON_YIELD_SMS` | under MPS, with `BATON_YIELD=on`: the SMs the kernels of normal-priority streams keep to while a more urgent queue exists (with `auto`, naming it confines them the same way and the process is still held back while more urgent work runs), a number (`112`) or a share of the device's SMs (`85%`), rounded up to the device's granularity (8 on Hopper) | `85%` |
@@ -172,6 +173,9 @@ pub struct AgentConfig {
     /// Sync points every half of what the in-flight budget admits (`BATON_EARLY_REFILL`;
     /// [`XQueueBuilder::early_refill`](baton_core::XQueueBuilder::early_refill)).
     pub early_refill: bool,
+    /// Take a controlled context's channel group off the GPU's run list while every queue of
+    /// it is suspended at Level 3 (`BATON_L3_OFF`).
+    pub l3_off: bool,
     /// Yield by time slice (or, under MPS, by SMs) instead of being held back for other
     /// processes (`BATON_YIELD`): `Some` when set on or off, `None` (`auto`) to yield by SMs
     /// under MPS only.
@@ -226,6 +230,7 @@ impl Default for AgentConfig {
             lead_slice: None,
             inflight_budget: None,
             early_refill: true,
+            l3_off: false,
             yield_to_others: None,
             yield_sms: None,
             command_time: true,
@@ -375,6 +380,9 @@ impl AgentConfig {
         }
         if let Some((name, v)) = read(&["BATON_COMMAND_TIME"]) {
             c.command_time = c.switch(name, &v, true);
+        }
+        if let Some((name, v)) = read(&["BATON_L3_OFF"]) {
+            c.l3_off = c.switch(name, &v, false);
         }
         if let Some((name, v)) = read(&["BATON_EARLY_REFILL"]) {
             c.early_refill = c.switch(name, &v, true);
@@ -824,6 +832,8 @@ mod tests {
             4000
         );
         assert_eq!(cfg(&[("BATON_INFLIGHT_US", "0")]).inflight_budget_us(), 0);
+        assert!(!cfg(&[]).l3_off);
+        assert!(cfg(&[("BATON_L3_OFF", "on")]).l3_off);
         assert!(cfg(&[]).early_refill);
         assert!(!cfg(&[("BATON_EARLY_REFILL", "off")]).early_refill);
         let bad = cfg(&[("BATON_EARLY_REFILL", "soon")]);

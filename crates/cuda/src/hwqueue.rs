@@ -265,8 +265,12 @@ impl CudaHwQueue {
         let Some(slice) = &self.slice else { return };
         let mut s = locks::lock(&self.l3);
         let was = (!s.0 && !s.1, s.2);
+        let was_interrupted = s.0;
         f(&mut s);
         slice.update(was, (!s.0 && !s.1, s.2));
+        if s.0 != was_interrupted {
+            slice.set_interrupted(s.0);
+        }
     }
 
     /// Whether the driver must not be asked about this stream, nor given anything for it, on
@@ -469,6 +473,9 @@ impl Drop for CudaHwQueue {
     fn drop(&mut self) {
         if let Some(s) = &self.slice {
             let (interrupted, preemptible, leading) = *locks::lock(&self.l3);
+            if interrupted {
+                s.set_interrupted(false);
+            }
             s.detach(!interrupted && !preemptible, leading);
         }
     }

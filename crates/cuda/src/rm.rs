@@ -34,7 +34,7 @@ mod slice;
 
 pub use abi::*;
 pub use capture::{Capture, ChannelGroup, ComputeGroupOf, ExportedGroup, thread_id};
-pub use control::{Ioctl, RmControl, RmError, get_timeslice, preempt, set_timeslice};
+pub use control::{Ioctl, RmControl, RmError, get_timeslice, preempt, schedule, set_timeslice};
 pub use slice::{ContextSlice, SliceStats, SliceValues};
 
 #[cfg(test)]

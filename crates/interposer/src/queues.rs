@@ -518,6 +518,7 @@ impl Runtime {
                 yield_us: self.cfg.yield_slice_us(),
                 normal_us: self.cfg.run_slice_us,
                 lead_us: self.cfg.lead_slice_us(),
+                off_while_interrupted: self.cfg.l3_off,
             },
         ) {
             Ok(s) => {

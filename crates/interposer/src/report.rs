@@ -216,6 +216,9 @@ struct Level3Context {
     normal_us: u64,
     yield_us: u64,
     changes: u64,
+    /// Times the channel group was taken off the GPU's run list and put back (`BATON_L3_OFF`).
+    offs: u64,
+    ons: u64,
     busy_us: u64,
     longest_us: u64,
     failures: u64,
@@ -328,6 +331,8 @@ impl Report {
                     normal_us: c.normal_us(),
                     yield_us: c.yield_us(),
                     changes: st.changes,
+                    offs: st.offs,
+                    ons: st.ons,
                     busy_us: micros(st.busy),
                     longest_us: micros(st.longest),
                     failures: st.failures,

@@ -105,6 +105,10 @@ EXTRA_MODES = {
     # through the daemon, a natural 60-150 µs).
     "holdl3": {"be": ["--priority", "0", "--hold", "--level", "3"]},
     "holdl3l0": {"be": ["--priority", "0", "--hold", "--level", "3"], "daemon": ["--linger-us", "0"]},
+    # The same with the job's channel group taken off the GPU's run list while it is held
+    # (BATON_L3_OFF): its work in flight then waits where it stopped instead of taking the GPU
+    # back in each pause of the service's work, which costs the next request a hand-over.
+    "holdoff": {"be": ["--priority", "0", "--hold", "--level", "3"], "be_env": {"BATON_L3_OFF": "on"}},
     # Time-sliced, the job's slice while outranked at 10 µs instead of 100: a request waits for
     # the rest of the job's slice and a switch (~0.2 ms) at each hand-over. Two jobs no longer
     # trade such slices (HPF gives them turns), which is what made a short one thrash.

@@ -27,6 +27,11 @@ pub const ENGINE_GR0: u32 = 0x1;
 pub const CTRL_SET_TIMESLICE: u32 = 0xa06c_0103;
 /// `NVA06C_CTRL_CMD_GET_TIMESLICE` (`{ NvU64 timesliceUs }`).
 pub const CTRL_GET_TIMESLICE: u32 = 0xa06c_0104;
+/// `NVA06C_CTRL_CMD_GPFIFO_SCHEDULE` (`{ NvBool bEnable; NvBool bSkipSubmit; NvBool
+/// bSkipEnable }`; older drivers have no `bSkipEnable`).
+pub const CTRL_GPFIFO_SCHEDULE: u32 = 0xa06c_0101;
+/// `NV_ERR_INVALID_PARAM_STRUCT`: a control's parameters were not the size RM expects.
+pub const NV_ERR_INVALID_PARAM_STRUCT: u32 = 0x3a;
 /// `NVA06C_CTRL_CMD_PREEMPT` (`{ NvBool bWait; NvBool bManualTimeout; NvU32 timeoutUs }`).
 pub const CTRL_PREEMPT: u32 = 0xa06c_0105;
 /// `NV_OK`.

@@ -6,7 +6,8 @@
 #![allow(clippy::cast_possible_truncation)]
 
 use super::abi::{
-    CTRL_GET_TIMESLICE, CTRL_PREEMPT, CTRL_SET_TIMESLICE, NV_ESC_RM_CONTROL, NV_OK, Nvos54, iowr,
+    CTRL_GET_TIMESLICE, CTRL_GPFIFO_SCHEDULE, CTRL_PREEMPT, CTRL_SET_TIMESLICE,
+    NV_ERR_INVALID_PARAM_STRUCT, NV_ESC_RM_CONTROL, NV_OK, Nvos54, iowr,
 };
 use super::capture::ChannelGroup;
 
@@ -92,4 +93,18 @@ pub fn preempt(ctl: &dyn RmControl, group: &ChannelGroup, wait: bool) -> Result<
     let mut p = [0u8; 8];
     p[0] = u8::from(wait);
     ctl.control(group, CTRL_PREEMPT, &mut p)
+}
+
+/// Puts the group on the GPU's run list (`enable`) or takes it off: off, none of its channels
+/// is scheduled, the work it has on the GPU is switched out and waits, and the GPU's time goes
+/// to the other contexts with work; back on, that work continues where it stopped.
+pub fn schedule(ctl: &dyn RmControl, group: &ChannelGroup, enable: bool) -> Result<(), RmError> {
+    // { bEnable, bSkipSubmit, bSkipEnable }; drivers before bSkipEnable take the first two.
+    let mut p = [u8::from(enable), 0, 0];
+    match ctl.control(group, CTRL_GPFIFO_SCHEDULE, &mut p) {
+        Err(RmError::Status(NV_ERR_INVALID_PARAM_STRUCT)) => {
+            ctl.control(group, CTRL_GPFIFO_SCHEDULE, &mut p[..2])
+        }
+        r => r,
+    }
 }

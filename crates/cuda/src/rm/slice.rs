@@ -6,6 +6,11 @@
 //! *lead* slice while one runs freely and outranks other work on its device (a service beside
 //! a job: only the running context's slice decides when the GPU switches, so a long one keeps
 //! the GPU with the service until its work pauses); the *normal* slice otherwise.
+//!
+//! Optionally ([`SliceValues::off_while_interrupted`]) the group is also taken off the GPU's
+//! run list while every queue of the context is interrupted (suspended at Level 3): its work
+//! then waits where it stopped instead of taking the GPU back whenever the more urgent
+//! context's work pauses, and is put back when one of them is restored.
 
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};
@@ -14,13 +19,16 @@ use std::time::{Duration, Instant};
 use baton_core::locks;
 
 use super::capture::ChannelGroup;
-use super::control::{RmControl, RmError, get_timeslice, set_timeslice};
+use super::control::{RmControl, RmError, get_timeslice, schedule, set_timeslice};
 
 /// Counters of a [`ContextSlice`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SliceStats {
     /// Slice changes sent to the GPU.
     pub changes: u64,
+    /// Times the group was taken off the GPU's run list and put back.
+    pub offs: u64,
+    pub ons: u64,
     /// Time those calls took, in total.
     pub busy: Duration,
     /// The longest one.
@@ -39,6 +47,8 @@ pub struct SliceValues {
     pub normal_us: Option<u64>,
     /// While one runs freely and outranks other work on its device.
     pub lead_us: u64,
+    /// Take the group off the GPU's run list while every queue of the context is interrupted.
+    pub off_while_interrupted: bool,
 }
 
 #[derive(Debug)]
@@ -50,6 +60,13 @@ struct SliceState {
     leading: usize,
     /// Queues both running freely and leading.
     running_leading: usize,
+    /// Queues interrupted (suspended at Level 3).
+    interrupted: usize,
+    /// Whether the group should be off the run list now, and whether it is.
+    off_want: bool,
+    off_applied: bool,
+    /// The driver refused to take it off: not asked again.
+    off_refused: bool,
     /// What the slice should be now, in µs.
     want: u64,
     /// What was last applied (0: nothing yet).
@@ -70,6 +87,7 @@ struct SliceInner {
     normal_us: u64,
     yield_us: u64,
     lead_us: u64,
+    off_while_interrupted: bool,
     state: Mutex<SliceState>,
     cv: Condvar,
 }
@@ -111,11 +129,16 @@ impl ContextSlice {
             normal_us,
             yield_us: values.yield_us.max(1),
             lead_us: values.lead_us.max(1),
+            off_while_interrupted: values.off_while_interrupted,
             state: Mutex::new(SliceState {
                 queues: 0,
                 running: 0,
                 leading: 0,
                 running_leading: 0,
+                interrupted: 0,
+                off_want: false,
+                off_applied: false,
+                off_refused: false,
                 want: normal_us,
                 applied: normal_us,
                 shutdown: false,
@@ -197,6 +220,23 @@ impl ContextSlice {
         });
     }
 
+    /// A queue of the context was interrupted (`true`) or restored (`false`); a queue that
+    /// goes away interrupted is restored first. Never blocks on the driver.
+    pub fn set_interrupted(&self, interrupted: bool) {
+        self.inner.change(|st| {
+            if interrupted {
+                st.interrupted += 1;
+            } else {
+                st.interrupted = st.interrupted.saturating_sub(1);
+            }
+        });
+    }
+
+    /// Whether the group is off the GPU's run list now (see [`SliceValues::off_while_interrupted`]).
+    pub fn off(&self) -> bool {
+        locks::lock(&self.inner.state).off_applied
+    }
+
     /// A queue of the context started (`true`) or stopped (`false`) running freely, leading
     /// nobody. Never blocks on the driver.
     pub fn set_running(&self, running: bool) {
@@ -225,14 +265,16 @@ impl ContextSlice {
     pub fn settle(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut st = locks::lock(&self.inner.state);
-        while st.applied != st.want && st.last_error.is_none() {
+        while (st.applied != st.want || st.off_applied != (st.off_want && !st.off_refused))
+            && st.last_error.is_none()
+        {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
             st = locks::wait_timeout(&self.inner.cv, st, left);
         }
-        st.applied == st.want
+        st.applied == st.want && st.off_applied == (st.off_want && !st.off_refused)
     }
 }
 
@@ -253,6 +295,7 @@ impl SliceInner {
         } else {
             self.normal_us
         };
+        st.off_want = self.off_while_interrupted && st.queues > 0 && st.interrupted >= st.queues;
         self.cv.notify_all();
     }
 
@@ -261,38 +304,96 @@ impl SliceInner {
     /// away, so nothing is restored).
     fn apply_loop(&self, ctl: &dyn RmControl) {
         loop {
-            let target = {
+            let (us, off) = {
                 let mut st = locks::lock(&self.state);
                 loop {
                     if st.shutdown {
                         return;
                     }
-                    if st.want != st.applied && st.last_error.is_none() {
-                        break st.want;
+                    let off = st.off_want && !st.off_refused;
+                    if st.last_error.is_none() && (st.want != st.applied || off != st.off_applied) {
+                        break (st.want, off);
                     }
                     st = locks::wait(&self.cv, st);
                 }
             };
-            let us = target;
-            let t0 = Instant::now();
-            let r = set_timeslice(ctl, &self.group, us);
-            let took = t0.elapsed();
-            let mut st = locks::lock(&self.state);
-            st.stats.busy += took;
-            st.stats.longest = st.stats.longest.max(took);
-            match r {
-                Ok(()) => {
-                    st.stats.changes += 1;
-                    st.applied = target;
-                }
-                Err(e) => {
-                    // A refusal stops further changes (the queues still stop launching, as at
-                    // Level 1); it is reported through `stats`.
-                    st.stats.failures += 1;
-                    st.last_error = Some(e);
-                }
+            // Off first when going off (the slice no longer matters), the slice first when
+            // coming back on.
+            if off {
+                self.apply_off(ctl, true);
+            }
+            self.apply_slice(ctl, us);
+            if !off {
+                self.apply_off(ctl, false);
             }
             self.cv.notify_all();
+        }
+    }
+
+    fn apply_slice(&self, ctl: &dyn RmControl, us: u64) {
+        if locks::lock(&self.state).applied == us {
+            return;
+        }
+        let t0 = Instant::now();
+        let r = set_timeslice(ctl, &self.group, us);
+        let took = t0.elapsed();
+        let mut st = locks::lock(&self.state);
+        st.stats.busy += took;
+        st.stats.longest = st.stats.longest.max(took);
+        match r {
+            Ok(()) => {
+                st.stats.changes += 1;
+                st.applied = us;
+            }
+            Err(e) => {
+                // A refusal stops further changes (the queues still stop launching, as at
+                // Level 1); it is reported through `stats`.
+                st.stats.failures += 1;
+                st.last_error = Some(e);
+            }
+        }
+    }
+
+    fn apply_off(&self, ctl: &dyn RmControl, off: bool) {
+        if locks::lock(&self.state).off_applied == off {
+            return;
+        }
+        let t0 = Instant::now();
+        let r = schedule(ctl, &self.group, !off);
+        let took = t0.elapsed();
+        let mut st = locks::lock(&self.state);
+        st.stats.busy += took;
+        st.stats.longest = st.stats.longest.max(took);
+        match r {
+            Ok(()) => {
+                st.off_applied = off;
+                if off {
+                    st.stats.offs += 1;
+                } else {
+                    st.stats.ons += 1;
+                }
+            }
+            Err(e) if off => {
+                // Not taken off: the slice alone yields, as without the option.
+                st.stats.failures += 1;
+                st.off_refused = true;
+                tracing::warn!(
+                    error = %e,
+                    "the context's channel group could not be taken off the GPU's run list: \
+                     Level 3 yields by its time slice alone"
+                );
+            }
+            Err(e) => {
+                // Not put back on: nothing of the context would run again. Counted, and
+                // tried again a millisecond later.
+                st.stats.failures += 1;
+                drop(st);
+                tracing::error!(
+                    error = %e,
+                    "the context's channel group could not be put back on the GPU's run list"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
     }
 }

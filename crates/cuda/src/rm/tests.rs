@@ -189,10 +189,32 @@ struct FakeRm {
     slice: StdMutex<u64>,
     calls: StdMutex<Vec<(u32, u64)>>,
     refuse_sets: StdMutex<bool>,
+    /// Off the run list; the size its schedule control takes (0: 3 bytes); refuse it.
+    off: StdMutex<bool>,
+    schedule_size: StdMutex<usize>,
+    refuse_schedule: StdMutex<bool>,
 }
 
 impl RmControl for FakeRm {
     fn control(&self, _: &ChannelGroup, cmd: u32, params: &mut [u8]) -> Result<(), RmError> {
+        if cmd == CTRL_GPFIFO_SCHEDULE {
+            let size = match *self.schedule_size.lock().unwrap() {
+                0 => 3,
+                n => n,
+            };
+            self.calls
+                .lock()
+                .unwrap()
+                .push((cmd, u64::from(params[0]) | (params.len() as u64) << 8));
+            if params.len() != size {
+                return Err(RmError::Status(NV_ERR_INVALID_PARAM_STRUCT));
+            }
+            if *self.refuse_schedule.lock().unwrap() {
+                return Err(RmError::Status(0x1b));
+            }
+            *self.off.lock().unwrap() = params[0] == 0;
+            return Ok(());
+        }
         let v = u64::from_ne_bytes(params[..8].try_into().unwrap());
         self.calls.lock().unwrap().push((cmd, v));
         match cmd {
@@ -230,6 +252,7 @@ fn a_given_running_slice_replaces_the_drivers() {
             yield_us: 500,
             normal_us: Some(300),
             lead_us: 9_000,
+            off_while_interrupted: false,
         },
     )
     .unwrap();
@@ -252,6 +275,7 @@ fn the_slice_is_short_exactly_while_no_queue_of_the_context_runs_freely() {
             yield_us: 1,
             normal_us: None,
             lead_us: 9_000,
+            off_while_interrupted: false,
         },
     )
     .unwrap();
@@ -298,6 +322,7 @@ fn queues_tell_the_slice_when_they_run_freely() {
                 yield_us: 1,
                 normal_us: None,
                 lead_us: 9_000,
+                off_while_interrupted: false,
             },
         )
         .unwrap(),
@@ -353,6 +378,7 @@ fn a_refused_change_is_reported_and_stops_further_calls() {
             yield_us: 50,
             normal_us: None,
             lead_us: 9_000,
+            off_while_interrupted: false,
         },
     )
     .unwrap();
@@ -390,7 +416,8 @@ fn taking_control_checks_that_a_change_reads_back() {
             SliceValues {
                 yield_us: 1,
                 normal_us: None,
-                lead_us: 9_000
+                lead_us: 9_000,
+                off_while_interrupted: false,
             }
         )
         .is_ok()
@@ -404,7 +431,8 @@ fn taking_control_checks_that_a_change_reads_back() {
             SliceValues {
                 yield_us: 1,
                 normal_us: None,
-                lead_us: 9_000
+                lead_us: 9_000,
+                off_while_interrupted: false,
             }
         )
         .unwrap_err(),
@@ -421,4 +449,89 @@ fn the_real_control_reports_a_descriptor_that_is_not_the_gpu() {
     };
     assert_eq!(get_timeslice(&Ioctl, &g), Err(RmError::Os(libc::ENOTTY)));
     assert_eq!(preempt(&Ioctl, &g, true), Err(RmError::Os(libc::ENOTTY)));
+}
+
+fn off_slice(rm: &std::sync::Arc<FakeRm>) -> ContextSlice {
+    *rm.slice.lock().unwrap() = 2048;
+    ContextSlice::start(
+        rm.clone(),
+        group(),
+        SliceValues {
+            yield_us: 100,
+            normal_us: None,
+            lead_us: 9_000,
+            off_while_interrupted: true,
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_group_is_off_the_run_list_exactly_while_every_queue_is_interrupted() {
+    let rm = std::sync::Arc::new(FakeRm::default());
+    let s = off_slice(&rm);
+    let off = || *rm.off.lock().unwrap();
+    let settled = |want: bool| s.settle(Duration::from_secs(5)) && off() == want && s.off() == want;
+    s.attach(false);
+    s.attach(false);
+    assert!(settled(false));
+    // One of two interrupted: the other may still have work to run.
+    s.set_interrupted(true);
+    assert!(settled(false));
+    s.set_interrupted(true);
+    assert!(settled(true));
+    assert_eq!(
+        *rm.slice.lock().unwrap(),
+        100,
+        "the slice stays the yield one"
+    );
+    // One restored: back on, its work continues.
+    s.set_interrupted(false);
+    assert!(settled(false));
+    // A queue that goes away interrupted is restored first; the last one leaving puts the
+    // group back.
+    s.set_interrupted(true);
+    assert!(settled(true));
+    s.set_interrupted(false);
+    s.detach(false, false);
+    s.set_interrupted(false);
+    s.detach(false, false);
+    assert!(settled(false));
+    let (st, err) = s.stats();
+    assert_eq!((st.offs, st.ons, st.failures, err), (2, 2, 0, None));
+}
+
+#[test]
+fn a_driver_without_the_third_field_or_refusing_it_is_handled() {
+    // Drivers before bSkipEnable take two bytes: the control is sent again with two.
+    let rm = std::sync::Arc::new(FakeRm::default());
+    *rm.schedule_size.lock().unwrap() = 2;
+    let s = off_slice(&rm);
+    s.attach(false);
+    s.set_interrupted(true);
+    assert!(s.settle(Duration::from_secs(5)) && *rm.off.lock().unwrap());
+    let sizes: Vec<u64> = rm
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(c, _)| *c == CTRL_GPFIFO_SCHEDULE)
+        .map(|(_, v)| v >> 8)
+        .collect();
+    assert_eq!(sizes, vec![3, 2]);
+    // A driver that refuses it: the group stays on, asked once, and the slice still follows.
+    let rm = std::sync::Arc::new(FakeRm::default());
+    *rm.refuse_schedule.lock().unwrap() = true;
+    let s = off_slice(&rm);
+    s.attach(false);
+    s.set_interrupted(true);
+    assert!(s.settle(Duration::from_secs(5)) && !s.off());
+    s.set_interrupted(false);
+    s.set_running(true);
+    assert!(s.settle(Duration::from_secs(5)) && *rm.slice.lock().unwrap() == 2048);
+    s.set_running(false);
+    s.set_interrupted(true);
+    assert!(s.settle(Duration::from_secs(5)) && !s.off());
+    let (st, err) = s.stats();
+    assert_eq!((st.offs, st.failures, err), (0, 1, None));
 }
