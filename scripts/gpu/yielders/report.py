@@ -22,8 +22,9 @@ def together(rows):
     lo, hi = max(s[0] for s in seen), min(s[-1] for s in seen)
     if hi <= lo:
         return None, 0.0
-    flop = FLOP[rows[0]["kind"]]
-    return [sum(lo < t <= hi for t in s) * flop / (hi - lo) / 1e12 for s in seen], hi - lo
+    # Each job's own kind (a case may mix them).
+    flop = [FLOP[r["result"].get("kind", r["kind"])] for r in rows]
+    return [sum(lo < t <= hi for t in s) * f / (hi - lo) / 1e12 for s, f in zip(seen, flop, strict=True)], hi - lo
 
 
 def report(lines):
@@ -61,6 +62,12 @@ def self_test():
     assert abs(window - 3.0) < 0.05 and all(abs(x - rate) < 0.02 * rate for x in each), (window, each)
     lines = report([json.dumps(r) for r in rows])
     assert len(lines) == 1 and "while all ran" in lines[0], lines
+    # A case mixing kinds counts each job's kernels as its own kind's.
+    mixed = [job(1, 0.0, 4.0), job(2, 1.0, 5.0)]
+    for r, k in zip(mixed, ["flood", "small"], strict=True):
+        r["kind"], r["result"]["kind"] = "flood+small", k
+    each, _ = together(mixed)
+    assert abs(each[1] / each[0] - FLOP["small"] / FLOP["flood"]) < 1e-9, each
     print("yielders report self-test: ok")
 
 

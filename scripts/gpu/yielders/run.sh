@@ -2,6 +2,7 @@
 # Several best-effort jobs that yield by their time slice on one GPU, beside a registered,
 # idle service: what each keeps, against the same jobs natively and with no service.
 #   scripts/gpu/yielders/run.sh OUT_DIR [SECONDS] [KINDS: "flood small"] [CASES: all]
+# A kind may mix kinds, "flood+small": the jobs of a case take them in turn.
 # Uses .gpu/baton (else target/release/baton). Writes OUT_DIR/results.jsonl and prints a table.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -30,8 +31,10 @@ case_() {
         baton) under=("$BATON" run --priority 0 --) ;;
         baton:*) under=(env "${how#baton:}" "$BATON" run --priority 0 --) ;;
     esac
+    local kinds
+    IFS=+ read -ra kinds <<< "$kind"
     for i in $(seq "$n"); do
-        "${under[@]}" $JOB "$kind" "$SECS" > "$TMP/$i.out" 2> "$OUTD/$name-$kind-$i.err" &
+        "${under[@]}" $JOB "${kinds[$(((i - 1) % ${#kinds[@]}))]}" "$SECS" > "$TMP/$i.out" 2> "$OUTD/$name-$kind-$i.err" &
         pids+=($!)
     done
     local t0=$SECONDS
@@ -55,6 +58,8 @@ for kind in $KINDS; do
     case_ baton-pair-idle-service baton baton "$kind" 2
     case_ baton-pair-idle-service-slice2000 baton baton:BATON_YIELD_SLICE_US=2000 "$kind" 2
     case_ baton-pair-idle-service-count baton baton:BATON_INFLIGHT_US=0 "$kind" 2
+    case_ native-trio none native "$kind" 3
+    case_ baton-trio-idle-service baton baton "$kind" 3
 done
 echo "== while all of a case's jobs ran"
 python3 scripts/gpu/yielders/report.py "$RES"
