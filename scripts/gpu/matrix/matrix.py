@@ -113,6 +113,11 @@ EXTRA_MODES = {
     # the rest of the job's slice and a switch (~0.2 ms) at each hand-over. Two jobs no longer
     # trade such slices (HPF gives them turns), which is what made a short one thrash.
     "yslice10": {"be": ["--priority", "0"], "be_env": {"BATON_YIELD_SLICE_US": "10"}},
+    # Longer: beside a service bound by its launching (Be) every launch of it takes the GPU
+    # from the job, and each hand-over costs the job too; a longer slice trades the service's
+    # headroom there (x0.68-0.75 of alone) for the job's share.
+    "yslice500": {"be": ["--priority", "0"], "be_env": {"BATON_YIELD_SLICE_US": "500"}},
+    "yslice1000": {"be": ["--priority", "0"], "be_env": {"BATON_YIELD_SLICE_US": "1000"}},
     # The other way (since a held job is held, 65db686, 100 µs bought no latency beyond the noise
     # and cost the job 10-15 points): 1 and 2 ms of device time in flight.
     "inflight1000": {"be": ["--priority", "0"], "be_env": {"BATON_INFLIGHT_US": "1000", "BATON_EARLY_REFILL": "off"}},
