@@ -25,18 +25,25 @@ const RUN: Nanos = Nanos::from_secs(2);
 
 /// A GEMM flood in a context of its own, as `baton run` sets it up (yielding by its slice).
 fn job(name: &str, pid: u32, priority: i64) -> ClientSpec {
+    as_baton_runs_it(
+        name,
+        pid,
+        priority,
+        Workload::Flood {
+            depth: 4,
+            kernel: us(1_500, 1_500),
+            sms: 132,
+        },
+    )
+}
+
+/// `workload` in a context of its own, set up as `baton run` does: Level 1, yielding, its work
+/// in flight bounded to 250 µs with early refill.
+fn as_baton_runs_it(name: &str, pid: u32, priority: i64, workload: Workload) -> ClientSpec {
     ClientSpec {
         context: ContextSpec::Own,
         level: Some(Level::L1),
-        ..ClientSpec::new(
-            name,
-            pid,
-            Workload::Flood {
-                depth: 4,
-                kernel: us(1_500, 1_500),
-                sms: 132,
-            },
-        )
+        ..ClientSpec::new(name, pid, workload)
     }
     .hint(Hint::Priority(Priority::new(priority).unwrap()))
     .as_by_default()
@@ -114,24 +121,18 @@ fn with_no_service_two_yielding_jobs_share_as_natively() {
 /// kernels launched 30 µs apart, 64 to a step, the host waiting for each step's last (a loop
 /// of small GEMMs that synchronizes now and then).
 fn paced_job(name: &str, pid: u32) -> ClientSpec {
-    ClientSpec {
-        context: ContextSpec::Own,
-        level: Some(Level::L1),
-        ..ClientSpec::new(
-            name,
-            pid,
-            Workload::Paced {
-                kernels: 64,
-                kernel: us(10, 10),
-                sms: 132,
-                gap: Nanos::from_micros(30),
-                think: Nanos::ZERO,
-            },
-        )
-    }
-    .hint(Hint::Priority(Priority::new(0).unwrap()))
-    .as_by_default()
-    .budgeted(Nanos::from_micros(250), true)
+    as_baton_runs_it(
+        name,
+        pid,
+        0,
+        Workload::Paced {
+            kernels: 64,
+            kernel: us(10, 10),
+            sms: 132,
+            gap: Nanos::from_micros(30),
+            think: Nanos::ZERO,
+        },
+    )
 }
 
 #[test]

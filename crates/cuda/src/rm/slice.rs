@@ -330,16 +330,26 @@ impl SliceInner {
         }
     }
 
-    fn apply_slice(&self, ctl: &dyn RmControl, us: u64) {
-        if locks::lock(&self.state).applied == us {
-            return;
-        }
+    /// Runs one control, then counts its time in the stats under the state lock, which it
+    /// returns held.
+    fn timed(
+        &self,
+        call: impl FnOnce() -> Result<(), RmError>,
+    ) -> (Result<(), RmError>, std::sync::MutexGuard<'_, SliceState>) {
         let t0 = Instant::now();
-        let r = set_timeslice(ctl, &self.group, us);
+        let r = call();
         let took = t0.elapsed();
         let mut st = locks::lock(&self.state);
         st.stats.busy += took;
         st.stats.longest = st.stats.longest.max(took);
+        (r, st)
+    }
+
+    fn apply_slice(&self, ctl: &dyn RmControl, us: u64) {
+        if locks::lock(&self.state).applied == us {
+            return;
+        }
+        let (r, mut st) = self.timed(|| set_timeslice(ctl, &self.group, us));
         match r {
             Ok(()) => {
                 st.stats.changes += 1;
@@ -358,12 +368,7 @@ impl SliceInner {
         if locks::lock(&self.state).off_applied == off {
             return;
         }
-        let t0 = Instant::now();
-        let r = schedule(ctl, &self.group, !off);
-        let took = t0.elapsed();
-        let mut st = locks::lock(&self.state);
-        st.stats.busy += took;
-        st.stats.longest = st.stats.longest.max(took);
+        let (r, mut st) = self.timed(|| schedule(ctl, &self.group, !off));
         match r {
             Ok(()) => {
                 st.off_applied = off;

@@ -125,9 +125,31 @@ pub fn lab_costly_switch(
     scheduled: bool,
     clients: Vec<ClientSpec>,
 ) -> LabResult {
+    lab_switching(None, run_for, global, scheduled, clients)
+}
+
+/// [`lab_costly_switch`] on a device where leaving a context with no kernel running costs
+/// `idle_switch` instead (nothing of it to save).
+pub fn lab_costly_busy_switch(
+    run_for: Nanos,
+    idle_switch: Nanos,
+    scheduled: bool,
+    clients: Vec<ClientSpec>,
+) -> LabResult {
+    lab_switching(Some(idle_switch), run_for, Vec::new(), scheduled, clients)
+}
+
+fn lab_switching(
+    idle_switch: Option<Nanos>,
+    run_for: Nanos,
+    global: Vec<GlobalHint>,
+    scheduled: bool,
+    clients: Vec<ClientSpec>,
+) -> LabResult {
     let mut spec = LabSpec::new(by_name("hpf").unwrap(), run_for);
     spec.device = baton_sim::SimConfig {
         switch_cost: Nanos::from_micros(200),
+        idle_switch_cost: idle_switch,
         ..baton_sim::SimConfig::default()
     };
     spec.global = global;
@@ -203,26 +225,4 @@ pub fn starved_when_held(held: &Cell) {
          mostly idle ({:.0} % of alone)",
         held.be_share * 100.0
     );
-}
-
-/// [`lab_costly_switch`] on a device where leaving a context with no kernel running costs
-/// `idle_switch` instead (nothing of it to save).
-pub fn lab_costly_busy_switch(
-    run_for: Nanos,
-    idle_switch: Nanos,
-    scheduled: bool,
-    clients: Vec<ClientSpec>,
-) -> LabResult {
-    let mut spec = LabSpec::new(by_name("hpf").unwrap(), run_for);
-    spec.device = baton_sim::SimConfig {
-        switch_cost: Nanos::from_micros(200),
-        idle_switch_cost: Some(idle_switch),
-        ..baton_sim::SimConfig::default()
-    };
-    spec.idle_linger = Some(Nanos::from_micros(300));
-    spec.clients = clients
-        .into_iter()
-        .map(|c| ClientSpec { scheduled, ..c })
-        .collect();
-    run(spec)
 }
