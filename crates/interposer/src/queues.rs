@@ -330,7 +330,7 @@ impl Runtime {
     /// that work), when the queue had work and the figures moved by [`READINESS_STEP`] or
     /// changed whether the queue is bound by its program's launching
     /// ([`Readiness::launch_bound`](baton_agent::Readiness::launch_bound)). The time the queue
-    /// was suspended is left out of the period and of both shares
+    /// had work while suspended is left out of the period and of both shares
     /// ([`Usage`](baton_cuda::core::Usage)): held back, any program has work queued and waits
     /// for it. Never on a launch; `BATON_COMMAND_TIME=off` measures neither this nor command
     /// times.

@@ -61,7 +61,7 @@ pub(crate) struct StreamEntry {
 pub(crate) struct ReadinessLook {
     /// When (on the runtime's clock; `None` before the first look).
     pub(crate) at: Option<baton_cuda::core::Nanos>,
-    /// How the program had used the queue then (its time suspended left out).
+    /// How the program had used the queue then (the time it had work while suspended left out).
     pub(crate) usage: baton_cuda::core::Usage,
     /// The readiness its scheduler was last told, if any (withdrawn: none).
     pub(crate) told: Option<baton_agent::Readiness>,

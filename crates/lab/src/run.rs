@@ -158,7 +158,7 @@ pub fn run(spec: LabSpec) -> LabResult {
                 let u = q.usage();
                 c.readiness_mark = (t, u);
                 // As the interposer: only a queue that had work and whose program waited for
-                // it, the time it was suspended left out.
+                // it, the time it had work while suspended left out.
                 if u.ready > u0.ready
                     && u.waits > u0.waits
                     && let Some(r) = Readiness::over(

@@ -23,7 +23,7 @@ impl<H: HwQueue> XQueue<H> {
                 return Ok(());
             }
             st.suspended = true;
-            st.usage.suspended(sh.clock.now());
+            st.usage.suspended(|| sh.clock.now());
             st.launched_at_suspend = st.launched;
             if st.level != Level::L1 {
                 // The device stops working on what is in flight: the time until it resumes is
@@ -86,7 +86,7 @@ impl<H: HwQueue> XQueue<H> {
         let mut ev = Pending::new();
         let mut st = sync::lock(&sh.state);
         st.suspended = false;
-        st.usage.resumed(sh.clock.now());
+        st.usage.resumed(|| sh.clock.now());
         st.released += st.launched - st.launched_at_suspend;
         st.gate_open = false;
         sh.gated.store(false, std::sync::atomic::Ordering::Release);

@@ -74,9 +74,9 @@ impl<H: HwQueue> XQueue<H> {
         }
     }
 
-    /// How the application has used the queue so far, the time it was suspended left out
-    /// ([`Usage`]): what a process tells its scheduler of how its program uses the queue
-    /// (`Hint::Readiness`), read a period apart. Takes the queue's lock.
+    /// How the application has used the queue so far, the time it had work while suspended
+    /// left out ([`Usage`]): what a process tells its scheduler of how its program uses the
+    /// queue (`Hint::Readiness`), read a period apart. Takes the queue's lock.
     pub fn usage(&self) -> Usage {
         let st = sync::lock(&self.shared.state);
         st.usage.usage(self.shared.clock.now())

@@ -143,7 +143,7 @@ pub(super) struct State<H: HwQueue> {
     /// completed so far. A pace sample counts only the others.
     pub(super) markers: VecDeque<u64>,
     pub(super) markers_done: u64,
-    /// How the application used the queue, the time it was suspended kept apart
+    /// How the application used the queue, the time it had work while suspended kept apart
     /// ([`XQueue::usage`](crate::XQueue::usage)).
     pub(super) usage: super::usage::Book,
     /// [`Shared::pace_ns`] as last noted, for the window (0: not measured).
