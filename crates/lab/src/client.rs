@@ -37,8 +37,8 @@ pub(crate) struct Client {
     /// The command time its scheduler was last told, as a process under the interposer tells
     /// it ([`XQueue::command_time_news`](baton_core::XQueue::command_time_news)).
     pub(crate) told_command_time: Option<Nanos>,
-    /// A closed-loop or paced job whose host side is done (all its kernels submitted): since
-    /// when the client has been waiting for it.
+    /// A closed-loop or paced job whose host side is done (all its kernels submitted), or a
+    /// loop blocked on its oldest kernel: since when the client has been waiting for it.
     host_done: Option<Nanos>,
     /// At the runner's last look at its readiness: when, and how its program had used its
     /// queue (a job's wait after submitting its last kernel told to the queue, as a program
@@ -84,9 +84,10 @@ impl Client {
                 Some(offset),
                 announce.map(|a| offset.saturating_sub(a.lead)),
             ),
-            Workload::ClosedLoop { .. } | Workload::Paced { .. } | Workload::Ranked { .. } => {
-                (Some(Nanos::ZERO), None)
-            }
+            Workload::ClosedLoop { .. }
+            | Workload::Paced { .. }
+            | Workload::Ranked { .. }
+            | Workload::Looping { .. } => (Some(Nanos::ZERO), None),
             Workload::Flood { .. } => (None, None),
         };
         Client {
@@ -258,6 +259,32 @@ impl Client {
                     _ => {}
                 }
             }
+            Workload::Looping {
+                depth,
+                kernel,
+                sms,
+                gap,
+            } => {
+                while let Some(r) = self.next_release.filter(|r| *r <= t) {
+                    if r >= stop {
+                        self.next_release = None;
+                    } else if self.outstanding >= depth {
+                        // Blocked on the oldest until it completes (see `completed`).
+                        self.next_release = None;
+                        self.host_done = Some(r);
+                    } else {
+                        if self.next_job >= u64::from(depth)
+                            && let Some(q) = self.route.queue()
+                        {
+                            // Its wait on the kernel `depth` launches back, done already.
+                            q.waited_for(r, r);
+                        }
+                        self.outstanding += 1;
+                        self.release(r, 1, kernel, sms);
+                        self.next_release = Some(r + gap);
+                    }
+                }
+            }
             Workload::Flood { depth, kernel, sms } => {
                 if t < stop {
                     while self.outstanding < depth {
@@ -297,6 +324,16 @@ impl Client {
                 }
             }
             Workload::Flood { .. } => self.outstanding -= 1,
+            Workload::Looping { .. } => {
+                self.outstanding -= 1;
+                if let Some(h) = self.host_done.take() {
+                    // The loop was blocked on its oldest kernel: it goes on now.
+                    if let Some(q) = self.route.queue() {
+                        q.waited_for(h, c.ended_at);
+                    }
+                    self.next_release = Some(c.ended_at);
+                }
+            }
             Workload::Periodic { .. } => {}
         }
     }

@@ -81,6 +81,20 @@ pub enum Workload {
         /// The busy-wait kernel's duration (how often a waiting rank looks at its peers).
         spin: Nanos,
     },
+    /// A loop launching one kernel every `gap` of host time, each a job, that keeps at most
+    /// `depth` of them unfinished: with that many it blocks until the oldest completes (a
+    /// PyTorch loop waiting on the event it recorded `depth` launches back). Bound by its
+    /// launching while the device keeps up; held back, it soon blocks.
+    Looping {
+        /// Kernels unfinished at most.
+        depth: u32,
+        /// Each kernel's duration.
+        kernel: SpanRange,
+        /// SMs each kernel asks for.
+        sms: u32,
+        /// Host time between two launches.
+        gap: Nanos,
+    },
     /// Keeps `depth` kernels submitted and unfinished at all times; each kernel is a job.
     Flood {
         /// Kernels outstanding.
