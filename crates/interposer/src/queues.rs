@@ -342,17 +342,13 @@ impl Runtime {
         let u = e.xq.usage();
         let mut look = locks::lock(&e.readiness);
         let then = look.at.replace(now);
-        let u0 = std::mem::replace(&mut look.usage, u);
-        let Some(then) = then.filter(|_| u.ready != u0.ready) else {
+        let d = u.since(std::mem::replace(&mut look.usage, u));
+        let Some(then) = then.filter(|_| d.ready.0 > 0) else {
             // First look, or no work since the last while let run: nothing to tell.
             return;
         };
-        let period = baton_cuda::core::Nanos(
-            now.0
-                .saturating_sub(then.0)
-                .saturating_sub(u.held.0.saturating_sub(u0.held.0)),
-        );
-        if u.waits == u0.waits {
+        let period = baton_cuda::core::Nanos(now.0.saturating_sub(then.0).saturating_sub(d.held.0));
+        if d.waits == 0 {
             // Work, but the program never waited for it: no evidence that the device keeps
             // up with it (a kernel that runs for ever, a program that polls). Whatever was
             // told before no longer holds.
@@ -370,11 +366,7 @@ impl Runtime {
             }
             return;
         }
-        let Some(r) = baton_agent::Readiness::over(
-            baton_cuda::core::Nanos(u.ready.0.saturating_sub(u0.ready.0)),
-            baton_cuda::core::Nanos(u.waited.0.saturating_sub(u0.waited.0)),
-            period,
-        ) else {
+        let Some(r) = baton_agent::Readiness::over(d.ready, d.waited, period) else {
             return;
         };
         let changed = look

@@ -157,15 +157,13 @@ pub fn run(spec: LabSpec) -> LabResult {
                 let (at, u0) = c.readiness_mark;
                 let u = q.usage();
                 c.readiness_mark = (t, u);
+                let d = u.since(u0);
                 // As the interposer: only a queue that had work and whose program waited for
                 // it, the time it had work while suspended left out.
-                if u.ready > u0.ready
-                    && u.waits > u0.waits
-                    && let Some(r) = Readiness::over(
-                        u.ready - u0.ready,
-                        u.waited - u0.waited,
-                        (t - at).saturating_sub(u.held - u0.held),
-                    )
+                if d.ready > Nanos::ZERO
+                    && d.waits > 0
+                    && let Some(r) =
+                        Readiness::over(d.ready, d.waited, (t - at).saturating_sub(d.held))
                 {
                     let _ = sched.set_hint(q.id(), Hint::Readiness(r), t);
                 }

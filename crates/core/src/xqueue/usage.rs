@@ -31,6 +31,18 @@ pub struct Usage {
     pub held: Nanos,
 }
 
+impl Usage {
+    /// What happened between `earlier` and this reading, one figure each.
+    pub fn since(self, earlier: Usage) -> Usage {
+        Usage {
+            ready: Nanos(self.ready.0.saturating_sub(earlier.ready.0)),
+            waited: Nanos(self.waited.0.saturating_sub(earlier.waited.0)),
+            waits: self.waits.saturating_sub(earlier.waits),
+            held: Nanos(self.held.0.saturating_sub(earlier.held.0)),
+        }
+    }
+}
+
 /// How many past stretches of work held back the book remembers, to tell how much of a wait
 /// fell inside one: a wait that spans more of them is counted as unsuspended beyond the
 /// oldest.
@@ -142,6 +154,21 @@ mod tests {
 
     fn ms(v: u64) -> Nanos {
         Nanos::from_millis(v)
+    }
+
+    #[test]
+    fn a_period_is_the_difference_of_two_readings() {
+        let mut b = Book::default();
+        b.ready(ms(0));
+        let u0 = b.usage(ms(10));
+        b.suspended(|| ms(10));
+        b.waited(ms(12), ms(14));
+        b.resumed(|| ms(15));
+        let d = b.usage(ms(20)).since(u0);
+        assert_eq!(
+            (d.ready, d.waited, d.waits, d.held),
+            (ms(5), Nanos::ZERO, 1, ms(5))
+        );
     }
 
     #[test]

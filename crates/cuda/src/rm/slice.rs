@@ -26,8 +26,9 @@ use super::control::{RmControl, RmError, get_timeslice, schedule, set_timeslice}
 pub struct SliceStats {
     /// Slice changes sent to the GPU.
     pub changes: u64,
-    /// Times the group was taken off the GPU's run list and put back.
+    /// Times the group was taken off the GPU's run list.
     pub offs: u64,
+    /// Times it was put back.
     pub ons: u64,
     /// Time those calls took, in total.
     pub busy: Duration,
@@ -62,7 +63,8 @@ struct SliceState {
     running_leading: usize,
     /// Queues interrupted (suspended at Level 3).
     interrupted: usize,
-    /// Whether the group should be off the run list now, and whether it is.
+    /// Whether the group should be off the run list now (unless the driver refused it: see
+    /// [`SliceState::off_target`]), and whether it is.
     off_want: bool,
     off_applied: bool,
     /// The driver refused to take it off: not asked again.
@@ -74,6 +76,18 @@ struct SliceState {
     shutdown: bool,
     stats: SliceStats,
     last_error: Option<RmError>,
+}
+
+impl SliceState {
+    /// Whether the group is to be off the run list: wanted, and not refused.
+    fn off_target(&self) -> bool {
+        self.off_want && !self.off_refused
+    }
+
+    /// Whether what was applied is what is wanted.
+    fn settled(&self) -> bool {
+        self.applied == self.want && self.off_applied == self.off_target()
+    }
 }
 
 /// One context's compute channel group as the Level-3 mechanism of its queues. See the module
@@ -265,16 +279,14 @@ impl ContextSlice {
     pub fn settle(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut st = locks::lock(&self.inner.state);
-        while (st.applied != st.want || st.off_applied != (st.off_want && !st.off_refused))
-            && st.last_error.is_none()
-        {
+        while !st.settled() && st.last_error.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
             st = locks::wait_timeout(&self.inner.cv, st, left);
         }
-        st.applied == st.want && st.off_applied == (st.off_want && !st.off_refused)
+        st.settled()
     }
 }
 
@@ -310,9 +322,8 @@ impl SliceInner {
                     if st.shutdown {
                         return;
                     }
-                    let off = st.off_want && !st.off_refused;
-                    if st.last_error.is_none() && (st.want != st.applied || off != st.off_applied) {
-                        break (st.want, off);
+                    if st.last_error.is_none() && !st.settled() {
+                        break (st.want, st.off_target());
                     }
                     st = locks::wait(&self.cv, st);
                 }

@@ -103,7 +103,26 @@ pub fn lab_with(
     global: Vec<GlobalHint>,
     clients: Vec<ClientSpec>,
 ) -> LabResult {
-    let mut spec = LabSpec::new(by_name(policy.unwrap_or("hpf")).unwrap(), RUN);
+    lab_on(
+        baton_sim::SimConfig::default(),
+        policy,
+        RUN,
+        global,
+        clients,
+    )
+}
+
+/// Runs `clients` for `run_for` on `device` under `policy` with scheduler-wide hints
+/// `global`, or natively (no XQueues) with `None`.
+fn lab_on(
+    device: baton_sim::SimConfig,
+    policy: Option<&str>,
+    run_for: Nanos,
+    global: Vec<GlobalHint>,
+    clients: Vec<ClientSpec>,
+) -> LabResult {
+    let mut spec = LabSpec::new(by_name(policy.unwrap_or("hpf")).unwrap(), run_for);
+    spec.device = device;
     spec.global = global;
     spec.idle_linger = Some(Nanos::from_micros(300));
     spec.clients = clients
@@ -146,19 +165,12 @@ fn lab_switching(
     scheduled: bool,
     clients: Vec<ClientSpec>,
 ) -> LabResult {
-    let mut spec = LabSpec::new(by_name("hpf").unwrap(), run_for);
-    spec.device = baton_sim::SimConfig {
+    let device = baton_sim::SimConfig {
         switch_cost: Nanos::from_micros(200),
         idle_switch_cost: idle_switch,
         ..baton_sim::SimConfig::default()
     };
-    spec.global = global;
-    spec.idle_linger = Some(Nanos::from_micros(300));
-    spec.clients = clients
-        .into_iter()
-        .map(|c| ClientSpec { scheduled, ..c })
-        .collect();
-    run(spec)
+    lab_on(device, scheduled.then_some("hpf"), run_for, global, clients)
 }
 
 /// One cell: the service beside `be` under `policy` (natively with `None`).
