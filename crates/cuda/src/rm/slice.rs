@@ -322,7 +322,10 @@ impl SliceInner {
                     if st.shutdown {
                         return;
                     }
-                    if st.last_error.is_none() && !st.settled() {
+                    // After a refused slice change, only putting the group back on is still
+                    // done: left off, nothing of the context would run again.
+                    let back_on = st.off_applied && !st.off_target();
+                    if !st.settled() && (st.last_error.is_none() || back_on) {
                         break (st.want, st.off_target());
                     }
                     st = locks::wait(&self.cv, st);
@@ -357,9 +360,11 @@ impl SliceInner {
     }
 
     fn apply_slice(&self, ctl: &dyn RmControl, us: u64) {
-        if locks::lock(&self.state).applied == us {
+        let st = locks::lock(&self.state);
+        if st.applied == us || st.last_error.is_some() {
             return;
         }
+        drop(st);
         let (r, mut st) = self.timed(|| set_timeslice(ctl, &self.group, us));
         match r {
             Ok(()) => {

@@ -535,3 +535,26 @@ fn a_driver_without_the_third_field_or_refusing_it_is_handled() {
     let (st, err) = s.stats();
     assert_eq!((st.offs, st.failures, err), (0, 1, None));
 }
+
+#[test]
+fn a_refused_slice_change_while_off_does_not_keep_the_group_off() {
+    // A refusal stops further slice changes; the group must still go back on the run list
+    // when its queues are restored, or nothing of the context would run again.
+    let rm = std::sync::Arc::new(FakeRm::default());
+    let s = off_slice(&rm);
+    s.attach(true);
+    s.set_interrupted(true);
+    assert!(s.settle(Duration::from_secs(5)) && s.off());
+    *rm.refuse_sets.lock().unwrap() = true;
+    s.set_running(false);
+    assert!(
+        !s.settle(Duration::from_secs(5)),
+        "the slice change was refused"
+    );
+    s.set_interrupted(false);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while s.off() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(!s.off() && !*rm.off.lock().unwrap(), "back on the run list");
+}
