@@ -31,6 +31,8 @@ pub(crate) struct Attention {
     pub(crate) watch: bool,
     /// Unbounded only for its measured commands: measure it again now and then.
     pub(crate) remeasure: bool,
+    /// The policy may hold it back: its work in flight bounded by device time too.
+    pub(crate) hold: bool,
 }
 
 impl Attention {
@@ -40,6 +42,7 @@ impl Attention {
         unbounded: false,
         watch: true,
         remeasure: false,
+        hold: true,
     };
 }
 
@@ -188,6 +191,10 @@ impl QueueControl for RemoteQueue {
 
     fn set_remeasure(&self, on: bool) {
         self.attend(|a| a.remeasure = on);
+    }
+
+    fn set_holdable(&self, on: bool) {
+        self.attend(|a| a.hold = on);
     }
 }
 

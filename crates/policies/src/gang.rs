@@ -161,6 +161,15 @@ impl<P: Policy> Policy for Gangs<P> {
         self.inner.remeasures(snap, queue)
     }
 
+    /// As the wrapped policy says of the queue itself.
+    fn may_hold(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        self.inner.may_hold(snap, queue)
+    }
+
+    fn holds(&self, snap: &Snapshot<'_>) -> Vec<bool> {
+        self.inner.holds(snap)
+    }
+
     fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
         let inner = self.inner.attention(snap);
         let mut per_gang: std::collections::HashMap<GangId, (bool, bool)> =

@@ -1,6 +1,6 @@
 //! Highest priority first, per device.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use baton_core::{Nanos, Priority};
 
@@ -129,6 +129,48 @@ impl Policy for Hpf {
             .zip(snap.queues)
             .map(|((report, suspend), q)| (report || turns.may_take_turns(q), suspend))
             .collect()
+    }
+
+    /// A queue that is not yielding, or a yielding one that its own process's work, a program
+    /// that keeps the device busy while it has work (its readiness, not launch-bound) or
+    /// turns with another yielding process can hold back: one outranked only by programs
+    /// bound by their launching (or not measured yet) gives way by its slice alone, and
+    /// bounding its work in flight by device time would only run its channel dry each time
+    /// its host must launch more, each time a hand-over each way if the other program has
+    /// work queued then.
+    fn may_hold(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        if queue.hints.yielding.is_none() {
+            return true;
+        }
+        let working = working_processes(snap);
+        TurnRanges::new(snap).may_take_turns(queue)
+            || snap.on_device(queue.device).any(|q| {
+                q.hints.priority > queue.hints.priority
+                    && counts_against(q, queue, &working)
+                    && (q.pid == queue.pid || keeps_busy(q))
+            })
+    }
+
+    fn holds(&self, snap: &Snapshot<'_>) -> Vec<bool> {
+        if !snap.queues.iter().any(|q| q.hints.yielding.is_some()) {
+            return vec![true; snap.queues.len()];
+        }
+        let turns = TurnRanges::new(snap);
+        // Built only for a yielding queue that cannot take turns (beside one job, or jobs
+        // of one process), which is the rarer case.
+        let mut holders: Option<Holders> = None;
+        let mut out = Vec::with_capacity(snap.queues.len());
+        for q in snap.queues {
+            out.push(
+                q.hints.yielding.is_none()
+                    || turns.may_take_turns(q)
+                    || turns.outranked(q)
+                        && holders
+                            .get_or_insert_with(|| Holders::new(snap, &working_processes(snap)))
+                            .hold(q),
+            );
+        }
+        out
     }
 
     /// A queue spared for its short commands, which another process's queue outranks.
@@ -337,6 +379,13 @@ impl TurnRanges {
         TurnRanges(out)
     }
 
+    /// Whether a queue on its device outranks `queue`.
+    fn outranked(&self, queue: &QueueView) -> bool {
+        self.0
+            .iter()
+            .any(|(dev, top, _)| *dev == queue.device && *top > queue.hints.priority)
+    }
+
     fn may_take_turns(&self, queue: &QueueView) -> bool {
         queue.hints.yielding.is_some()
             && self.0.iter().any(|(dev, top, pids)| {
@@ -466,6 +515,80 @@ fn rank_first_sparing<K: Ord>(
         );
     }
     d
+}
+
+/// What can hold a yielding queue back (see [`Hpf::may_hold`]), for every queue in one pass:
+/// per device, the two highest priorities, of two processes, among queues whose program keeps
+/// the device busy and that count against another process's queues ([`counts_against`]); per
+/// device and process, the highest priority among queues that have had work.
+struct Holders {
+    busy: Vec<(DeviceId, TopTwo)>,
+    own: HashMap<(DeviceId, u32), Priority>,
+}
+
+/// The two highest priorities of two different processes, with their pids.
+type TopTwo = [Option<(Priority, u32)>; 2];
+
+impl Holders {
+    fn new(snap: &Snapshot<'_>, working: &HashSet<u32>) -> Holders {
+        let mut h = Holders {
+            busy: Vec::new(),
+            own: HashMap::new(),
+        };
+        for q in snap.queues {
+            let p = q.hints.priority;
+            if q.ready || q.jobs > 0 {
+                let e = h.own.entry((q.device, q.pid)).or_insert(p);
+                *e = (*e).max(p);
+            }
+            if !(keeps_busy(q) && (q.ready || q.jobs > 0 || !working.contains(&q.pid))) {
+                continue;
+            }
+            let i = match h.busy.iter().position(|b| b.0 == q.device) {
+                Some(i) => i,
+                None => {
+                    h.busy.push((q.device, [None, None]));
+                    h.busy.len() - 1
+                }
+            };
+            let top = &mut h.busy[i].1;
+            match top[0] {
+                None => top[0] = Some((p, q.pid)),
+                Some((bp, bpid)) if bpid == q.pid => top[0] = Some((bp.max(p), bpid)),
+                Some((bp, _)) if p > bp => {
+                    top[1] = top[0];
+                    top[0] = Some((p, q.pid));
+                }
+                Some(_) => {
+                    if top[1].is_none_or(|(sp, _)| p > sp) {
+                        top[1] = Some((p, q.pid));
+                    }
+                }
+            }
+        }
+        h
+    }
+
+    /// Whether a queue of `queue`'s own process that has had work, or another process's that
+    /// keeps the device busy, outranks it on its device.
+    fn hold(&self, queue: &QueueView) -> bool {
+        let p = queue.hints.priority;
+        if self
+            .own
+            .get(&(queue.device, queue.pid))
+            .is_some_and(|&o| o > p)
+        {
+            return true;
+        }
+        let Some((_, top)) = self.busy.iter().find(|b| b.0 == queue.device) else {
+            return false;
+        };
+        let other = match top[0] {
+            Some((_, pid)) if pid == queue.pid => top[1],
+            best => best,
+        };
+        other.is_some_and(|(o, _)| o > p)
+    }
 }
 
 /// Whether `queue`'s program keeps the device busy while the queue has work, as its process
@@ -857,6 +980,49 @@ mod tests {
     }
 
     #[test]
+    fn a_yielding_job_may_be_held_only_for_what_can_hold_it() {
+        // Process 1's service beside process 2's yielding flood: suspendable either way (its
+        // slice stays short), held (its work in flight bounded) only once the service is
+        // measured keeping the device busy while it has work.
+        let mut qs = [q(1, 0, 10, false), q(2, 0, 0, true)];
+        qs[1].pid = 2;
+        qs[1].hints.yielding = Some(Nanos::from_micros(100));
+        let hold = |qs: &[QueueView]| {
+            let snap = Snapshot::new(Nanos::ZERO, qs);
+            let each: Vec<bool> = qs.iter().map(|q| Hpf.may_hold(&snap, q)).collect();
+            assert_eq!(Hpf.holds(&snap), each);
+            assert!(Hpf.may_suspend(&snap, &qs[1]));
+            each[1]
+        };
+        assert!(!hold(&qs), "a service not measured yet holds nothing");
+        qs[0].hints.readiness = Some(crate::Readiness {
+            ready: 950,
+            waiting: 40,
+        });
+        assert!(!hold(&qs), "launch-bound");
+        qs[0].hints.readiness = Some(crate::Readiness {
+            ready: 300,
+            waiting: 280,
+        });
+        assert!(hold(&qs), "keeps the device busy");
+        // Beside the launch-bound service again, a more urgent queue of the job's own process
+        // that has had work holds it; one that never had any does not.
+        qs[0].hints.readiness = Some(crate::Readiness {
+            ready: 950,
+            waiting: 40,
+        });
+        let mut own = q(3, 0, 5, false);
+        own.pid = 2;
+        let with_own = [qs[0], qs[1], own];
+        assert!(!hold(&with_own));
+        own.jobs = 1;
+        assert!(hold(&[qs[0], qs[1], own]));
+        // A job that is not yielding is held as before.
+        qs[1].hints.yielding = None;
+        assert!(hold(&qs));
+    }
+
+    #[test]
     fn readiness_is_a_share_of_its_period_and_launch_bound_needs_both_sides() {
         let ms = Nanos::from_millis;
         let r = crate::Readiness::over(ms(475), ms(20), ms(500)).unwrap();
@@ -1006,6 +1172,37 @@ mod tests {
     }
 
     proptest! {
+        /// HPF's one-pass answer to what may hold each queue is the per-queue one.
+        #[test]
+        fn holds_in_one_pass_as_queue_by_queue(
+            spec in proptest::collection::vec(
+                (0u32..2, 0u32..4, -3i64..=3, any::<bool>(), 0u64..2, any::<bool>(), 0u8..3),
+                1..24,
+            )
+        ) {
+            let qs: Vec<QueueView> = spec
+                .iter()
+                .enumerate()
+                .map(|(i, &(d, pid, p, r, jobs, y, busy))| {
+                    let mut v = q(i as u64, d, p, r);
+                    v.pid = pid;
+                    v.jobs = jobs;
+                    if y {
+                        v.hints.yielding = Some(Nanos::from_micros(100));
+                    }
+                    v.hints.readiness = match busy {
+                        0 => None,
+                        1 => Some(crate::Readiness { ready: 950, waiting: 40 }),
+                        _ => Some(crate::Readiness { ready: 300, waiting: 280 }),
+                    };
+                    v
+                })
+                .collect();
+            let snap = Snapshot::new(Nanos::ZERO, &qs);
+            let each: Vec<bool> = qs.iter().map(|q| Hpf.may_hold(&snap, q)).collect();
+            prop_assert_eq!(Hpf.holds(&snap), each);
+        }
+
         /// HPF is work-conserving per device and never suspends the top ready priority.
         #[test]
         fn work_conserving_and_top_priority_runs(

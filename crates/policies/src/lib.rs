@@ -120,6 +120,29 @@ pub trait Policy: Send {
         false
     }
 
+    /// Whether this policy could hold `queue` back for the queues that outrank it now, rather
+    /// than keep it suspendable only so that it gives way by itself (HPF: a yielding queue,
+    /// whose context's time slice is short while it is outranked, is held back only by its own
+    /// process's work, by programs measured keeping the device busy while they have work, and
+    /// in turns with other yielding processes). Its work in flight is bounded by device time
+    /// only if so ([`XQueue::set_holdable`](baton_core::XQueue::set_holdable)): that bound
+    /// exists to shorten what a hold waits for. Asked after every decision, for queues it may
+    /// suspend. Default: yes.
+    fn may_hold(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
+        let _ = (snapshot, queue);
+        true
+    }
+
+    /// [`Policy::may_hold`] for every queue of `snapshot`, in its order. The default asks queue
+    /// by queue; HPF answers for all in one pass. It must give the same answers as the method.
+    fn holds(&self, snapshot: &Snapshot<'_>) -> Vec<bool> {
+        snapshot
+            .queues
+            .iter()
+            .map(|q| self.may_hold(snapshot, q))
+            .collect()
+    }
+
     /// [`Policy::wants_events`] and [`Policy::may_suspend`] for every queue of `snapshot`, in
     /// its order, as `(report, may_suspend)`. The scheduler asks this after every decision, over
     /// every queue; the default asks queue by queue, and a policy whose answers share work
@@ -165,6 +188,12 @@ impl Policy for Box<dyn Policy> {
     }
     fn remeasures(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
         (**self).remeasures(snapshot, queue)
+    }
+    fn may_hold(&self, snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
+        (**self).may_hold(snapshot, queue)
+    }
+    fn holds(&self, snapshot: &Snapshot<'_>) -> Vec<bool> {
+        (**self).holds(snapshot)
     }
 }
 

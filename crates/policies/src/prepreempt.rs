@@ -77,15 +77,16 @@ impl<P: Policy> Policy for PrePreempt<P> {
         as_shown(snap, queue, |s, q| self.inner.remeasures(s, q))
     }
 
+    fn may_hold(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        as_shown(snap, queue, |s, q| self.inner.may_hold(s, q))
+    }
+
+    fn holds(&self, snap: &Snapshot<'_>) -> Vec<bool> {
+        all_shown(snap, |s| self.inner.holds(s))
+    }
+
     fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
-        let mut seen = Vec::new();
-        match announced(snap, &mut seen) {
-            Some(_) => self.inner.attention(&Snapshot {
-                queues: &seen,
-                ..*snap
-            }),
-            None => self.inner.attention(snap),
-        }
+        all_shown(snap, |s| self.inner.attention(s))
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
@@ -143,6 +144,18 @@ fn as_shown<R>(
             ask(&shown, shown_as(&seen, queue))
         }
         None => ask(snap, queue),
+    }
+}
+
+/// `ask` of the whole situation as the wrapped policy is shown it (announced queues ready).
+fn all_shown<R>(snap: &Snapshot<'_>, ask: impl FnOnce(&Snapshot<'_>) -> R) -> R {
+    let mut seen = Vec::new();
+    match announced(snap, &mut seen) {
+        Some(_) => ask(&Snapshot {
+            queues: &seen,
+            ..*snap
+        }),
+        None => ask(snap),
     }
 }
 

@@ -88,6 +88,15 @@ impl<P: Policy> Policy for ProcessUnits<P> {
     fn remeasures(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         self.inner.remeasures(snap, queue)
     }
+
+    /// As the wrapped policy says of the queue itself.
+    fn may_hold(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+        self.inner.may_hold(snap, queue)
+    }
+
+    fn holds(&self, snap: &Snapshot<'_>) -> Vec<bool> {
+        self.inner.holds(snap)
+    }
 }
 
 #[cfg(test)]

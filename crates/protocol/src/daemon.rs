@@ -36,10 +36,11 @@ pub enum DaemonMessage {
     },
     /// What one queue must tell and how it may launch, as the policy needs it: whether it
     /// reports Idle/Ready transitions, whether it may skip its in-flight window (the policy
-    /// can never suspend it), whether an idle tail is watched for, and whether it runs
-    /// without its window only for what was measured of its commands. Sent when one of the
-    /// four changes; a newly announced queue starts reporting, bounded, watched, and not
-    /// measured again.
+    /// can never suspend it), whether an idle tail is watched for, whether it runs without
+    /// its window only for what was measured of its commands, and whether the policy may hold
+    /// it back rather than only keep it suspendable. Sent when one of the five changes; a
+    /// newly announced queue starts reporting, bounded, watched, not measured again, and
+    /// holdable.
     Attention {
         /// The queue.
         queue: QueueId,
@@ -53,6 +54,10 @@ pub enum DaemonMessage {
         /// them from other processes' work): keep the window now and then to measure them
         /// again. A queue let go because nothing outranks it is not measured again.
         remeasure: bool,
+        /// The policy may hold it back, not only keep it suspendable so that it gives way by
+        /// itself (a yielding queue beside programs bound by their launching is not held):
+        /// bound its work in flight by device time as well as by count only then.
+        hold: bool,
     },
     /// Send [`StatsReport`](crate::StatsReport)s every `interval_ms` from now on (0: stop).
     /// The daemon asks for them while someone watches (`baton top`).

@@ -180,6 +180,7 @@ pub fn daemon_messages() -> Vec<DaemonMessage> {
             unbounded: true,
             watch: false,
             remeasure: true,
+            hold: false,
         },
         DaemonMessage::StatsInterval { interval_ms: 250 },
         DaemonMessage::Ping { nonce: 7 },

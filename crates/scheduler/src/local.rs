@@ -82,6 +82,8 @@ struct Entry {
     remeasure: bool,
     /// What it was last told by `set_leading`.
     leading: bool,
+    /// What it was last told by `set_holdable` ([`Policy::may_hold`]).
+    holdable: bool,
 }
 
 /// Runs a policy over registered queues. Single-threaded: wrap it in [`SchedulerThread`](crate::SchedulerThread)
@@ -196,6 +198,7 @@ impl LocalScheduler {
                 unbounded: false,
                 remeasure: false,
                 leading: false,
+                holdable: true,
             },
         );
         self.reschedule(now);
@@ -491,8 +494,12 @@ impl LocalScheduler {
         // One answer per queue, in the snapshot's order, which is the entries' order.
         let answers = self.policy.attention(&snap);
         debug_assert_eq!(answers.len(), self.entries.len());
+        let holds = self.policy.holds(&snap);
+        debug_assert_eq!(holds.len(), self.entries.len());
         let mut stale = false;
-        for (e, (wants, may_suspend)) in self.entries.values_mut().zip(answers) {
+        for ((e, (wants, may_suspend)), may_hold) in
+            self.entries.values_mut().zip(answers).zip(holds)
+        {
             // A queue in a dependency reports too: its progress ends the dependency (and
             // any priority it inherited) whatever the policy reads.
             let report = wants
@@ -520,6 +527,13 @@ impl LocalScheduler {
             if e.unbounded != unbounded {
                 e.unbounded = unbounded;
                 e.ctl.set_unbounded(unbounded);
+            }
+            // Only a queue the policy may hold keeps its work in flight to the device-time
+            // budget; one it only keeps suspendable (its slice short) is bounded by count.
+            let holdable = unbounded || e.view.suspended || may_hold;
+            if e.holdable != holdable {
+                e.holdable = holdable;
+                e.ctl.set_holdable(holdable);
             }
             let leading = unbounded && wants;
             if e.leading != leading {

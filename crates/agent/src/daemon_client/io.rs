@@ -181,6 +181,8 @@ fn set_unbounded(sh: &Shared, on: bool) {
         ctl.set_unbounded(on);
         // Whichever way, until a daemon says a decision rests on its measure.
         ctl.set_remeasure(false);
+        // Holdable, as a new queue is, until a daemon says it only gives way by itself.
+        ctl.set_holdable(true);
     }
 }
 
@@ -372,6 +374,7 @@ fn handle(
             unbounded,
             watch,
             remeasure,
+            hold,
         } => {
             let ctl = sh
                 .lock()
@@ -386,6 +389,7 @@ fn handle(
                 ctl.set_leading(report && unbounded);
                 ctl.set_idle_watch(watch);
                 ctl.set_remeasure(remeasure);
+                ctl.set_holdable(hold);
             }
         }
         DaemonMessage::StatsInterval { interval_ms } => {

@@ -202,6 +202,9 @@ impl QueueControl for Recording {
         self.unbounded.lock().unwrap().push(on);
         self.q.set_unbounded(on);
     }
+    fn set_holdable(&self, on: bool) {
+        self.q.set_holdable(on);
+    }
 }
 
 #[test]
@@ -236,9 +239,36 @@ fn queues_launch_without_their_window_only_while_no_daemon_schedules_them() {
         unbounded: true,
         watch: false,
         remeasure: false,
+        hold: true,
     };
     write_frame(&mut s, &unbound).unwrap();
     wait_until("the daemon's word", || rec.last() == Some(true));
+    assert!(rec.q.holdable());
+    // Kept suspendable but not held: its work in flight bounded by count alone.
+    let only_suspendable = DaemonMessage::Attention {
+        queue: QueueId::from(rec.id()),
+        report: false,
+        unbounded: false,
+        watch: false,
+        remeasure: false,
+        hold: false,
+    };
+    write_frame(&mut s, &only_suspendable).unwrap();
+    wait_until("not holdable", || !rec.q.holdable());
+    assert_eq!(rec.last(), Some(false));
+    // Let go, and told it may not be held (which bounds nothing now): a reconnection must
+    // make it holdable again.
+    let let_go = DaemonMessage::Attention {
+        queue: QueueId::from(rec.id()),
+        report: false,
+        unbounded: true,
+        watch: false,
+        remeasure: false,
+        hold: false,
+    };
+    write_frame(&mut s, &let_go).unwrap();
+    wait_until("the daemon's word again", || rec.last() == Some(true));
+    assert!(!rec.q.holdable());
     let told = rec.unbounded.lock().unwrap().len();
     drop(s);
     wait_until("disconnected", || !c.is_connected());
@@ -247,6 +277,7 @@ fn queues_launch_without_their_window_only_while_no_daemon_schedules_them() {
     let _s = d.accept();
     wait_until("reconnected", || c.is_connected());
     assert_eq!(rec.last(), Some(false), "bounded again for the new daemon");
+    assert!(rec.q.holdable(), "and holdable, as a new queue is");
 }
 
 #[test]

@@ -187,6 +187,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 may_run_unbounded: false,
                 measuring: false,
                 remeasure: false,
+                holdable: true,
                 preemptible: true,
                 gate_open: false,
                 observed: false,

@@ -222,6 +222,36 @@ impl<H: HwQueue> XQueue<H> {
         self.apply_window(st);
     }
 
+    /// Whether its scheduler may hold the queue back now (a scheduler's answer), not only keep
+    /// it suspendable so that its hardware queue gives way by itself: a yielding queue, whose
+    /// context's time slice is short while it is outranked, beside programs bound by their own
+    /// launching is not held for them under HPF. Its work in flight is bounded by device time
+    /// ([`XQueueBuilder::inflight_budget`](crate::XQueueBuilder::inflight_budget)) only while
+    /// it is: that bound exists to shorten what a hold waits for, and otherwise only leaves the
+    /// device without the queue's work each time its host must launch more, which beside
+    /// another context with work queued costs a hand-over each way. The window's count still
+    /// applies. Default: yes.
+    pub fn set_holdable(&self, on: bool) {
+        let sh = &*self.shared;
+        let mut ev = Pending::new();
+        let mut st = sync::lock(&sh.state);
+        if st.holdable == on {
+            return;
+        }
+        st.holdable = on;
+        // A window the budget closed may be open now.
+        match sh.drive {
+            Drive::Worker => sh.wake_worker(&st),
+            Drive::External => sh.poll_locked(&mut st, &mut ev),
+        }
+        sh.unlock_and_emit(st, ev);
+    }
+
+    /// Whether its scheduler may hold it back now ([`XQueue::set_holdable`]).
+    pub fn holdable(&self) -> bool {
+        sync::lock(&self.shared.state).holdable
+    }
+
     /// Whether its scheduler wants it measured again now and then ([`XQueue::set_remeasure`]).
     pub fn wants_remeasure(&self) -> bool {
         sync::lock(&self.shared.state).remeasure

@@ -222,6 +222,9 @@ impl<H: HwQueue> QueueControl for XQueue<H> {
     fn set_remeasure(&self, on: bool) {
         XQueue::set_remeasure(self, on)
     }
+    fn set_holdable(&self, on: bool) {
+        XQueue::set_holdable(self, on)
+    }
     fn set_leading(&self, on: bool) {
         XQueue::set_leading(self, on)
     }

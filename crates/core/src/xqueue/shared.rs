@@ -105,6 +105,9 @@ pub(super) struct State<H: HwQueue> {
     /// measured of its commands, so that it must be measured again now and then
     /// ([`XQueue::set_remeasure`]).
     pub(super) remeasure: bool,
+    /// Whether its scheduler may hold it back now, not only keep it suspendable
+    /// ([`XQueue::set_holdable`]): the device-time budget applies only then.
+    pub(super) holdable: bool,
     /// Whether someone (a scheduler) needs to hear promptly when the queue goes idle, even if
     /// the application does not synchronize: then the worker follows the in-flight tail.
     pub(super) watch_idle: bool,
@@ -178,10 +181,24 @@ impl<H: HwQueue> State<H> {
         }
         // Event records take no device time; the first command always goes.
         let work = inflight.saturating_sub(self.markers.len() as u64);
-        self.budget_ns == 0
-            || self.pace_ns == 0
-            || work == 0
-            || work.saturating_mul(self.pace_ns) < self.budget_ns
+        let budget = self.budget();
+        budget == 0 || self.pace_ns == 0 || work == 0 || work.saturating_mul(self.pace_ns) < budget
+    }
+
+    /// The device time its commands in flight may take now (0: no bound): its budget while a
+    /// scheduler may hold it back ([`XQueue::set_holdable`]), none otherwise.
+    pub(super) fn budget(&self) -> u64 {
+        if self.holdable { self.budget_ns } else { 0 }
+    }
+
+    /// Launches between two sync points now: the window's batch, or fewer where early refill
+    /// splits what the budget admits and the budget applies.
+    pub(super) fn sync_every(&self) -> u32 {
+        if self.budget() > 0 {
+            self.config.batch().min(self.refill_batch)
+        } else {
+            self.config.batch()
+        }
     }
 
     /// Counts the markers `completed` has passed as done.
@@ -494,7 +511,7 @@ impl<H: HwQueue> Shared<H> {
             return;
         }
         st.since_sync += 1;
-        if st.since_sync >= st.config.batch().min(st.refill_batch) {
+        if st.since_sync >= st.sync_every() {
             self.add_sync_point(st);
         }
     }

@@ -60,6 +60,11 @@ pub trait QueueControl: Send + Sync {
     fn set_remeasure(&self, on: bool) {
         let _ = on;
     }
+    /// Whether a scheduler may hold the queue back now, not only keep it suspendable; see
+    /// [`XQueue::set_holdable`](crate::XQueue::set_holdable). Default: ignored.
+    fn set_holdable(&self, on: bool) {
+        let _ = on;
+    }
     /// Whether the queue outranks other work on its device while it runs without its window
     /// (a scheduler's answer: it reports and nothing can suspend it); see
     /// [`XQueue::set_leading`](crate::XQueue::set_leading). Default: ignored.

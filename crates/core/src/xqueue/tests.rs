@@ -1258,6 +1258,50 @@ fn a_time_budget_bounds_the_work_in_flight_once_commands_are_measured() {
     assert!(s.violations.is_empty(), "{:?}", s.violations);
 }
 
+#[test]
+fn a_queue_its_scheduler_will_not_hold_keeps_its_count_window_without_the_budget() {
+    // 1.5 ms commands under a 500 µs budget: one in flight while the queue may be held.
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
+    let q = timed_builder(&hw, &clock, 16, 8)
+        .inflight_budget(Nanos::from_micros(500))
+        .build()
+        .unwrap();
+    assert!(q.holdable());
+    submit_n(&q, 0, 160);
+    run_commands(&hw, &q, &clock, 32, 8, Nanos::from_micros(1_500));
+    assert_eq!(q.status().inflight, 1, "{:?}", q.status());
+    // Kept suspendable but not held (a yielding queue beside launch-bound work): the count
+    // window alone, its sync points every batch, at once.
+    let points = hw.script().sync_points;
+    q.set_holdable(false);
+    assert!(!q.holdable());
+    assert_eq!(q.status().inflight, 16, "{:?}", q.status());
+    assert_eq!(hw.script().sync_points - points, 2);
+    // Holdable again: no new launch until the work in flight is back under the budget.
+    q.set_holdable(true);
+    let launched = hw.script().launched.len();
+    for i in 0..16 {
+        assert_eq!(
+            hw.script().launched.len(),
+            launched,
+            "after {i}: {:?}",
+            q.status()
+        );
+        clock.advance(Nanos::from_micros(1_500));
+        hw.complete(1);
+        q.poll();
+    }
+    assert_eq!(q.status().inflight, 1, "{:?}", q.status());
+    while q.status().completed < 160 {
+        hw.complete(1);
+        q.poll();
+    }
+    let s = hw.script();
+    assert_eq!(s.launched, (0..160).collect::<Vec<_>>());
+    assert!(s.violations.is_empty(), "{:?}", s.violations);
+}
+
 /// A queue of `each`-long commands bound to 500 µs of device time in flight (five commands of
 /// 110 µs), window 16 with a sync point every 8: measured, then run for 200 commands with the
 /// device taking one command each `each` and the host looking after each completion. Returns

@@ -374,6 +374,7 @@ impl Core {
                     unbounded: a.unbounded,
                     watch: a.watch,
                     remeasure: a.remeasure,
+                    hold: a.hold,
                 });
             }
         }

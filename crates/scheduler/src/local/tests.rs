@@ -335,3 +335,38 @@ fn only_a_queue_let_go_for_its_short_commands_is_asked_to_be_measured_again() {
     s.unregister(hp.id(), Nanos(2)).unwrap();
     assert!(be.may_run_unbounded() && !be.wants_remeasure());
 }
+
+#[test]
+fn a_yielding_queue_keeps_the_device_time_budget_only_where_it_may_be_held() {
+    let inbox = Arc::new(Inbox::new());
+    let (_hp, hp) = queue(&inbox);
+    let (_be, be) = queue(&inbox);
+    let mut s = LocalScheduler::new(Box::new(Hpf));
+    s.register(hp.clone(), meta(10), Nanos(0));
+    let mut m = QueueMeta { pid: 2, ..meta(0) };
+    m.hints.yielding = Some(Nanos::from_micros(100));
+    s.register(be.clone(), m, Nanos(0));
+    // Outranked, so suspendable (its slice short); the service not measured yet holds nothing.
+    assert!(!be.may_run_unbounded());
+    assert!(!be.holdable());
+    // Measured bound by its launching: still not held, so still not budgeted.
+    let launch_bound = baton_policies::Readiness {
+        ready: 950,
+        waiting: 40,
+    };
+    s.set_hint(hp.id(), Hint::Readiness(launch_bound), Nanos(1))
+        .unwrap();
+    assert!(!be.may_run_unbounded() && !be.holdable());
+    // Keeping the device busy while it has work: the job may be held, its work in flight
+    // bounded by device time.
+    let busy = baton_policies::Readiness {
+        ready: 300,
+        waiting: 280,
+    };
+    s.set_hint(hp.id(), Hint::Readiness(busy), Nanos(2))
+        .unwrap();
+    assert!(be.holdable());
+    // Alone, it is unbounded (and holdable, which then bounds nothing).
+    s.unregister(hp.id(), Nanos(3)).unwrap();
+    assert!(be.may_run_unbounded() && be.holdable());
+}
