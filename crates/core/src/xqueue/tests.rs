@@ -1153,6 +1153,34 @@ fn timed_builder(
         .clock(StdArc::clone(clock) as StdArc<dyn crate::Clock>)
 }
 
+/// A scripted queue of window `t` with a sync point every `b` launches, its commands in flight
+/// bounded to 500 µs of device time, on a manual clock.
+fn budgeted_500(
+    t: u32,
+    b: u32,
+) -> (
+    ScriptedHwQueue,
+    StdArc<ManualClock>,
+    XQueueBuilder<ScriptedHwQueue>,
+) {
+    let hw = ScriptedHwQueue::new(Level::L1);
+    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
+    let builder = timed_builder(&hw, &clock, t, b).inflight_budget(Nanos::from_micros(500));
+    (hw, clock, builder)
+}
+
+/// Completes everything until `n` commands are done, then checks they launched in order with
+/// no violation.
+fn finish_in_order(hw: &ScriptedHwQueue, q: &XQueue<ScriptedHwQueue>, n: u64) {
+    while q.status().completed < n {
+        hw.complete(1);
+        q.poll();
+    }
+    let s = hw.script();
+    assert_eq!(s.launched, (0..n).collect::<Vec<_>>());
+    assert!(s.violations.is_empty(), "{:?}", s.violations);
+}
+
 /// Lets the device run `n` commands of `each`, noticing each batch of `b` as it completes.
 fn run_commands(
     hw: &ScriptedHwQueue,
@@ -1189,12 +1217,8 @@ fn a_busy_queue_measures_how_long_its_commands_take() {
 
 #[test]
 fn a_time_budget_bounds_the_work_in_flight_once_commands_are_measured() {
-    let hw = ScriptedHwQueue::new(Level::L1);
-    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
-    let q = timed_builder(&hw, &clock, 16, 2)
-        .inflight_budget(Nanos::from_micros(500))
-        .build()
-        .unwrap();
+    let (hw, clock, builder) = budgeted_500(16, 2);
+    let q = builder.build().unwrap();
     submit_n(&q, 0, 200);
     // Unmeasured, the count alone bounds it.
     assert_eq!(q.status().inflight, 16);
@@ -1249,24 +1273,14 @@ fn a_time_budget_bounds_the_work_in_flight_once_commands_are_measured() {
         q.command_time()
     );
     assert!(q.status().inflight > 1, "{:?}", q.status());
-    while q.status().completed < 160 {
-        hw.complete(1);
-        q.poll();
-    }
-    let s = hw.script();
-    assert_eq!(s.launched, (0..160).collect::<Vec<_>>());
-    assert!(s.violations.is_empty(), "{:?}", s.violations);
+    finish_in_order(&hw, &q, 160);
 }
 
 #[test]
 fn a_queue_its_scheduler_will_not_hold_keeps_its_count_window_without_the_budget() {
     // 1.5 ms commands under a 500 µs budget: one in flight while the queue may be held.
-    let hw = ScriptedHwQueue::new(Level::L1);
-    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
-    let q = timed_builder(&hw, &clock, 16, 8)
-        .inflight_budget(Nanos::from_micros(500))
-        .build()
-        .unwrap();
+    let (hw, clock, builder) = budgeted_500(16, 8);
+    let q = builder.build().unwrap();
     assert!(q.holdable());
     submit_n(&q, 0, 160);
     run_commands(&hw, &q, &clock, 32, 8, Nanos::from_micros(1_500));
@@ -1293,13 +1307,7 @@ fn a_queue_its_scheduler_will_not_hold_keeps_its_count_window_without_the_budget
         q.poll();
     }
     assert_eq!(q.status().inflight, 1, "{:?}", q.status());
-    while q.status().completed < 160 {
-        hw.complete(1);
-        q.poll();
-    }
-    let s = hw.script();
-    assert_eq!(s.launched, (0..160).collect::<Vec<_>>());
-    assert!(s.violations.is_empty(), "{:?}", s.violations);
+    finish_in_order(&hw, &q, 160);
 }
 
 /// A queue of `each`-long commands bound to 500 µs of device time in flight (five commands of
@@ -1308,13 +1316,8 @@ fn a_queue_its_scheduler_will_not_hold_keeps_its_count_window_without_the_budget
 /// how many times the device ran out of launched work while commands waited, and the sync
 /// points the steady state cost.
 fn budget_drains(early_refill: bool, each: Nanos) -> (usize, usize) {
-    let hw = ScriptedHwQueue::new(Level::L1);
-    let clock = StdArc::new(ManualClock::new(Nanos(1_000)));
-    let q = timed_builder(&hw, &clock, 16, 8)
-        .inflight_budget(Nanos::from_micros(500))
-        .early_refill(early_refill)
-        .build()
-        .unwrap();
+    let (hw, clock, builder) = budgeted_500(16, 8);
+    let q = builder.early_refill(early_refill).build().unwrap();
     submit_n(&q, 0, 400);
     run_commands(&hw, &q, &clock, 48, 8, each);
     assert!(q.command_time().is_some(), "measured");
