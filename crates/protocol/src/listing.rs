@@ -116,6 +116,9 @@ pub struct QueueRow {
     /// Whether it runs so only because its commands were measured short, and keeps its window
     /// now and then to be measured again.
     pub remeasure: bool,
+    /// Whether the policy may hold it back, not only keep it suspendable (`Attention`'s
+    /// `hold`): its window then also bounds its work in flight by device time.
+    pub hold: bool,
     /// Hints in force for this queue.
     pub hints: Vec<Hint>,
 }

@@ -267,6 +267,7 @@ pub fn queue_row() -> QueueRow {
         device_share: 62.5,
         unbounded: true,
         remeasure: false,
+        hold: true,
         hints: vec![Hint::Priority(WirePriority(10))],
     }
 }

@@ -318,6 +318,7 @@ fn largest_replies_fit() {
         device_share: 100.0,
         unbounded: true,
         remeasure: true,
+        hold: true,
         hints: max_hints(Scope::Queue),
     };
     let per = MAX_LIST_QUEUES / MAX_LIST_PROCESSES;

@@ -67,15 +67,18 @@ pub fn hints_text(h: &[Hint]) -> String {
         .join(" ")
 }
 
-/// How a queue launches: `kept` (its in-flight window and sync points, as any queue a
-/// decision may suspend), `off` (without them: nothing can suspend it now), or `measured` (off
-/// only because its commands were measured short, so it keeps the window now and then to be
-/// measured again).
+/// How a queue launches: `kept` (its in-flight window and sync points, its work in flight
+/// bounded by device time too, as any queue a decision may hold back), `count` (the window
+/// by count alone: suspendable, but not held back, as a job that yields by its time slice
+/// beside a program bound by its launching), `off` (without them: nothing can suspend it
+/// now), or `measured` (off only because its commands were measured short, so it keeps the
+/// window now and then to be measured again).
 fn window_text(q: &QueueRow) -> &'static str {
-    match (q.unbounded, q.remeasure) {
-        (false, _) => "kept",
-        (true, false) => "off",
-        (true, true) => "measured",
+    match (q.unbounded, q.remeasure, q.hold) {
+        (false, _, true) => "kept",
+        (false, _, false) => "count",
+        (true, false, _) => "off",
+        (true, true, _) => "measured",
     }
 }
 
@@ -337,6 +340,7 @@ mod tests {
             device_share: 0.0,
             unbounded: false,
             remeasure: false,
+            hold: true,
             hints: vec![],
         }
     }
@@ -397,11 +401,13 @@ mod tests {
         (spared.unbounded, spared.remeasure) = (true, true);
         let mut free = queue(3, uuid, 0, false);
         free.unbounded = true;
+        let mut yielding = queue(4, uuid, 0, true);
+        yielding.hold = false;
         let list = ProcessList {
             processes: vec![process(
                 10,
                 vec![],
-                vec![queue(1, uuid, 0, true), spared, free],
+                vec![queue(1, uuid, 0, true), spared, free, yielding],
             )],
             truncated: false,
             others: vec![],
@@ -417,7 +423,7 @@ mod tests {
             .skip(1)
             .map(|l| l.chars().skip(at).take_while(|c| *c != ' ').collect())
             .collect();
-        assert_eq!(column, ["kept", "measured", "off"], "{t}");
+        assert_eq!(column, ["kept", "measured", "off", "count"], "{t}");
     }
 
     #[test]

@@ -295,6 +295,7 @@ mod tests {
             commands_per_sec: 1234.0,
             device_share: share,
             unbounded: false,
+            hold: true,
             remeasure: false,
             hints: vec![],
         }

@@ -80,6 +80,7 @@ impl QueueRec {
             device_share: self.counters.device_share,
             unbounded: attention.unbounded,
             remeasure: attention.remeasure,
+            hold: attention.hold,
             hints: self.hints.to_vec(),
         }
     }
