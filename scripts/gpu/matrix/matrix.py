@@ -376,6 +376,9 @@ class Part:
                 return Worker(f"{self.setup}/{mode}/{role}", cmd, env, self.m.log)
             args = spec.get(role, spec.get(key, ["--priority", "10" if key == "hp" else "0"]))
             cmd = [self.m.baton, "run", *args, "--"] + cmd
+            # The interposer's own account in workers.log: its slices, and each time a stream's
+            # readiness turns launch-bound or not (what decides whether a yielding job is held).
+            env.setdefault("BATON_LOG", "info")
         return Worker(f"{self.setup}/{mode}/{role}", cmd, env, self.m.log)
 
     def start(self, env):
