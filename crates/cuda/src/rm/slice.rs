@@ -235,8 +235,13 @@ impl ContextSlice {
     }
 
     /// A queue of the context was interrupted (`true`) or restored (`false`); a queue that
-    /// goes away interrupted is restored first. Never blocks on the driver.
+    /// goes away interrupted is restored first. Never blocks on the driver; without
+    /// [`SliceValues::off_while_interrupted`] nothing reads it, so the slice's thread is not
+    /// woken for it.
     pub fn set_interrupted(&self, interrupted: bool) {
+        if !self.inner.off_while_interrupted {
+            return;
+        }
         self.inner.change(|st| {
             if interrupted {
                 st.interrupted += 1;
