@@ -95,7 +95,8 @@ impl Policy for Hpf {
     /// Only a queue that outranks another queue on its device can make HPF suspend anything,
     /// or a yielding queue that may take turns with another process's (see [`Hpf`]).
     fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        outranks_another(snap, queue) || TurnRanges::new(snap).may_take_turns(queue)
+        outranks_another(snap, queue)
+            || TurnRanges::new(snap, &working_processes(snap)).may_take_turns(queue)
     }
 
     /// HPF only suspends a queue that another queue on its device outranks — one that has
@@ -123,8 +124,9 @@ impl Policy for Hpf {
     }
 
     fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
-        let turns = TurnRanges::new(snap);
-        attention_sparing(snap, true)
+        let working = working_processes(snap);
+        let turns = TurnRanges::new(snap, &working);
+        attention_among(snap, true, &working)
             .into_iter()
             .zip(snap.queues)
             .map(|((report, suspend), q)| (report || turns.may_take_turns(q), suspend))
@@ -143,7 +145,7 @@ impl Policy for Hpf {
             return true;
         }
         let working = working_processes(snap);
-        TurnRanges::new(snap).may_take_turns(queue)
+        TurnRanges::new(snap, &working).may_take_turns(queue)
             || snap.on_device(queue.device).any(|q| {
                 q.hints.priority > queue.hints.priority
                     && counts_against(q, queue, &working)
@@ -155,7 +157,8 @@ impl Policy for Hpf {
         if !snap.queues.iter().any(|q| q.hints.yielding.is_some()) {
             return vec![true; snap.queues.len()];
         }
-        let turns = TurnRanges::new(snap);
+        let working = working_processes(snap);
+        let turns = TurnRanges::new(snap, &working);
         // Built only for a yielding queue that cannot take turns (beside one job, or jobs
         // of one process), which is the rarer case.
         let mut holders: Option<Holders> = None;
@@ -166,7 +169,7 @@ impl Policy for Hpf {
                     || turns.may_take_turns(q)
                     || turns.outranked(q)
                         && holders
-                            .get_or_insert_with(|| Holders::new(snap, &working_processes(snap)))
+                            .get_or_insert_with(|| Holders::new(snap, &working))
                             .hold(q),
             );
         }
@@ -215,7 +218,11 @@ fn working_processes(snap: &Snapshot<'_>) -> HashSet<u32> {
 /// pass over the queues (per device: the lowest priority, the highest among queues that have
 /// had work, and the highest unused ones of two processes).
 pub(crate) fn attention_sparing(snap: &Snapshot<'_>, short: bool) -> Vec<(bool, bool)> {
-    let working = working_processes(snap);
+    attention_among(snap, short, &working_processes(snap))
+}
+
+/// [`attention_sparing`], the processes that have run work (`working`) already known.
+fn attention_among(snap: &Snapshot<'_>, short: bool, working: &HashSet<u32>) -> Vec<(bool, bool)> {
     let mut ranges: Vec<Range> = Vec::new();
     for q in snap.queues {
         let i = match ranges.iter().position(|r| r.device == q.device) {
@@ -225,7 +232,7 @@ pub(crate) fn attention_sparing(snap: &Snapshot<'_>, short: bool) -> Vec<(bool, 
                 ranges.len() - 1
             }
         };
-        ranges[i].add(q, &working);
+        ranges[i].add(q, working);
     }
     snap.queues
         .iter()
@@ -236,7 +243,7 @@ pub(crate) fn attention_sparing(snap: &Snapshot<'_>, short: bool) -> Vec<(bool, 
                 .map_or((false, false), |r| r.answer(q));
             // Queues other processes do not bound are few: their own scan.
             if unbounded_across(q, snap, short) {
-                (a.0, may_suspend_among(snap, q, short, &working))
+                (a.0, may_suspend_among(snap, q, short, working))
             } else {
                 a
             }
@@ -350,15 +357,22 @@ fn take_turns(snap: &Snapshot<'_>, d: &mut Decision) {
 
 /// Which queues may take turns with another process's yielding queue (see [`Hpf`]), so that
 /// their Idle/Ready transitions matter: a yielding queue that a queue on its device outranks,
-/// where another process's yielding queue is outranked too. Built in one pass: per device,
-/// the highest priority and the processes of the outranked yielding queues (two are enough
-/// to know).
+/// where another process's yielding queue is outranked too. Only queues that can make HPF
+/// suspend anything outrank here: those that have had work, and those of a process that has
+/// run none yet ([`Hpf::may_suspend`]); a service's own pools of unused higher-priority
+/// streams (PyTorch makes them) do not make the service an outranked yielding process. Built
+/// in two passes: per device, the highest such priority, then the processes of the outranked
+/// yielding queues (two are enough to know).
 struct TurnRanges(Vec<(DeviceId, Priority, [Option<u32>; 2])>);
 
 impl TurnRanges {
-    fn new(snap: &Snapshot<'_>) -> TurnRanges {
+    /// `working` lists the processes that have run work ([`working_processes`]).
+    fn new(snap: &Snapshot<'_>, working: &HashSet<u32>) -> TurnRanges {
         let mut out: Vec<(DeviceId, Priority, [Option<u32>; 2])> = Vec::new();
         for q in snap.queues {
+            if !(q.ready || q.jobs > 0 || !working.contains(&q.pid)) {
+                continue;
+            }
             match out.iter_mut().find(|r| r.0 == q.device) {
                 Some(r) => r.1 = r.1.max(q.hints.priority),
                 None => out.push((q.device, q.hints.priority, [None, None])),
@@ -1020,6 +1034,41 @@ mod tests {
         // A job that is not yielding is held as before.
         qs[1].hints.yielding = None;
         assert!(hold(&qs));
+    }
+
+    #[test]
+    fn a_services_unused_pools_do_not_make_it_take_turns_with_the_job() {
+        // Under `baton run` every process yields, the service too; PyTorch gives it pools of
+        // higher-priority streams it never uses. Those do not outrank its own stream in use,
+        // so the job has no other outranked yielding process to take turns with, and beside
+        // a decoder bound by its launching nothing may hold it (its work in flight is bounded
+        // by count only). Until this was so, every such job could be held for its turns.
+        let yielding = Some(Nanos::from_micros(100));
+        let mut service = q(1, 0, 10, true);
+        service.hints.yielding = yielding;
+        service.hints.readiness = Some(crate::Readiness {
+            ready: 950,
+            waiting: 40,
+        });
+        let mut pool = q(2, 0, 13, false);
+        pool.hints.yielding = yielding;
+        let mut job = q(3, 0, 0, true);
+        job.pid = 2;
+        job.hints.yielding = yielding;
+        let qs = [service, pool, job];
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        let turns = |snap: &Snapshot<'_>| TurnRanges::new(snap, &working_processes(snap));
+        assert!(!turns(&snap).may_take_turns(&qs[2]));
+        assert!(!Hpf.may_hold(&snap, &qs[2]));
+        assert!(!Hpf.holds(&snap)[2]);
+        assert!(!Hpf.decide(&snap).suspend.contains(&qs[2].id));
+        // A second job does take turns with the first.
+        let mut other = job;
+        other.id = baton_core::XQueueId(4);
+        other.pid = 3;
+        let qs = [service, pool, job, other];
+        let snap = Snapshot::new(Nanos::ZERO, &qs);
+        assert!(turns(&snap).may_take_turns(&qs[2]));
     }
 
     #[test]
