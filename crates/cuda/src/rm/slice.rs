@@ -370,11 +370,20 @@ impl SliceInner {
             return;
         }
         drop(st);
+        let t0 = Instant::now();
         let (r, mut st) = self.timed(|| set_timeslice(ctl, &self.group, us));
         match r {
             Ok(()) => {
                 st.stats.changes += 1;
                 st.applied = us;
+                drop(st);
+                // Which slice a context has at any moment is otherwise only inferred from
+                // what its queues were told.
+                tracing::debug!(
+                    "channel group {:#x}: time slice {us} µs ({} µs to apply)",
+                    self.group.handle,
+                    t0.elapsed().as_micros()
+                );
             }
             Err(e) => {
                 // A refusal stops further changes (the queues still stop launching, as at
