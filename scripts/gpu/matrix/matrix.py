@@ -29,7 +29,9 @@ each service's window. With --unpinned, one more repeat (S and M) with every pro
 daemons included, allowed on all of the part's CPUs, as users run it. Each measurement stops
 starting requests past --cap times its planned span (what is left then is a lower bound:
 services.py). Writes DIR/raw-<setups>-<jobs>[-r<first>].json after every measurement, then
-analyze.py's summary of every raw file in DIR.
+analyze.py's summary of every raw file in DIR. With MATRIX_LIST=SECONDS, every Baton mode's
+`baton list` every SECONDS into DIR/list-<setup>.txt, the rows of queues that never launched
+left out: what each queue was told (its window, whether it is held) while the cells ran.
 """
 
 import argparse
@@ -41,6 +43,7 @@ import select
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -581,6 +584,39 @@ class Part:
             preexec_fn=lambda: os.sched_setaffinity(0, REST_CPUS),
         )
 
+    def list_every(self):
+        """With MATRIX_LIST=SECONDS, a thread that appends every Baton mode's `baton list` to
+        OUT/list-<setup>.txt every SECONDS, keeping the header and the queues that launched
+        anything; returns the event that stops it (None without MATRIX_LIST)."""
+        every = os.environ.get("MATRIX_LIST")
+        if not every or not self.socks:
+            return None
+        period, stop = float(every), threading.Event()
+        path = os.path.join(self.a.out, f"list-{self.setup}.txt")
+
+        def launched(line):
+            cols = line.split()
+            return len(cols) > 9 and cols[9] != "0"
+
+        def loop():
+            with open(path, "a") as out:
+                while not stop.wait(period):
+                    for mode, sock in self.socks.items():
+                        r = subprocess.run(
+                            [self.m.baton, "list"],
+                            env=dict(self.env, BATON_SOCKET=sock),
+                            capture_output=True,
+                            text=True,
+                            preexec_fn=lambda: os.sched_setaffinity(0, REST_CPUS),
+                        )
+                        lines = r.stdout.splitlines()
+                        out.write(f"=== {self.m.elapsed():.1f} s {mode}\n")
+                        out.writelines(f"{x}\n" for x in lines[:1] + [x for x in lines[1:] if launched(x)])
+                        out.flush()
+
+        threading.Thread(target=loop, daemon=True).start()
+        return stop
+
     def hold(self, trace, rep, job, mode, pinned):
         """When the holds of the traced seconds landed (hold_lag.py), kept as a `hold` record
         and said, so that a run whose traces are too big to bring back still tells it."""
@@ -642,6 +678,7 @@ class Part:
         try:
             self.m.say(f"setup {self.setup}: starting workers")
             busy = self.start(env)
+            self.listing = self.list_every()
             self.calibrate(busy)
             modes = self.m.modes(self.setup)
             plan = [(r, True) for r in range(self.a.first_rep, self.a.first_rep + self.a.repeats)]
@@ -669,6 +706,8 @@ class Part:
                     f"setup {self.setup}: repeat {rep}{'' if pinned else ' (unpinned)'} took {self.m.block_s[-1]:.0f} s"
                 )
         finally:
+            if getattr(self, "listing", None):
+                self.listing.set()
             for w in self.unique():
                 w.close()
             for p in self.daemons.values():

@@ -19,13 +19,17 @@ import matrix  # noqa: E402
 
 def shim(tmp):
     """`baton run [flags] -- CMD...` runs CMD; `baton daemon ...` waits to be stopped;
-    `baton trace ... --out FILE` writes an empty trace; `baton list` answers."""
+    `baton trace ... --out FILE` writes an empty trace; `baton list` answers with a header, a
+    queue that launched and one that never did."""
     path = os.path.join(tmp, "baton")
     with open(path, "w") as f:
         f.write(
             '#!/bin/sh\ncase "$1" in\n  run) while [ "$1" != "--" ]; do shift; done; shift; BATON_SHIM=1 exec "$@";;\n'
             "  daemon) exec sleep 600;;\n"
             '  trace) while [ "$1" != "--out" ]; do shift; done; echo "[]" > "$2";;\n'
+            "  list) echo 'PID COMMAND QUEUE DEVICE STATE RUN LVL WINDOW INFLIGHT LAUNCHED HINTS'\n"
+            "        echo '7 python3 q1 GPU-0 ready running 1 kept 2 12 priority=10'\n"
+            "        echo '7 python3 q2 GPU-0 idle running 1 off 0 0 priority=11';;\n"
             "  *) exit 0;;\nesac\n"
         )
     os.chmod(path, 0o755)
@@ -50,6 +54,7 @@ def main():
         MATRIX_SPLIT_DEVICE="cuda:0",
     )
     out = os.path.join(tmp, "out")
+    listed = dict(env, MATRIX_LIST="0.5")
     run(
         [
             os.path.join(HERE, "matrix.py"),
@@ -65,7 +70,7 @@ def main():
             "--budget-s",
             "300",
         ],
-        env,
+        listed,
         "matrix.py",
     )
     s = json.load(open(os.path.join(out, "summary.json")))
@@ -85,6 +90,11 @@ def main():
     assert {r["pinned"] for r in raw["records"]} == {True, False}
     assert all(w["builds"] == ["Be,Dg,Rg", "G,T"] for w in raw["workers"].values()), raw["workers"]
     assert os.path.exists(os.path.join(out, "table.md"))
+    # MATRIX_LIST: the Baton modes' listings, the queues that never launched left out.
+    listing = open(os.path.join(out, "list-S.txt")).read()
+    assert "s baton\n" in listing and "LAUNCHED" in listing, listing[:300]
+    assert " q1 " in listing and " q2 " not in listing, listing[:300]
+    assert "s native\n" not in listing, "a native mode has no daemon to list"
     print(f"matrix controller self-test: ok ({len(cells)} cells, {len(raw['records'])} records)")
     side_by_side(tmp, env)
     refusals(tmp, env)
