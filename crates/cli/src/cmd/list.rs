@@ -21,14 +21,21 @@ pub struct ListArgs {
     /// CUDA_VISIBLE_DEVICES gives it in each process), with its queues.
     #[arg(long)]
     by_device: bool,
+    /// Only queues that have had work: launched or hold back a command, or are ready
+    /// (PyTorch registers pools of streams it never uses, dozens a process).
+    #[arg(long)]
+    used: bool,
 }
 
 pub fn run(args: ListArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut c = Client::connect(socket)?;
-    let list = match c.request(&Request::List { pid: args.pid })? {
+    let mut list = match c.request(&Request::List { pid: args.pid })? {
         Reply::List(l) => l,
         r => bail!("unexpected answer from the daemon: {}", r.name()),
     };
+    if args.used {
+        keep_used(&mut list);
+    }
     match (args.json, args.by_device) {
         (true, false) => println!("{}", serde_json::to_string_pretty(&list)?),
         (true, true) => println!("{}", serde_json::to_string_pretty(&by_device(&list))?),
@@ -36,6 +43,15 @@ pub fn run(args: ListArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
         (false, true) => print!("{}", device_table(&list)),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Drops every queue that never had work (nothing launched or held back, not ready); each
+/// process stays listed.
+pub fn keep_used(list: &mut ProcessList) {
+    for p in &mut list.processes {
+        p.queues
+            .retain(|q| q.launched > 0 || q.buffered > 0 || q.ready);
+    }
 }
 
 /// Hints as `priority=10 utilization=30%`.
@@ -392,6 +408,33 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("gang=00000000000000ab"), "{t}");
+    }
+
+    #[test]
+    fn used_keeps_the_queues_that_had_work_and_every_process() {
+        let uuid = "GPU-00ba704e-0000";
+        let mut idle = queue(1, uuid, 0, false);
+        idle.ready = false;
+        let mut launched = idle.clone();
+        launched.queue = QueueId(2);
+        launched.launched = 12;
+        let mut buffered = idle.clone();
+        buffered.queue = QueueId(3);
+        buffered.buffered = 1;
+        let ready = queue(4, uuid, 0, true);
+        let mut list = ProcessList {
+            processes: vec![
+                process(10, vec![], vec![idle.clone(), launched, buffered, ready]),
+                process(20, vec![], vec![idle]),
+            ],
+            truncated: false,
+            others: vec![],
+        };
+        keep_used(&mut list);
+        let kept: Vec<u64> = list.processes[0].queues.iter().map(|q| q.queue.0).collect();
+        assert_eq!(kept, [2, 3, 4]);
+        assert_eq!(list.processes.len(), 2);
+        assert!(list.processes[1].queues.is_empty());
     }
 
     #[test]
