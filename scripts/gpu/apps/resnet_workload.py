@@ -52,6 +52,25 @@ def resnet50(classes=1000):
     return nn.Sequential(*layers)
 
 
+def fp32_training_step(dev, batch=64):
+    """ResNet-50 fp32 training at `batch` on `dev` (SGD, cuDNN autotuned): returns one step as a
+    closure. The matrix's training job (T) and the hand-over probe's both run it."""
+    torch.backends.cudnn.benchmark = True
+    m = resnet50().to(dev).train()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(batch, 3, 224, 224, device=dev)
+    y = torch.randint(0, 1000, (batch,), device=dev)
+    lossf = nn.CrossEntropyLoss()
+
+    def step():
+        loss = lossf(m(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
 def pct(v, q):
     v = sorted(v)
     return v[min(len(v) - 1, round((len(v) - 1) * q))]

@@ -74,7 +74,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from resnet_workload import resnet50  # noqa: E402
+from resnet_workload import fp32_training_step, resnet50  # noqa: E402
 
 DEV = torch.device("cuda")
 # Tokens of a Dg request, and of its prompt.
@@ -272,20 +272,7 @@ def build_be(stream):
 
 def train_job(dev):
     """T: ResNet-50 fp32 training, batch 64, SGD."""
-    torch.backends.cudnn.benchmark = True
-    m = resnet50().to(dev).train()
-    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(64, 3, 224, 224, device=dev)
-    y = torch.randint(0, 1000, (64,), device=dev)
-    lossf = nn.CrossEntropyLoss()
-
-    def train_step():
-        loss = lossf(m(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-
-    return (train_step, 64.0, 2, "images")
+    return (fp32_training_step(dev), 64.0, 2, "images")
 
 
 def build_jobs(stream, dev):

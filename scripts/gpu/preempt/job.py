@@ -2,12 +2,14 @@
 (ResNet-50 fp32 training, batch 64), run for a number of seconds; prints its rate over the
 last `seconds` after a warm-up, and whether a CUDA error ended it."""
 
+import os
 import sys
 import time
 
 import torch
-from torch import nn
-from torchvision.models import resnet50
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
+from resnet_workload import fp32_training_step  # noqa: E402
 
 
 def main():
@@ -23,20 +25,7 @@ def main():
 
         unit = 2 * n**3 / 1e12
     else:
-        torch.backends.cudnn.benchmark = True
-        m = resnet50().to(dev).train()
-        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-        x = torch.randn(64, 3, 224, 224, device=dev)
-        y = torch.randint(0, 1000, (64,), device=dev)
-        lossf = nn.CrossEntropyLoss()
-
-        def step():
-            loss = lossf(m(x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-
-        unit = 64.0
+        step, unit = fp32_training_step(dev), 64.0
     for _ in range(5):
         step()
     torch.cuda.synchronize()
