@@ -350,18 +350,22 @@ impl SliceInner {
     }
 
     /// Runs one control, then counts its time in the stats under the state lock, which it
-    /// returns held.
+    /// returns held, with the time.
     fn timed(
         &self,
         call: impl FnOnce() -> Result<(), RmError>,
-    ) -> (Result<(), RmError>, std::sync::MutexGuard<'_, SliceState>) {
+    ) -> (
+        Result<(), RmError>,
+        Duration,
+        std::sync::MutexGuard<'_, SliceState>,
+    ) {
         let t0 = Instant::now();
         let r = call();
         let took = t0.elapsed();
         let mut st = locks::lock(&self.state);
         st.stats.busy += took;
         st.stats.longest = st.stats.longest.max(took);
-        (r, st)
+        (r, took, st)
     }
 
     fn apply_slice(&self, ctl: &dyn RmControl, us: u64) {
@@ -370,8 +374,7 @@ impl SliceInner {
             return;
         }
         drop(st);
-        let t0 = Instant::now();
-        let (r, mut st) = self.timed(|| set_timeslice(ctl, &self.group, us));
+        let (r, took, mut st) = self.timed(|| set_timeslice(ctl, &self.group, us));
         match r {
             Ok(()) => {
                 st.stats.changes += 1;
@@ -382,7 +385,7 @@ impl SliceInner {
                 tracing::debug!(
                     "channel group {:#x}: time slice {us} µs ({} µs to apply)",
                     self.group.handle,
-                    t0.elapsed().as_micros()
+                    took.as_micros()
                 );
             }
             Err(e) => {
@@ -398,7 +401,7 @@ impl SliceInner {
         if locks::lock(&self.state).off_applied == off {
             return;
         }
-        let (r, mut st) = self.timed(|| schedule(ctl, &self.group, !off));
+        let (r, _, mut st) = self.timed(|| schedule(ctl, &self.group, !off));
         match r {
             Ok(()) => {
                 st.off_applied = off;
