@@ -30,8 +30,8 @@ daemons included, allowed on all of the part's CPUs, as users run it. Each measu
 starting requests past --cap times its planned span (what is left then is a lower bound:
 services.py). Writes DIR/raw-<setups>-<jobs>[-r<first>].json after every measurement, then
 analyze.py's summary of every raw file in DIR. With MATRIX_LIST=SECONDS, every Baton mode's
-`baton list` every SECONDS into DIR/list-<setup>.txt, the rows of queues that never launched
-left out: what each queue was told (its window, whether it is held) while the cells ran.
+`baton list --used` every SECONDS into DIR/list-<setup>.txt: what each queue was told (its
+window, whether it is held) while the cells ran.
 """
 
 import argparse
@@ -585,33 +585,27 @@ class Part:
         )
 
     def list_every(self):
-        """With MATRIX_LIST=SECONDS, a thread that appends every Baton mode's `baton list` to
-        OUT/list-<setup>.txt every SECONDS, keeping the header and the queues that launched
-        anything; returns the event that stops it (None without MATRIX_LIST)."""
+        """With MATRIX_LIST=SECONDS, a thread that appends every Baton mode's `baton list --used`
+        to OUT/list-<setup>.txt every SECONDS; returns the event that stops it (None without
+        MATRIX_LIST)."""
         every = os.environ.get("MATRIX_LIST")
         if not every or not self.socks:
             return None
         period, stop = float(every), threading.Event()
         path = os.path.join(self.a.out, f"list-{self.setup}.txt")
 
-        def launched(line):
-            cols = line.split()
-            return len(cols) > 9 and cols[9] != "0"
-
         def loop():
             with open(path, "a") as out:
                 while not stop.wait(period):
                     for mode, sock in self.socks.items():
                         r = subprocess.run(
-                            [self.m.baton, "list"],
+                            [self.m.baton, "list", "--used"],
                             env=dict(self.env, BATON_SOCKET=sock),
                             capture_output=True,
                             text=True,
                             preexec_fn=lambda: os.sched_setaffinity(0, REST_CPUS),
                         )
-                        lines = r.stdout.splitlines()
-                        out.write(f"=== {self.m.elapsed():.1f} s {mode}\n")
-                        out.writelines(f"{x}\n" for x in lines[:1] + [x for x in lines[1:] if launched(x)])
+                        out.write(f"=== {self.m.elapsed():.1f} s {mode}\n{r.stdout}")
                         out.flush()
 
         threading.Thread(target=loop, daemon=True).start()

@@ -20,7 +20,7 @@ import matrix  # noqa: E402
 def shim(tmp):
     """`baton run [flags] -- CMD...` runs CMD; `baton daemon ...` waits to be stopped;
     `baton trace ... --out FILE` writes an empty trace; `baton list` answers with a header, a
-    queue that launched and one that never did."""
+    queue that launched and, without `--used`, one that never did."""
     path = os.path.join(tmp, "baton")
     with open(path, "w") as f:
         f.write(
@@ -29,7 +29,7 @@ def shim(tmp):
             '  trace) while [ "$1" != "--out" ]; do shift; done; echo "[]" > "$2";;\n'
             "  list) echo 'PID COMMAND QUEUE DEVICE STATE RUN LVL WINDOW INFLIGHT LAUNCHED HINTS'\n"
             "        echo '7 python3 q1 GPU-0 ready running 1 kept 2 12 priority=10'\n"
-            "        echo '7 python3 q2 GPU-0 idle running 1 off 0 0 priority=11';;\n"
+            "        [ \"$2\" = --used ] || echo '7 python3 q2 GPU-0 idle running 1 off 0 0 priority=11';;\n"
             "  *) exit 0;;\nesac\n"
         )
     os.chmod(path, 0o755)
