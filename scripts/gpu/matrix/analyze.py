@@ -209,6 +209,75 @@ def ok(r):
     return "error" not in r and r.get("lat_ms")
 
 
+def arrivals(rate, count, seed):
+    """COUNT planned arrival offsets (seconds) of a Poisson process of RATE per second: the
+    schedule services.py serves from a measurement's seed, which every mode of a repeat shares
+    with the service's run alone."""
+    rng, t, out = random.Random(seed), 0.0, []
+    for _ in range(count):
+        t += rng.expovariate(rate)
+        out.append(t)
+    return out
+
+
+# The services whose sorted order gave each measurement's seed (1000 x repeat + its index)
+# before the measurements recorded their seed.
+SEEDED_SERVICES = sorted(("Rg25", "Rg60", "Dg", "Be"))
+
+
+def request_times(r, rate):
+    """A measurement of one sample a request, as its server saw each request: whether it found
+    the server idle (it arrived once the request before had ended) and its service time (from
+    when it could start, its arrival or the end of the request before, to its end; ms). From
+    the planned arrivals and the latencies, which count from them. None where a sample is not a
+    request (a decoder's tokens), samples were censored, or the schedule is unknown."""
+    lat = r["lat_ms"]
+    seed = r.get("seed")
+    if seed is None and r.get("hp") in SEEDED_SERVICES and r.get("rep") is not None:
+        seed = 1000 * r["rep"] + SEEDED_SERVICES.index(r["hp"])
+    rate = r.get("rate") or rate
+    if r.get("censored") or r.get("requests") != len(lat) or seed is None or not rate:
+        return None
+    out, prev = [], -math.inf
+    for a, latency in zip(arrivals(rate, len(lat), seed), lat, strict=True):
+        at = a * 1e3
+        end = at + latency
+        out.append((at >= prev, end - max(at, prev)))
+        prev = end
+    return out
+
+
+def service_fields(rs, base, rate):
+    """Where a request's time goes beside the job: the median service time of the requests that
+    found the server idle and of those that queued behind another, in the cell and alone (same
+    arrivals). A request that finds the server idle pays whatever hands the GPU to the service;
+    a queued one starts as the one before ends, so what it adds over alone is what the service's
+    own work lost beside the job (the job taking the GPU in the server's turnaround, the GPU
+    running slower beside it)."""
+
+    def split(measurements):
+        idle, queued = [], []
+        for r in measurements:
+            t = request_times(r, rate)
+            if t is None:
+                return None
+            for found_idle, svc in t:
+                (idle if found_idle else queued).append(svc)
+        return idle, queued
+
+    cell, alone = split(rs), split(base)
+    if not cell or not alone or not all(cell) or not all(alone):
+        return {}
+    return {
+        "svc_idle_p50_ms": pct(cell[0], 0.50),
+        "svc_queued_p50_ms": pct(cell[1], 0.50),
+        "alone_svc_idle_p50_ms": pct(alone[0], 0.50),
+        "alone_svc_queued_p50_ms": pct(alone[1], 0.50),
+        "requests_idle": len(cell[0]),
+        "requests_queued": len(cell[1]),
+    }
+
+
 def token_split(rs):
     """A multi-token service's samples split into each request's first token and the rest
     (samples are in request order, the same number a request); None where a measurement is
@@ -297,6 +366,7 @@ def summarize(recs, services, boot):
                 "be_share_alone_hi": share_hi,
                 "hp_gpu_busy": svc.get("busy"),
                 **token_fields(rs, base),
+                **service_fields(rs, base, svc.get("rate")),
                 "_draws": cdraws,
                 "_windows": windows,
                 "_job_rate": job_rate,
@@ -462,6 +532,23 @@ def table(cells, modes):
                 f"| {c['setup']} | {c['hp']} / {c['be']} | {c['mode']} | {'yes' if c['pinned'] else 'no'} | "
                 f"×{c['first_token_p50_ratio']:.2f} | ×{c['later_tokens_p99_ratio']:.2f} |"
             )
+    served = [c for c in cells if "svc_queued_p50_ms" in c and c["mode"] != "native"]
+    if served:
+        lines += [
+            "\nWhere a request's time goes (one request a sample): the median service time, from when"
+            " a request could start (its arrival, or the end of the one before) to its end, of the"
+            " requests that found the server idle and of those that queued, alone and in the cell"
+            " (same arrivals), ms:\n",
+            "| setup | service / job | mode | pinned | found it idle: alone, cell (change) | queued: alone, cell (change) |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for c in sorted(served, key=lambda c: (not c["pinned"], c["setup"], c["hp"], c["be"], c["mode"])):
+            ai, ci = c["alone_svc_idle_p50_ms"], c["svc_idle_p50_ms"]
+            aq, cq = c["alone_svc_queued_p50_ms"], c["svc_queued_p50_ms"]
+            lines.append(
+                f"| {c['setup']} | {c['hp']} / {c['be']} | {c['mode']} | {'yes' if c['pinned'] else 'no'} | "
+                f"{ai:.2f}, {ci:.2f} ({ci - ai:+.2f}) | {aq:.2f}, {cq:.2f} ({cq - aq:+.2f}) |"
+            )
     return "\n".join(lines)
 
 
@@ -618,6 +705,28 @@ def self_test():
     assert abs(t["first_token_p50_ratio"] - 1.5) < 1e-9 and abs(t["later_tokens_p99_ratio"] - 1.0) < 1e-9, t
     assert token_fields([dict(dec(4.5), censored=1)], [dec(3.0)]) == {}
     assert token_split([{"lat_ms": [1.0, 2.0], "requests": 2}]) is None
+
+    # A server of 1 ms requests, alone, and one whose every request takes 0.5 ms more beside the
+    # job when queued and 0.3 ms more when it found the server idle (a hand-over): the same
+    # arrivals, 500 a second.
+    def served(idle_extra, queued_extra, n=2000):
+        lat, prev = [], -math.inf
+        for a in arrivals(500.0, n, 11):
+            at = a * 1e3
+            end = (at + 1.0 + idle_extra) if at >= prev else (prev + 1.0 + queued_extra)
+            lat.append(end - at)
+            prev = end
+        return {"lat_ms": lat, "requests": n, "censored": 0, "seed": 11, "rate": 500.0}
+
+    f = service_fields([served(0.3, 0.5)], [served(0.0, 0.0)], None)
+    assert f["requests_idle"] > 100 and f["requests_queued"] > 100, f
+    assert abs(f["alone_svc_idle_p50_ms"] - 1.0) < 1e-6 and abs(f["alone_svc_queued_p50_ms"] - 1.0) < 1e-6, f
+    assert abs(f["svc_idle_p50_ms"] - 1.3) < 1e-6 and abs(f["svc_queued_p50_ms"] - 1.5) < 1e-6, f
+    assert service_fields([dict(served(0.3, 0.5), censored=1)], [served(0.0, 0.0)], None) == {}
+    assert request_times({"lat_ms": [1.0] * 8, "requests": 2, "censored": 0, "seed": 1, "rate": 1.0}, None) is None
+    # Before measurements recorded their seed: 1000 x repeat + the service's index.
+    legacy = request_times({"lat_ms": [0.5], "requests": 1, "hp": "Rg25", "rep": 2}, 100.0)
+    assert legacy == [(True, 0.5)], legacy
     recorded = recorded_check()
     print(
         f"matrix analysis self-test: ok ({len(cells)} cells, {recorded} recorded cells reproduced; "

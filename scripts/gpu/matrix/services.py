@@ -48,7 +48,6 @@ import faulthandler
 import gc
 import json
 import os
-import random
 import resource
 import sys
 import threading
@@ -74,6 +73,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from analyze import arrivals  # noqa: E402
 from resnet_workload import fp32_training_step, resnet50  # noqa: E402
 
 DEV = torch.device("cuda")
@@ -309,15 +309,6 @@ class Tokens:
         self.prev = t
 
 
-def arrivals(rate, count, seed):
-    """COUNT planned arrival offsets (seconds) of a Poisson process of RATE per second."""
-    rng, t, out = random.Random(seed), 0.0, []
-    for _ in range(count):
-        t += rng.expovariate(rate)
-        out.append(t)
-    return out
-
-
 class Worker:
     def __init__(self, role):
         self.services, self.jobs = {}, {}
@@ -378,6 +369,8 @@ class Worker:
             "lat_ms": [round(v, 4) for v in lat],
             "censored": censored,
             "requests": len(planned),
+            "seed": seed,
+            "rate": rate,
             "t_first": t_first,
             "t_last": t_last,
             "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 4),
