@@ -31,7 +31,10 @@ starting requests past --cap times its planned span (what is left then is a lowe
 services.py). Writes DIR/raw-<setups>-<jobs>[-r<first>].json after every measurement, then
 analyze.py's summary of every raw file in DIR. With MATRIX_LIST=SECONDS, every Baton mode's
 `baton list --used` every SECONDS into DIR/list-<setup>.txt: what each queue was told (its
-window, whether it is held) while the cells ran.
+window, whether it is held) while the cells ran. With MATRIX_SMI=MS, the GPU's SM clock, power
+and clock-event reasons every MS milliseconds into DIR/smi-<setup>.csv (nvidia-smi), headed by
+the offset that maps the records' CLOCK_MONOTONIC times onto its wall-clock timestamps: whether
+the GPU ran slower beside a job (beside the GEMM flood an H200 sits at its power cap).
 """
 
 import argparse
@@ -584,6 +587,31 @@ class Part:
             preexec_fn=lambda: os.sched_setaffinity(0, REST_CPUS),
         )
 
+    def sample_gpu(self):
+        """With MATRIX_SMI=MS, nvidia-smi sampling the GPU every MS ms into OUT/smi-<setup>.csv
+        until the part ends (None without MATRIX_SMI)."""
+        every = os.environ.get("MATRIX_SMI")
+        if not every:
+            return None
+        path = os.path.join(self.a.out, f"smi-{self.setup}.csv")
+        with open(path, "w") as out:
+            out.write(f"# CLOCK_MONOTONIC - wall clock: {time.monotonic() - time.time():.6f} s\n")
+            out.flush()
+            try:
+                return subprocess.Popen(
+                    [
+                        "nvidia-smi",
+                        "--query-gpu=index,timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active",
+                        "--format=csv",
+                        f"--loop-ms={int(every)}",
+                    ],
+                    stdout=out,
+                    stderr=self.m.log,
+                    preexec_fn=lambda: os.sched_setaffinity(0, REST_CPUS),
+                )
+            except OSError as e:
+                raise WorkerError(f"MATRIX_SMI: nvidia-smi could not run ({e})") from e
+
     def list_every(self):
         """With MATRIX_LIST=SECONDS, a thread that appends every Baton mode's `baton list --used`
         to OUT/list-<setup>.txt every SECONDS; returns the event that stops it (None without
@@ -673,6 +701,7 @@ class Part:
             self.m.say(f"setup {self.setup}: starting workers")
             busy = self.start(env)
             self.listing = self.list_every()
+            self.smi = self.sample_gpu()
             self.calibrate(busy)
             modes = self.m.modes(self.setup)
             plan = [(r, True) for r in range(self.a.first_rep, self.a.first_rep + self.a.repeats)]
@@ -702,6 +731,9 @@ class Part:
         finally:
             if getattr(self, "listing", None):
                 self.listing.set()
+            if getattr(self, "smi", None):
+                self.smi.terminate()
+                self.smi.wait()
             for w in self.unique():
                 w.close()
             for p in self.daemons.values():

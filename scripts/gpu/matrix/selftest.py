@@ -36,6 +36,24 @@ def shim(tmp):
     return path
 
 
+def smi_shim(tmp):
+    """`nvidia-smi --query-gpu=... --format=csv --loop-ms=N`: a header, then a sample every N ms
+    until stopped; without --loop-ms, a GPU's name and driver. Returns the directory to put
+    first on PATH."""
+    d = os.path.join(tmp, "bin")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "nvidia-smi")
+    with open(path, "w") as f:
+        f.write(
+            '#!/bin/sh\ncase "$*" in *--loop-ms=*) ;; *) echo "NVIDIA Fake, 580.0"; exit 0;; esac\n'
+            "echo 'index, timestamp, clocks.current.sm [MHz], power.draw [W]'\n"
+            "while true; do echo '0, 2026/11/29 05:44:50.934, 1980 MHz, 121.5 W, 40, 0x0000000000000000'; "
+            "sleep 0.1; done\n"
+        )
+    os.chmod(path, 0o755)
+    return d
+
+
 def run(args, env, what):
     r = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
@@ -54,7 +72,7 @@ def main():
         MATRIX_SPLIT_DEVICE="cuda:0",
     )
     out = os.path.join(tmp, "out")
-    listed = dict(env, MATRIX_LIST="0.5")
+    listed = dict(env, MATRIX_LIST="0.5", MATRIX_SMI="100", PATH=smi_shim(tmp) + os.pathsep + os.environ["PATH"])
     run(
         [
             os.path.join(HERE, "matrix.py"),
@@ -95,6 +113,9 @@ def main():
     assert "s baton\n" in listing and "LAUNCHED" in listing, listing[:300]
     assert " q1 " in listing and " q2 " not in listing, listing[:300]
     assert "s native\n" not in listing, "a native mode has no daemon to list"
+    # MATRIX_SMI: the GPU sampled while the part ran, with the clock offset first.
+    smi = open(os.path.join(out, "smi-S.csv")).read().splitlines()
+    assert smi[0].startswith("# CLOCK_MONOTONIC - wall clock: ") and "1980 MHz" in smi[2], smi[:3]
     print(f"matrix controller self-test: ok ({len(cells)} cells, {len(raw['records'])} records)")
     side_by_side(tmp, env)
     refusals(tmp, env)
