@@ -256,19 +256,24 @@ def service_fields(rs, base, rate):
     running slower beside it)."""
 
     def split(measurements):
-        idle, queued = [], []
+        """(idle, queued) service times and, where every measurement has them
+        (MATRIX_GPU_TIME), (idle, queued) spans on the GPU."""
+        idle, queued, gidle, gqueued = [], [], [], []
+        spans = all(len(r.get("gpu_ms") or []) == len(r["lat_ms"]) for r in measurements)
         for r in measurements:
             t = request_times(r, rate)
             if t is None:
                 return None
-            for found_idle, svc in t:
+            for i, (found_idle, svc) in enumerate(t):
                 (idle if found_idle else queued).append(svc)
-        return idle, queued
+                if spans:
+                    (gidle if found_idle else gqueued).append(r["gpu_ms"][i])
+        return idle, queued, gidle, gqueued
 
     cell, alone = split(rs), split(base)
-    if not cell or not alone or not all(cell) or not all(alone):
+    if not cell or not alone or not all(cell[:2]) or not all(alone[:2]):
         return {}
-    return {
+    out = {
         "svc_idle_p50_ms": pct(cell[0], 0.50),
         "svc_queued_p50_ms": pct(cell[1], 0.50),
         "alone_svc_idle_p50_ms": pct(alone[0], 0.50),
@@ -276,6 +281,16 @@ def service_fields(rs, base, rate):
         "requests_idle": len(cell[0]),
         "requests_queued": len(cell[1]),
     }
+    if all(cell[2:]) and all(alone[2:]):
+        # Spans on the GPU: a hand-over at a request's start is outside them, anything the
+        # GPU does to the request between two of its kernels inside.
+        out.update(
+            gpu_idle_p50_ms=pct(cell[2], 0.50),
+            gpu_queued_p50_ms=pct(cell[3], 0.50),
+            alone_gpu_idle_p50_ms=pct(alone[2], 0.50),
+            alone_gpu_queued_p50_ms=pct(alone[3], 0.50),
+        )
+    return out
 
 
 def token_split(rs):
@@ -539,16 +554,29 @@ def table(cells, modes):
             " a request could start (its arrival, or the end of the one before) to its end, of the"
             " requests that found the server idle and of those that queued, alone and in the cell"
             " (same arrivals), ms:\n",
-            "| setup | service / job | mode | pinned | found it idle: alone, cell (change) | queued: alone, cell (change) |",
-            "| --- | --- | --- | --- | --- | --- |",
         ]
+        spans = any("gpu_queued_p50_ms" in c for c in served)
+        head = "| setup | service / job | mode | pinned | found it idle: alone, cell (change) | queued: alone, cell (change) |"
+        sep = "| --- | --- | --- | --- | --- | --- |"
+        if spans:
+            head += " on the GPU, found it idle | on the GPU, queued |"
+            sep += " --- | --- |"
+        lines += [head, sep]
         for c in sorted(served, key=lambda c: (not c["pinned"], c["setup"], c["hp"], c["be"], c["mode"])):
             ai, ci = c["alone_svc_idle_p50_ms"], c["svc_idle_p50_ms"]
             aq, cq = c["alone_svc_queued_p50_ms"], c["svc_queued_p50_ms"]
-            lines.append(
+            row = (
                 f"| {c['setup']} | {c['hp']} / {c['be']} | {c['mode']} | {'yes' if c['pinned'] else 'no'} | "
                 f"{ai:.2f}, {ci:.2f} ({ci - ai:+.2f}) | {aq:.2f}, {cq:.2f} ({cq - aq:+.2f}) |"
             )
+            if spans:
+                row += "".join(
+                    f" {c['alone_gpu_' + k + '_p50_ms']:.2f}, {c['gpu_' + k + '_p50_ms']:.2f} |"
+                    if "gpu_" + k + "_p50_ms" in c
+                    else " — |"
+                    for k in ("idle", "queued")
+                )
+            lines.append(row)
     return "\n".join(lines)
 
 
@@ -719,6 +747,17 @@ def self_test():
         return {"lat_ms": lat, "requests": n, "censored": 0, "seed": 11, "rate": 500.0}
 
     f = service_fields([served(0.3, 0.5)], [served(0.0, 0.0)], None)
+    assert "gpu_queued_p50_ms" not in f, f
+
+    # With spans on the GPU (MATRIX_GPU_TIME): the idle arrivals' hand-over is outside them,
+    # the queued requests' 0.5 ms inside.
+    def spanned(m, idle_gpu, queued_gpu):
+        t = request_times(m, None)
+        return dict(m, gpu_ms=[idle_gpu if found_idle else queued_gpu for found_idle, _ in t])
+
+    g = service_fields([spanned(served(0.3, 0.5), 1.0, 1.5)], [spanned(served(0.0, 0.0), 1.0, 1.0)], None)
+    assert (g["gpu_idle_p50_ms"], g["gpu_queued_p50_ms"], g["alone_gpu_queued_p50_ms"]) == (1.0, 1.5, 1.0), g
+    assert "on the GPU, queued" in table([dict(c, **g) for c in cells if c["mode"] == "baton"], ["baton"])
     assert f["requests_idle"] > 100 and f["requests_queued"] > 100, f
     assert abs(f["alone_svc_idle_p50_ms"] - 1.0) < 1e-6 and abs(f["alone_svc_queued_p50_ms"] - 1.0) < 1e-6, f
     assert abs(f["svc_idle_p50_ms"] - 1.3) < 1e-6 and abs(f["svc_queued_p50_ms"] - 1.5) < 1e-6, f

@@ -26,14 +26,16 @@ Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every pro
   {"cmd": "time", "hp": H, "n": N} -> {"ms": [...]}
       N requests back to back after a warm-up, each one's time alone
   {"cmd": "serve", "hp": H, "rate": R, "n": N, "seed": S, "cap_s": C}
-      -> {"lat_ms": [...], "censored": K, "t_first": T, "t_last": T, "requests": Q}
+      -> {"lat_ms": [...], "censored": K, "t_first": T, "t_last": T, "requests": Q, "seed": S,
+          "rate": R[, "gpu_ms": [...]]}
       open loop: N requests (Dg: N tokens, in requests of 64) planned at Poisson arrivals of
       rate R per second (exponential gaps from the seed), the first 20 ms from now; a request
       starts at its planned arrival or, when the service is behind, as soon as the one before
       it ends. Latency counts from the planned arrival, so queueing is in it; a Dg token after
       a request's first counts from the token before it. Past C seconds from the first
       arrival, requests not yet started are not run: each one already planned by then is one
-      sample of (then - its planned arrival), a lower bound, counted in `censored`
+      sample of (then - its planned arrival), a lower bound, counted in `censored`. With
+      MATRIX_GPU_TIME=1, Rg's and Be's requests' spans on the GPU too (GpuSpan)
   {"cmd": "busy", "hp": H, "rate": R, "n": N} -> {"busy": F, "kernel_s": K, "wall_s": W}
       the service's GPU-busy share at that rate: the union of its kernel and copy time over
       wall time, from the CUDA activity the profiler records (run it in a process of its own:
@@ -164,10 +166,38 @@ class Service:
     when each token (one for Rg and Be) has reached the host; `tokens` per request. `keep`
     holds what its graphs read: a graph records only addresses, so the model and the inputs it
     was captured from must outlive it, or the allocator hands their memory to someone else
-    (in one process, the job: its first step after a replay then faults)."""
+    (in one process, the job: its first step after a replay then faults). `span` times a
+    one-token request's work on the GPU when MATRIX_GPU_TIME=1."""
 
-    def __init__(self, request, tokens, keep=()):
-        self.request, self.tokens, self.keep = request, tokens, keep
+    def __init__(self, request, tokens, keep=(), span=None):
+        self.request, self.tokens, self.keep, self.span = request, tokens, keep, span
+
+
+class GpuSpan:
+    """With MATRIX_GPU_TIME=1, each request's span on the GPU (ms): from an event recorded on
+    its stream before its work to one recorded after it, read once the host has the result.
+    It starts once the service's context has the GPU and everything before it on the stream
+    is done, so it leaves out a hand-over at the request's start and keeps whatever the GPU
+    does to the request inside it (the job's context taking the GPU between two kernels)."""
+
+    ON = os.environ.get("MATRIX_GPU_TIME") == "1"
+
+    def __init__(self):
+        self.begin = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+        self.ms = []
+
+    def start(self, stream):
+        if self.ON:
+            self.begin.record(stream)
+
+    def stop(self, stream):
+        if self.ON:
+            self.end.record(stream)
+
+    def read(self):
+        if self.ON:
+            self.ms.append(round(self.begin.elapsed_time(self.end), 4))
 
 
 def wanted(var, names):
@@ -204,13 +234,18 @@ def build_rg(stream):
     rg = capture(stream, lambda: r(rx))
     note("Rg captured")
 
+    span = GpuSpan()
+
     def rg_request(on_token):
         with torch.cuda.stream(stream):
+            span.start(stream)
             rg.replay()
+            span.stop(stream)
         stream.synchronize()
         on_token()
+        span.read()
 
-    return Service(rg_request, 1, keep=(r, rx, rg))
+    return Service(rg_request, 1, keep=(r, rx, rg), span=span)
 
 
 def build_dg(stream):
@@ -261,13 +296,18 @@ def build_be(stream):
         b = BertModel(BertConfig(), add_pooling_layer=False).to(DEV).half().eval()
     bx = torch.randint(0, 30000, (1, 128), device=DEV)
 
+    span = GpuSpan()
+
     def be_request(on_token):
         with torch.cuda.stream(stream):
+            span.start(stream)
             b(input_ids=bx)
+            span.stop(stream)
         stream.synchronize()
         on_token()
+        span.read()
 
-    return Service(be_request, 1)
+    return Service(be_request, 1, span=span)
 
 
 def train_job(dev):
@@ -339,6 +379,8 @@ class Worker:
         s = self.services[name]
         planned = arrivals(rate, -(-n // s.tokens), seed)
         lat, censored = [], 0
+        if s.span is not None:
+            s.span.ms = []
         # Collections would land in random requests: one now, none while timing (it takes
         # longer than the lead, so it comes before the first arrival is planned).
         gc.collect()
@@ -371,6 +413,7 @@ class Worker:
             "requests": len(planned),
             "seed": seed,
             "rate": rate,
+            **({"gpu_ms": s.span.ms} if s.span is not None and GpuSpan.ON else {}),
             "t_first": t_first,
             "t_last": t_last,
             "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 4),
