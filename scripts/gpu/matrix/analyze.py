@@ -30,6 +30,12 @@ it, and is undecided otherwise; a rule of two bounds fails if either fails and h
 hold. A p99 that censored samples decide (over 1 % of the samples never ran: services.py) is a
 lower bound: it can fail a bound, never hold one. A cell holds when protect and the job's rule
 that applies both hold.
+
+For a service of one sample a request the table also says where a request's time goes: from the
+measurement's arrivals (its seed and rate) and latencies, each request's service time, from
+when it could start (its arrival, or the end of the one before) to its end, split by whether it
+found the server idle or queued, the median alone and in the cell; with MATRIX_GPU_TIME's spans
+on the GPU, theirs too.
 """
 
 import glob
@@ -252,8 +258,8 @@ def service_fields(rs, base, rate):
     found the server idle and of those that queued behind another, in the cell and alone (same
     arrivals). A request that finds the server idle pays whatever hands the GPU to the service;
     a queued one starts as the one before ends, so what it adds over alone is what the service's
-    own work lost beside the job (the job taking the GPU in the server's turnaround, the GPU
-    running slower beside it)."""
+    own work lost beside the job (the GPU leaving the service's context during or between its
+    requests, or running slower beside the job)."""
 
     def split(measurements):
         """(idle, queued) service times and, where every measurement has them
