@@ -258,6 +258,12 @@ fn counts_against(q: &QueueView, queue: &QueueView, working: &HashSet<u32>) -> b
     q.ready || q.jobs > 0 || (q.pid != queue.pid && !working.contains(&q.pid))
 }
 
+/// Whether `q` can make HPF suspend another process's queue ([`counts_against`] for any queue
+/// of another process): it has had work, or its process has run none yet.
+fn counts_across(q: &QueueView, working: &HashSet<u32>) -> bool {
+    q.ready || q.jobs > 0 || !working.contains(&q.pid)
+}
+
 /// Whether `queue` outranks another queue on its device: only then can its Idle/Ready
 /// transitions change what HPF's rank order suspends ([`attention_sparing`]'s first answer).
 pub(crate) fn outranks_another(snap: &Snapshot<'_>, queue: &QueueView) -> bool {
@@ -370,7 +376,7 @@ impl TurnRanges {
     fn new(snap: &Snapshot<'_>, working: &HashSet<u32>) -> TurnRanges {
         let mut out: Vec<(DeviceId, Priority, [Option<u32>; 2])> = Vec::new();
         for q in snap.queues {
-            if !(q.ready || q.jobs > 0 || !working.contains(&q.pid)) {
+            if !counts_across(q, working) {
                 continue;
             }
             match out.iter_mut().find(|r| r.0 == q.device) {
@@ -555,7 +561,7 @@ impl Holders {
                 let e = h.own.entry((q.device, q.pid)).or_insert(p);
                 *e = (*e).max(p);
             }
-            if !(keeps_busy(q) && (q.ready || q.jobs > 0 || !working.contains(&q.pid))) {
+            if !(keeps_busy(q) && counts_across(q, working)) {
                 continue;
             }
             let i = match h.busy.iter().position(|b| b.0 == q.device) {
