@@ -17,23 +17,28 @@ sys.path.insert(0, HERE)
 import matrix  # noqa: E402
 
 
+def script(path, text):
+    """Writes an executable shell script at PATH; returns PATH."""
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+    return path
+
+
 def shim(tmp):
     """`baton run [flags] -- CMD...` runs CMD; `baton daemon ...` waits to be stopped;
     `baton trace ... --out FILE` writes an empty trace; `baton list` answers with a header, a
     queue that launched and, without `--used`, one that never did."""
-    path = os.path.join(tmp, "baton")
-    with open(path, "w") as f:
-        f.write(
-            '#!/bin/sh\ncase "$1" in\n  run) while [ "$1" != "--" ]; do shift; done; shift; BATON_SHIM=1 exec "$@";;\n'
-            "  daemon) exec sleep 600;;\n"
-            '  trace) while [ "$1" != "--out" ]; do shift; done; echo "[]" > "$2";;\n'
-            "  list) echo 'PID COMMAND QUEUE DEVICE STATE RUN LVL WINDOW INFLIGHT LAUNCHED HINTS'\n"
-            "        echo '7 python3 q1 GPU-0 ready running 1 kept 2 12 priority=10'\n"
-            "        [ \"$2\" = --used ] || echo '7 python3 q2 GPU-0 idle running 1 off 0 0 priority=11';;\n"
-            "  *) exit 0;;\nesac\n"
-        )
-    os.chmod(path, 0o755)
-    return path
+    return script(
+        os.path.join(tmp, "baton"),
+        '#!/bin/sh\ncase "$1" in\n  run) while [ "$1" != "--" ]; do shift; done; shift; BATON_SHIM=1 exec "$@";;\n'
+        "  daemon) exec sleep 600;;\n"
+        '  trace) while [ "$1" != "--out" ]; do shift; done; echo "[]" > "$2";;\n'
+        "  list) echo 'PID COMMAND QUEUE DEVICE STATE RUN LVL WINDOW INFLIGHT LAUNCHED HINTS'\n"
+        "        echo '7 python3 q1 GPU-0 ready running 1 kept 2 12 priority=10'\n"
+        "        [ \"$2\" = --used ] || echo '7 python3 q2 GPU-0 idle running 1 off 0 0 priority=11';;\n"
+        "  *) exit 0;;\nesac\n",
+    )
 
 
 def smi_shim(tmp):
@@ -42,15 +47,13 @@ def smi_shim(tmp):
     first on PATH."""
     d = os.path.join(tmp, "bin")
     os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, "nvidia-smi")
-    with open(path, "w") as f:
-        f.write(
-            '#!/bin/sh\ncase "$*" in *--loop-ms=*) ;; *) echo "NVIDIA Fake, 580.0"; exit 0;; esac\n'
-            "echo 'index, timestamp, clocks.current.sm [MHz], power.draw [W]'\n"
-            "while true; do echo '0, 2026/11/29 05:44:50.934, 1980 MHz, 121.5 W, 40, 0x0000000000000000'; "
-            "sleep 0.1; done\n"
-        )
-    os.chmod(path, 0o755)
+    script(
+        os.path.join(d, "nvidia-smi"),
+        '#!/bin/sh\ncase "$*" in *--loop-ms=*) ;; *) echo "NVIDIA Fake, 580.0"; exit 0;; esac\n'
+        "echo 'index, timestamp, clocks.current.sm [MHz], power.draw [W]'\n"
+        "while true; do echo '0, 2026/11/29 05:44:50.934, 1980 MHz, 121.5 W, 40, 0x0000000000000000'; "
+        "sleep 0.1; done\n",
+    )
     return d
 
 
