@@ -61,7 +61,7 @@ SERVICE_NAMES = {
     "Dg": "decoder, one graph a token",
     "Be": "BERT-base b1 eager",
 }
-JOB_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training"}
+JOB_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training", "K": "clock spin (lab)"}
 HOLDS, FAILS, UNDECIDED, NA = "holds", "fails", "undecided", "n/a"
 
 try:

@@ -64,6 +64,8 @@ from mps import mps  # noqa: E402
 # The services: name -> (the service in services.py, load: its share of its capacity alone).
 SERVICES = {"Rg25": ("Rg", 0.25), "Rg60": ("Rg", 0.60), "Dg": ("Dg", 0.50), "Be": ("Be", 0.40)}
 JOBS = ("G", "T")
+# Jobs a run may name but the headline does not use (services.py says what each is).
+LAB_JOBS = ("K",)
 # How long the job floods before a service's window opens (its first steps fill the pipeline).
 RAMP_S = 0.5
 # How long each job runs alone in a repeat.
@@ -856,7 +858,7 @@ def main(argv=None):
     bad = (
         [s for s in a.setups if s not in MODES]
         + [s for s in a.services if s not in SERVICES]
-        + [j for j in a.jobs if j not in JOBS]
+        + [j for j in a.jobs if j not in JOBS + LAB_JOBS]
         + [m for m in a.modes or [] if m not in MODES["P"] and m not in BATON_MODES and m not in EXTRA_MODES]
     )
     if bad:

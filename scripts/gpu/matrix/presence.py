@@ -2,8 +2,10 @@
 """What Baton's presence alone costs a graph-replayed service: the matrix's Rg (ResNet-50 b8,
 one CUDA graph a request) at 25 % load, natively, under `baton run --priority 10` with no other
 program, and under it beside a registered job (`baton run --priority 0`) that holds a CUDA
-context and runs nothing; two interleaved rounds, the same arrival seeds in every condition of
-a round.
+context and runs nothing; natively again with a cold L2 cache (MATRIX_L2_FLUSH_MB=256: each
+request's work starts after 256 MiB written on its stream, as a job's data would leave the
+cache); two interleaved rounds, the same arrival seeds in every condition of a round. With
+MATRIX_GPU_TIME=1, each request's span on the GPU too, and each condition's median span.
 
   BATON_BIN=.gpu/baton python3 scripts/gpu/matrix/presence.py OUT
 
@@ -42,17 +44,18 @@ def main():
     time.sleep(1.0)
     benv = dict(env, BATON_SOCKET=sock, BATON_LOG="info")
     native = matrix.Worker("native", [sys.executable, matrix.WORKER, "hp"], env, log)
+    cold = matrix.Worker("native", [sys.executable, matrix.WORKER, "hp"], dict(env, MATRIX_L2_FLUSH_MB="256"), log)
     scheduled = matrix.Worker(
         "baton", [baton, "run", "--priority", "10", "--", sys.executable, matrix.WORKER, "hp"], benv, log
     )
     idle_job = None
     try:
-        for w in (native, scheduled):
+        for w in (native, cold, scheduled):
             w.info = w.read(420)
         rate = 0.25 / 1.6e-3
         res = {"rate": rate, "rows": []}
         for rnd in range(2):
-            for cond in ("native", "baton", "baton+idle-job"):
+            for cond in ("native", "native-cold-l2", "baton", "baton+idle-job"):
                 if cond == "baton+idle-job":
                     idle_job = subprocess.Popen(
                         [baton, "run", "--priority", "0", "--", sys.executable, "-c", IDLE_JOB],
@@ -61,14 +64,15 @@ def main():
                         stderr=log,
                     )
                     time.sleep(8)
-                w = native if cond == "native" else scheduled
+                w = {"native": native, "native-cold-l2": cold}.get(cond, scheduled)
                 seed = 7000 + rnd
                 r = w.call(300, cmd="serve", hp="Rg", rate=rate, n=1000, seed=seed, cap_s=60)
                 res["rows"].append({"cond": cond, "round": rnd, "seed": seed, "rate": rate, **r})
                 lat = r["lat_ms"]
                 print(
                     f"{cond:15} round {rnd}: p50 {analyze.pct(lat, 0.5):.3f} p90 {analyze.pct(lat, 0.9):.3f} "
-                    f"p99 {analyze.pct(lat, 0.99):.3f} ms",
+                    f"p99 {analyze.pct(lat, 0.99):.3f} ms"
+                    + (f", GPU span median {analyze.median(r['gpu_ms']):.3f} ms" if r.get("gpu_ms") else ""),
                     flush=True,
                 )
             if idle_job is not None:
@@ -79,7 +83,7 @@ def main():
         with open(os.path.join(out, "presence.json"), "w") as f:
             json.dump(res, f)
     finally:
-        for w in (native, scheduled):
+        for w in (native, cold, scheduled):
             w.close()
         if idle_job is not None:
             idle_job.kill()

@@ -19,7 +19,9 @@ Services (random weights, nothing downloaded), each request served as serving en
       the 64 tokens is a sample (inter-token latency)
   Be  BERT-base fp16, batch 1, sequence 128, eager: the launch-bound control
 Jobs: G bf16 8192x8192x8192 GEMMs back to back (unit: TFLOP); T ResNet-50 fp32 training,
-batch 64, SGD (unit: images). MATRIX_SERVICES and MATRIX_JOBS (comma-separated names) build only
+batch 64, SGD (unit: images); K, for the lab only, a one-thread clock spin of 3.4 M cycles
+(about G's 1.7 ms a kernel) that reads and writes no memory (unit: spins): what a job's context
+costs a service time-sliced apart from what its data does to the caches. MATRIX_SERVICES and MATRIX_JOBS (comma-separated names) build only
 those, for drivers that need fewer (the multi-GPU run: Rg and G).
 
 Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every process):
@@ -27,7 +29,7 @@ Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every pro
       N requests back to back after a warm-up, each one's time alone
   {"cmd": "serve", "hp": H, "rate": R, "n": N, "seed": S, "cap_s": C}
       -> {"lat_ms": [...], "censored": K, "t_first": T, "t_last": T, "requests": Q, "seed": S,
-          "rate": R[, "gpu_ms": [...]]}
+          "rate": R[, "gpu_ms": [...], "gpu_gap_ms": [...][, "gpu_pre_ms": [...]]]}
       open loop: N requests (Dg: N tokens, in requests of 64) planned at Poisson arrivals of
       rate R per second (exponential gaps from the seed), the first 20 ms from now; a request
       starts at its planned arrival or, when the service is behind, as soon as the one before
@@ -35,7 +37,9 @@ Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every pro
       a request's first counts from the token before it. Past C seconds from the first
       arrival, requests not yet started are not run: each one already planned by then is one
       sample of (then - its planned arrival), a lower bound, counted in `censored`. With
-      MATRIX_GPU_TIME=1, Rg's and Be's requests' spans on the GPU too (GpuSpan)
+      MATRIX_GPU_TIME=1, Rg's and Be's requests' spans on the GPU too (GpuSpan). For the lab,
+      MATRIX_L2_FLUSH_MB=M writes M MiB on the stream before each Rg request's work (outside
+      its span): the request then finds the L2 cache as a job's data would leave it
   {"cmd": "busy", "hp": H, "rate": R, "n": N} -> {"busy": F, "kernel_s": K, "wall_s": W}
       the service's GPU-busy share at that rate: the union of its kernel and copy time over
       wall time, from the CUDA activity the profiler records (run it in a process of its own:
@@ -178,26 +182,55 @@ class GpuSpan:
     its stream before its work to one recorded after it, read once the host has the result.
     It starts once the service's context has the GPU and everything before it on the stream
     is done, so it leaves out a hand-over at the request's start and keeps whatever the GPU
-    does to the request inside it (the job's context taking the GPU between two kernels)."""
+    does to the request inside it (the job's context taking the GPU between two kernels).
+    With it, `gap_ms`: on the GPU, from the end of the request before to this one's start
+    (its host's turnaround when it queued). For the lab, MATRIX_GPU_START=1 also waits on the
+    host for the request's first event, polling it, and keeps `pre_ms`: from the host's call
+    to the GPU's start of the request's work (a hand-over at its start, or a slow launch)."""
 
     ON = os.environ.get("MATRIX_GPU_TIME") == "1"
+    POLL = ON and os.environ.get("MATRIX_GPU_START") == "1"
 
     def __init__(self):
-        self.begin = torch.cuda.Event(enable_timing=True)
-        self.end = torch.cuda.Event(enable_timing=True)
-        self.ms = []
+        self.pairs = [[torch.cuda.Event(enable_timing=True) for _ in range(2)] for _ in range(2)]
+        self.k = 0
+        self.ms, self.gap_ms, self.pre_ms = [], [], []
+        self.t_call = None
+
+    def reset(self):
+        self.ms, self.gap_ms, self.pre_ms = [], [], []
+        self.k = 0
 
     def start(self, stream):
         if self.ON:
-            self.begin.record(stream)
+            self.t_call = time.monotonic()
+            self.pairs[self.k % 2][0].record(stream)
 
     def stop(self, stream):
         if self.ON:
-            self.end.record(stream)
+            self.pairs[self.k % 2][1].record(stream)
+
+    def wait_start(self):
+        """After the request's work is launched, with MATRIX_GPU_START=1: poll its first event."""
+        if self.POLL:
+            begin = self.pairs[self.k % 2][0]
+            while not begin.query():
+                pass
+            self.pre_ms.append(round((time.monotonic() - self.t_call) * 1e3, 4))
 
     def read(self):
         if self.ON:
-            self.ms.append(round(self.begin.elapsed_time(self.end), 4))
+            begin, end = self.pairs[self.k % 2]
+            self.ms.append(round(begin.elapsed_time(end), 4))
+            prev_end = self.pairs[(self.k + 1) % 2][1]
+            self.gap_ms.append(None if self.k == 0 else round(prev_end.elapsed_time(begin), 4))
+            self.k += 1
+
+    def fields(self):
+        """What a measurement's answer carries from it."""
+        if not self.ON:
+            return {}
+        return {"gpu_ms": self.ms, "gpu_gap_ms": self.gap_ms, **({"gpu_pre_ms": self.pre_ms} if self.POLL else {})}
 
 
 def wanted(var, names):
@@ -235,12 +268,17 @@ def build_rg(stream):
     note("Rg captured")
 
     span = GpuSpan()
+    flush_mb = int(os.environ.get("MATRIX_L2_FLUSH_MB", "0"))
+    flush = torch.empty(flush_mb << 20, dtype=torch.uint8, device=DEV) if flush_mb else None
 
     def rg_request(on_token):
         with torch.cuda.stream(stream):
+            if flush is not None:
+                flush.fill_(1)
             span.start(stream)
             rg.replay()
             span.stop(stream)
+        span.wait_start()
         stream.synchronize()
         on_token()
         span.read()
@@ -303,6 +341,7 @@ def build_be(stream):
             span.start(stream)
             b(input_ids=bx)
             span.stop(stream)
+        span.wait_start()
         stream.synchronize()
         on_token()
         span.read()
@@ -317,7 +356,7 @@ def train_job(dev):
 
 def build_jobs(stream, dev):
     """The jobs on DEV: name -> (step, units per step, steps in flight, unit)."""
-    want = wanted("MATRIX_JOBS", ("G", "T"))
+    want = wanted("MATRIX_JOBS", ("G", "T", "K"))
     torch.manual_seed(1)
     jobs = {}
     with torch.cuda.stream(stream):
@@ -328,6 +367,8 @@ def build_jobs(stream, dev):
             jobs["G"] = (lambda: torch.mm(p, q), 2 * n**3 / 1e12, 4, "TFLOP")
         if "T" in want:
             jobs["T"] = train_job(dev)
+        if "K" in want:
+            jobs["K"] = (lambda: torch.cuda._sleep(3_400_000), 1.0, 4, "spins")
         for name, (step, *_) in jobs.items():
             for _ in range(5):
                 step()
@@ -380,7 +421,7 @@ class Worker:
         planned = arrivals(rate, -(-n // s.tokens), seed)
         lat, censored = [], 0
         if s.span is not None:
-            s.span.ms = []
+            s.span.reset()
         # Collections would land in random requests: one now, none while timing (it takes
         # longer than the lead, so it comes before the first arrival is planned).
         gc.collect()
@@ -413,7 +454,7 @@ class Worker:
             "requests": len(planned),
             "seed": seed,
             "rate": rate,
-            **({"gpu_ms": s.span.ms} if s.span is not None and GpuSpan.ON else {}),
+            **(s.span.fields() if s.span is not None else {}),
             "t_first": t_first,
             "t_last": t_last,
             "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 4),
