@@ -9,6 +9,10 @@ regenerate the documents without a GPU.
                               (schema 2) and DIR/table.md; prints the table. --skip K drops the first K samples
                               of every measurement (only for runs whose first requests a
                               harness defect delayed, which their page says)
+  analyze.py --positions DIR  for each measurement with MATRIX_GPU_START's series, the median
+                              start on the GPU after the host's call by the request's place in
+                              its busy period (0: it found the server idle; 1: the first
+                              queued behind it; ...; 5: the fifth and later)
   analyze.py --self-test
 
 A cell is (setup, service, job, mode, pinned). Its latency samples are pooled over its repeats
@@ -35,7 +39,8 @@ For a service of one sample a request the table also says where a request's time
 measurement's arrivals (its seed and rate) and latencies, each request's service time, from
 when it could start (its arrival, or the end of the one before) to its end, split by whether it
 found the server idle or queued, the median alone and in the cell; with MATRIX_GPU_TIME's spans
-on the GPU, theirs too.
+on the GPU, theirs too, and with MATRIX_GPU_START each request's start on the GPU after the
+host's call (the hand-over at its start).
 """
 
 import glob
@@ -60,6 +65,8 @@ SERVICE_NAMES = {
     "Rg60": "ResNet-50 b8 graph, 60 % load",
     "Dg": "decoder, one graph a token",
     "Be": "BERT-base b1 eager",
+    "Mm60": "one bf16 GEMM launched plainly, 60 % load (lab)",
+    "Mg60": "the same GEMM as a one-node graph, 60 % load (lab)",
 }
 JOB_NAMES = {"G": "bf16 GEMM flood", "T": "ResNet-50 training", "K": "clock spin (lab)"}
 HOLDS, FAILS, UNDECIDED, NA = "holds", "fails", "undecided", "n/a"
@@ -253,6 +260,14 @@ def request_times(r, rate):
     return out
 
 
+# The per-request series a measurement may carry (services.py's GpuSpan), split as the service
+# times are: "gpu", its span on the GPU (MATRIX_GPU_TIME: a hand-over at the request's start is
+# outside it, anything the GPU does to the request between two of its kernels inside); "start",
+# from the host's call to the GPU's start of its work (MATRIX_GPU_START: the hand-over itself).
+SERIES = {"gpu": "gpu_ms", "start": "gpu_pre_ms"}
+SERIES_HEADS = {"gpu": "on the GPU", "start": "start on the GPU after the call"}
+
+
 def service_fields(rs, base, rate):
     """Where a request's time goes beside the job: the median service time of the requests that
     found the server idle and of those that queued behind another, in the cell and alone (same
@@ -262,19 +277,23 @@ def service_fields(rs, base, rate):
     requests, or running slower beside the job)."""
 
     def split(measurements):
-        """(idle, queued) service times and, where every measurement has them
-        (MATRIX_GPU_TIME), (idle, queued) spans on the GPU."""
-        idle, queued, gidle, gqueued = [], [], [], []
-        spans = all(len(r.get("gpu_ms") or []) == len(r["lat_ms"]) for r in measurements)
+        """(idle, queued) service times and, for each per-request series in SERIES that every
+        measurement has, its (idle, queued) values."""
+        idle, queued = [], []
+        series = {
+            k: ([], [])
+            for k, field in SERIES.items()
+            if all(len(r.get(field) or []) == len(r["lat_ms"]) for r in measurements)
+        }
         for r in measurements:
             t = request_times(r, rate)
             if t is None:
                 return None
             for i, (found_idle, svc) in enumerate(t):
                 (idle if found_idle else queued).append(svc)
-                if spans:
-                    (gidle if found_idle else gqueued).append(r["gpu_ms"][i])
-        return idle, queued, gidle, gqueued
+                for k, (si, sq) in series.items():
+                    (si if found_idle else sq).append(r[SERIES[k]][i])
+        return idle, queued, series
 
     cell, alone = split(rs), split(base)
     if not cell or not alone or not all(cell[:2]) or not all(alone[:2]):
@@ -287,16 +306,44 @@ def service_fields(rs, base, rate):
         "requests_idle": len(cell[0]),
         "requests_queued": len(cell[1]),
     }
-    if all(cell[2:]) and all(alone[2:]):
-        # Spans on the GPU: a hand-over at a request's start is outside them, anything the
-        # GPU does to the request between two of its kernels inside.
-        out.update(
-            gpu_idle_p50_ms=pct(cell[2], 0.50),
-            gpu_queued_p50_ms=pct(cell[3], 0.50),
-            alone_gpu_idle_p50_ms=pct(alone[2], 0.50),
-            alone_gpu_queued_p50_ms=pct(alone[3], 0.50),
-        )
+    for k, (ci, cq) in cell[2].items():
+        ai, aq = alone[2].get(k, ([], []))
+        if ci and cq and ai and aq:
+            out.update(
+                {
+                    f"{k}_idle_p50_ms": pct(ci, 0.50),
+                    f"{k}_queued_p50_ms": pct(cq, 0.50),
+                    f"alone_{k}_idle_p50_ms": pct(ai, 0.50),
+                    f"alone_{k}_queued_p50_ms": pct(aq, 0.50),
+                }
+            )
     return out
+
+
+def start_by_position(r, rate=None):
+    """{place in the busy period (0 idle, 1..4, 5 for the fifth queued and later): median start
+    on the GPU after the host's call (ms)} of a measurement with MATRIX_GPU_START's series;
+    None without it or without its arrivals. A job's work on the GPU drains in a busy period's
+    hand-overs, so the later places say whether the cost outlasts it."""
+    pre = r.get("gpu_pre_ms")
+    t = request_times(r, rate) if pre and ok(r) else None
+    if t is None or len(pre) != len(t):
+        return None
+    place, by = 0, {}
+    for (found_idle, _), v in zip(t, pre, strict=True):
+        place = 0 if found_idle else place + 1
+        by.setdefault(min(place, 5), []).append(v)
+    return {k: median(v) for k, v in sorted(by.items())}
+
+
+def positions(d):
+    """Prints start_by_position for every measurement of DIR's raw files that has it."""
+    recs, *_ = load(raw_paths(d))
+    for r in recs:
+        by = start_by_position(r)
+        if by:
+            where = f"{r.get('kind')} {r.get('hp')} {r.get('mode') or ''} {r.get('be') or ''} rep {r.get('rep')}"
+            print(f"{where:40} " + "  ".join(f"{k}: {v:.3f}" for k, v in by.items()))
 
 
 def token_split(rs):
@@ -561,11 +608,12 @@ def table(cells, modes):
             " requests that found the server idle and of those that queued, alone and in the cell"
             " (same arrivals), ms:\n",
         ]
-        spans = any("gpu_queued_p50_ms" in c for c in served)
+        shown = [k for k in SERIES if any(f"{k}_queued_p50_ms" in c for c in served)]
         head = "| setup | service / job | mode | pinned | found it idle: alone, cell (change) | queued: alone, cell (change) |"
         sep = "| --- | --- | --- | --- | --- | --- |"
-        if spans:
-            head += " on the GPU, found it idle | on the GPU, queued |"
+        for k in shown:
+            what = SERIES_HEADS[k]
+            head += f" {what}, found it idle | {what}, queued |"
             sep += " --- | --- |"
         lines += [head, sep]
         for c in sorted(served, key=lambda c: (not c["pinned"], c["setup"], c["hp"], c["be"], c["mode"])):
@@ -575,12 +623,12 @@ def table(cells, modes):
                 f"| {c['setup']} | {c['hp']} / {c['be']} | {c['mode']} | {'yes' if c['pinned'] else 'no'} | "
                 f"{ai:.2f}, {ci:.2f} ({ci - ai:+.2f}) | {aq:.2f}, {cq:.2f} ({cq - aq:+.2f}) |"
             )
-            if spans:
+            for k in shown:
                 row += "".join(
-                    f" {c['alone_gpu_' + k + '_p50_ms']:.2f}, {c['gpu_' + k + '_p50_ms']:.2f} |"
-                    if "gpu_" + k + "_p50_ms" in c
+                    f" {c[f'alone_{k}_{w}_p50_ms']:.2f}, {c[f'{k}_{w}_p50_ms']:.2f} |"
+                    if f"{k}_{w}_p50_ms" in c
                     else " — |"
-                    for k in ("idle", "queued")
+                    for w in ("idle", "queued")
                 )
             lines.append(row)
     return "\n".join(lines)
@@ -603,6 +651,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--self-test":
         return self_test()
+    if len(argv) == 2 and argv[0] == "--positions":
+        return positions(argv[1])
     opts = {"--boot": 1000, "--skip": 0}
     for name in opts:
         if name in argv:
@@ -764,6 +814,24 @@ def self_test():
     g = service_fields([spanned(served(0.3, 0.5), 1.0, 1.5)], [spanned(served(0.0, 0.0), 1.0, 1.0)], None)
     assert (g["gpu_idle_p50_ms"], g["gpu_queued_p50_ms"], g["alone_gpu_queued_p50_ms"]) == (1.0, 1.5, 1.0), g
     assert "on the GPU, queued" in table([dict(c, **g) for c in cells if c["mode"] == "baton"], ["baton"])
+    assert "start_queued_p50_ms" not in g, g
+
+    # And with each request's start on the GPU (MATRIX_GPU_START): the 0.3 ms hand-over there.
+    def started(m, idle_pre, queued_pre):
+        t = request_times(m, None)
+        return dict(m, gpu_pre_ms=[idle_pre if found_idle else queued_pre for found_idle, _ in t])
+
+    h = service_fields(
+        [started(spanned(served(0.3, 0.5), 1.0, 1.5), 0.35, 0.05)],
+        [started(spanned(served(0.0, 0.0), 1.0, 1.0), 0.05, 0.05)],
+        None,
+    )
+    assert (h["start_idle_p50_ms"], h["start_queued_p50_ms"], h["alone_start_idle_p50_ms"]) == (0.35, 0.05, 0.05), h
+    by = start_by_position(started(served(0.3, 0.5), 0.35, 0.05))
+    assert by[0] == 0.35 and by[1] == 0.05 and max(by) <= 5, by
+    assert start_by_position(served(0.3, 0.5)) is None
+    shown = table([dict(c, **h) for c in cells if c["mode"] == "baton"], ["baton"])
+    assert "start on the GPU after the call, queued" in shown and "| 0.05, 0.35 |" in shown, shown
     assert f["requests_idle"] > 100 and f["requests_queued"] > 100, f
     assert abs(f["alone_svc_idle_p50_ms"] - 1.0) < 1e-6 and abs(f["alone_svc_queued_p50_ms"] - 1.0) < 1e-6, f
     assert abs(f["svc_idle_p50_ms"] - 1.3) < 1e-6 and abs(f["svc_queued_p50_ms"] - 1.5) < 1e-6, f

@@ -10,7 +10,8 @@ Rg25 and Rg60, ResNet-50 b8 replayed as one CUDA graph per request at 25 % and 6
 capacity alone (measured at the start of each part); Dg, a decoder whose every token is one
 graph launch, 64-token requests arriving at half its capacity, judged per token; Be, BERT-base
 b1 eager at 40 %, the launch-bound control. Capacity is one over a request's time alone in
-open loop (calibrate()). Jobs: G bf16 GEMM flood, T ResNet-50 training.
+open loop (calibrate()). Jobs: G bf16 GEMM flood, T ResNet-50 training. For the lab, only when
+named: the services Mm60 and Mg60 and the job K (services.py says what each is).
 Setups: S separate processes (the GPU time-slices them), M separate processes under MPS
 (its control daemon started and stopped here), P one process (the service on a high-priority
 stream, the job in a thread).
@@ -63,6 +64,9 @@ from mps import mps  # noqa: E402
 
 # The services: name -> (the service in services.py, load: its share of its capacity alone).
 SERVICES = {"Rg25": ("Rg", 0.25), "Rg60": ("Rg", 0.60), "Dg": ("Dg", 0.50), "Be": ("Be", 0.40)}
+# Services a run may name but the headline does not use (services.py says what each is).
+LAB_SERVICES = {"Mm60": ("Mm", 0.60), "Mg60": ("Mg", 0.60)}
+ALL_SERVICES = {**SERVICES, **LAB_SERVICES}
 JOBS = ("G", "T")
 # Jobs a run may name but the headline does not use (services.py says what each is).
 LAB_JOBS = ("K",)
@@ -338,7 +342,7 @@ class Part:
             TOKENIZERS_PARALLELISM="false",
             TRANSFORMERS_VERBOSITY="error",
             # The workers build only the services and jobs this run measures.
-            MATRIX_SERVICES=",".join(sorted({SERVICES[s][0] for s in self.a.services})),
+            MATRIX_SERVICES=",".join(sorted({ALL_SERVICES[s][0] for s in self.a.services})),
             MATRIX_JOBS=",".join(self.a.jobs),
         )
         self.daemons, self.workers, self.calib, self.socks = {}, {}, {}, {}
@@ -428,7 +432,7 @@ class Part:
     def calibrate(self, busy):
         """Each service's time alone and the rate of its load; its GPU-busy share at that rate."""
         nat = self.workers[("hp", "native")]
-        for kind in sorted({SERVICES[s][0] for s in self.a.services}):
+        for kind in sorted({ALL_SERVICES[s][0] for s in self.a.services}):
             r = nat.call(300, cmd="time", hp=kind, n=5 if kind == "Dg" else 100)
             ms = b2b = analyze.median(r["ms"])
             # One request at a time after an idle gap can take longer than back to back (an
@@ -444,7 +448,7 @@ class Part:
                 f"{self.setup}: {kind} alone {ms:.3f} ms a request in open loop (median; {b2b:.3f} back to back)"
             )
         for name in self.a.services:
-            kind, load = SERVICES[name]
+            kind, load = ALL_SERVICES[name]
             rate = load * 1e3 / self.calib[kind]["request_ms"]
             entry = {
                 "service": kind,
@@ -465,7 +469,7 @@ class Part:
         self.m.save()
 
     def serve(self, w, name, rep):
-        kind, _ = SERVICES[name]
+        kind, _ = ALL_SERVICES[name]
         c = self.m.raw["services"][self.setup][name]
         n = self.a.samples
         span = n / (c["rate"] * (64 if kind == "Dg" else 1))
@@ -476,7 +480,8 @@ class Part:
             hp=kind,
             rate=c["rate"],
             n=n,
-            seed=1000 * rep + sorted(SERVICES).index(name),
+            seed=1000 * rep
+            + (sorted(SERVICES).index(name) if name in SERVICES else 10 + sorted(LAB_SERVICES).index(name)),
             cap_s=self.a.cap * span,
         )
         st2 = steal_s()
@@ -857,7 +862,7 @@ def main(argv=None):
     a.modes = a.modes.split(",") if a.modes else None
     bad = (
         [s for s in a.setups if s not in MODES]
-        + [s for s in a.services if s not in SERVICES]
+        + [s for s in a.services if s not in ALL_SERVICES]
         + [j for j in a.jobs if j not in JOBS + LAB_JOBS]
         + [m for m in a.modes or [] if m not in MODES["P"] and m not in BATON_MODES and m not in EXTRA_MODES]
     )

@@ -18,6 +18,7 @@ Services (random weights, nothing downloaded), each request served as serving en
       tokens are copied to the host after every step, as a server streams them. Every one of
       the 64 tokens is a sample (inter-token latency)
   Be  BERT-base fp16, batch 1, sequence 128, eager: the launch-bound control
+  Mm, Mg (lab) one bf16 GEMM a request, launched plainly (Mm) or as a one-node graph (Mg)
 Jobs: G bf16 8192x8192x8192 GEMMs back to back (unit: TFLOP); T ResNet-50 fp32 training,
 batch 64, SGD (unit: images); K, for the lab only, a one-thread clock spin of 3.4 M cycles
 (about G's 1.7 ms a kernel) that reads and writes no memory (unit: spins): what a job's context
@@ -243,7 +244,7 @@ def wanted(var, names):
 
 
 def build_services(stream):
-    want = wanted("MATRIX_SERVICES", ("Rg", "Dg", "Be"))
+    want = wanted("MATRIX_SERVICES", ("Rg", "Dg", "Be", "Mm", "Mg"))
     torch.manual_seed(0)
     out = {}
     with torch.no_grad():
@@ -253,6 +254,9 @@ def build_services(stream):
             out["Dg"] = build_dg(stream)
         if "Be" in want:
             out["Be"] = build_be(stream)
+        for name in ("Mm", "Mg"):
+            if name in want:
+                out[name] = build_mm(stream, graph=name == "Mg")
         for name, s in out.items():
             for _ in range(5):
                 s.request(lambda: None)
@@ -347,6 +351,32 @@ def build_be(stream):
         span.read()
 
     return Service(be_request, 1, span=span)
+
+
+def build_mm(stream, graph):
+    """Mm and Mg (lab): one bf16 8192x8192x6144 GEMM a request, launched plainly (Mm) or
+    replayed as a graph of that one node (Mg): whether what a request's start costs beside a
+    job comes from the graph launch."""
+    a = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(8192, 6144, device=DEV, dtype=torch.bfloat16)
+    c = torch.empty(8192, 6144, device=DEV, dtype=torch.bfloat16)
+    g = capture(stream, lambda: torch.mm(a, b, out=c)) if graph else None
+    span = GpuSpan()
+
+    def mm_request(on_token):
+        with torch.cuda.stream(stream):
+            span.start(stream)
+            if g is not None:
+                g.replay()
+            else:
+                torch.mm(a, b, out=c)
+            span.stop(stream)
+        span.wait_start()
+        stream.synchronize()
+        on_token()
+        span.read()
+
+    return Service(mm_request, 1, keep=(a, b, c, g), span=span)
 
 
 def train_job(dev):
