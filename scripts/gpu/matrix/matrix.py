@@ -155,6 +155,10 @@ EXTRA_MODES = {
     # with only the environment added), and beside Baton's defaults (since 082666d `baton run`
     # sets it itself for a program at priority 0, so `below` is `baton` there; it stays to
     # compare earlier builds).
+    # Screening: the service waits for each request by polling an event, not by a
+    # synchronization of its stream (services.py's MATRIX_SYNC).
+    "pollsync": {"hp_env": {"MATRIX_SYNC": "poll"}},
+    "native-pollsync": {"native": True, "hp_env": {"MATRIX_SYNC": "poll"}},
     "native-below": {"native": True, "be_env": {"CUDA_MPS_CLIENT_PRIORITY": "1"}},
     "below": {"be": ["--priority", "0"], "be_env": {"CUDA_MPS_CLIENT_PRIORITY": "1"}},
     "below100": {"be": ["--priority", "0"], "be_env": {"CUDA_MPS_CLIENT_PRIORITY": "1", "BATON_INFLIGHT_US": "100"}},

@@ -40,7 +40,9 @@ Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every pro
       sample of (then - its planned arrival), a lower bound, counted in `censored`. With
       MATRIX_GPU_TIME=1, Rg's and Be's requests' spans on the GPU too (GpuSpan). For the lab,
       MATRIX_L2_FLUSH_MB=M writes M MiB on the stream before each Rg request's work (outside
-      its span): the request then finds the L2 cache as a job's data would leave it
+      its span): the request then finds the L2 cache as a job's data would leave it, and
+      MATRIX_SYNC=poll waits for each Rg request by polling an event recorded after its work
+      instead of synchronizing with the stream
   {"cmd": "busy", "hp": H, "rate": R, "n": N} -> {"busy": F, "kernel_s": K, "wall_s": W}
       the service's GPU-busy share at that rate: the union of its kernel and copy time over
       wall time, from the CUDA activity the profiler records (run it in a process of its own:
@@ -275,6 +277,9 @@ def build_rg(stream):
     flush_mb = int(os.environ.get("MATRIX_L2_FLUSH_MB", "0"))
     flush = torch.empty(flush_mb << 20, dtype=torch.uint8, device=DEV) if flush_mb else None
 
+    poll = os.environ.get("MATRIX_SYNC") == "poll"
+    done = torch.cuda.Event()
+
     def rg_request(on_token):
         with torch.cuda.stream(stream):
             if flush is not None:
@@ -282,8 +287,14 @@ def build_rg(stream):
             span.start(stream)
             rg.replay()
             span.stop(stream)
+            if poll:
+                done.record(stream)
         span.wait_start()
-        stream.synchronize()
+        if poll:
+            while not done.query():
+                pass
+        else:
+            stream.synchronize()
         on_token()
         span.read()
 
