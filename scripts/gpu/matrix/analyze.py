@@ -804,6 +804,9 @@ def self_test():
 
     f = service_fields([served(0.3, 0.5)], [served(0.0, 0.0)], None)
     assert "gpu_queued_p50_ms" not in f, f
+    assert f["requests_idle"] > 100 and f["requests_queued"] > 100, f
+    assert abs(f["alone_svc_idle_p50_ms"] - 1.0) < 1e-6 and abs(f["alone_svc_queued_p50_ms"] - 1.0) < 1e-6, f
+    assert abs(f["svc_idle_p50_ms"] - 1.3) < 1e-6 and abs(f["svc_queued_p50_ms"] - 1.5) < 1e-6, f
 
     # With spans on the GPU (MATRIX_GPU_TIME): the idle arrivals' hand-over is outside them,
     # the queued requests' 0.5 ms inside.
@@ -832,9 +835,6 @@ def self_test():
     assert start_by_position(served(0.3, 0.5)) is None
     shown = table([dict(c, **h) for c in cells if c["mode"] == "baton"], ["baton"])
     assert "start on the GPU after the call, queued" in shown and "| 0.05, 0.35 |" in shown, shown
-    assert f["requests_idle"] > 100 and f["requests_queued"] > 100, f
-    assert abs(f["alone_svc_idle_p50_ms"] - 1.0) < 1e-6 and abs(f["alone_svc_queued_p50_ms"] - 1.0) < 1e-6, f
-    assert abs(f["svc_idle_p50_ms"] - 1.3) < 1e-6 and abs(f["svc_queued_p50_ms"] - 1.5) < 1e-6, f
     assert service_fields([dict(served(0.3, 0.5), censored=1)], [served(0.0, 0.0)], None) == {}
     assert request_times({"lat_ms": [1.0] * 8, "requests": 2, "censored": 0, "seed": 1, "rate": 1.0}, None) is None
     # Before measurements recorded their seed: 1000 x repeat + the service's index.

@@ -36,8 +36,9 @@ window, whether it is held) while the cells ran. With MATRIX_SMI=MS, the GPU's S
 and clock-event reasons every MS milliseconds into DIR/smi-<setup>.csv (nvidia-smi), headed by
 the offset that maps the records' CLOCK_MONOTONIC times onto its wall-clock timestamps: whether
 the GPU ran slower beside a job (beside the GEMM flood an H200 sits at its power cap). With
-MATRIX_GPU_TIME=1 the workers also time each Rg and Be request's span on the GPU (services.py's
-GpuSpan), which analyze.py splits as it splits the service times.
+MATRIX_GPU_TIME=1 the workers also time each one-request service's request on the GPU
+(services.py's GpuSpan; with MATRIX_GPU_START=1 its start too), which analyze.py splits as it
+splits the service times.
 """
 
 import argparse

@@ -44,7 +44,9 @@ def main():
     time.sleep(1.0)
     benv = dict(env, BATON_SOCKET=sock, BATON_LOG="info")
     native = matrix.Worker("native", [sys.executable, matrix.WORKER, "hp"], env, log)
-    cold = matrix.Worker("native", [sys.executable, matrix.WORKER, "hp"], dict(env, MATRIX_L2_FLUSH_MB="256"), log)
+    cold = matrix.Worker(
+        "native-cold-l2", [sys.executable, matrix.WORKER, "hp"], dict(env, MATRIX_L2_FLUSH_MB="256"), log
+    )
     scheduled = matrix.Worker(
         "baton", [baton, "run", "--priority", "10", "--", sys.executable, matrix.WORKER, "hp"], benv, log
     )

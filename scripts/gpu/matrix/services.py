@@ -22,8 +22,9 @@ Services (random weights, nothing downloaded), each request served as serving en
 Jobs: G bf16 8192x8192x8192 GEMMs back to back (unit: TFLOP); T ResNet-50 fp32 training,
 batch 64, SGD (unit: images); K, for the lab only, a one-thread clock spin of 3.4 M cycles
 (about G's 1.7 ms a kernel) that reads and writes no memory (unit: spins): what a job's context
-costs a service time-sliced apart from what its data does to the caches. MATRIX_SERVICES and MATRIX_JOBS (comma-separated names) build only
-those, for drivers that need fewer (the multi-GPU run: Rg and G).
+costs a service time-sliced apart from what its data does to the caches. MATRIX_SERVICES and
+MATRIX_JOBS (comma-separated names) build only those, for drivers that need fewer (the
+multi-GPU run: Rg and G).
 
 Commands and answers (times are CLOCK_MONOTONIC seconds, one clock for every process):
   {"cmd": "time", "hp": H, "n": N} -> {"ms": [...]}
@@ -196,9 +197,8 @@ class GpuSpan:
 
     def __init__(self):
         self.pairs = [[torch.cuda.Event(enable_timing=True) for _ in range(2)] for _ in range(2)]
-        self.k = 0
-        self.ms, self.gap_ms, self.pre_ms = [], [], []
         self.t_call = None
+        self.reset()
 
     def reset(self):
         self.ms, self.gap_ms, self.pre_ms = [], [], []
@@ -234,6 +234,28 @@ class GpuSpan:
         if not self.ON:
             return {}
         return {"gpu_ms": self.ms, "gpu_gap_ms": self.gap_ms, **({"gpu_pre_ms": self.pre_ms} if self.POLL else {})}
+
+
+def one_request(stream, span, work, on_token, before=None, done=None):
+    """Serves a one-token request on STREAM: `before` (outside its span), then `work` within
+    `span`; waits for it (polling the event `done`, recorded after the work, when given; else
+    synchronizing the stream) and calls `on_token`."""
+    with torch.cuda.stream(stream):
+        if before is not None:
+            before()
+        span.start(stream)
+        work()
+        span.stop(stream)
+        if done is not None:
+            done.record(stream)
+    span.wait_start()
+    if done is not None:
+        while not done.query():
+            pass
+    else:
+        stream.synchronize()
+    on_token()
+    span.read()
 
 
 def wanted(var, names):
@@ -277,26 +299,12 @@ def build_rg(stream):
     flush_mb = int(os.environ.get("MATRIX_L2_FLUSH_MB", "0"))
     flush = torch.empty(flush_mb << 20, dtype=torch.uint8, device=DEV) if flush_mb else None
 
-    poll = os.environ.get("MATRIX_SYNC") == "poll"
-    done = torch.cuda.Event()
+    done = torch.cuda.Event() if os.environ.get("MATRIX_SYNC") == "poll" else None
+
+    before = (lambda: flush.fill_(1)) if flush is not None else None
 
     def rg_request(on_token):
-        with torch.cuda.stream(stream):
-            if flush is not None:
-                flush.fill_(1)
-            span.start(stream)
-            rg.replay()
-            span.stop(stream)
-            if poll:
-                done.record(stream)
-        span.wait_start()
-        if poll:
-            while not done.query():
-                pass
-        else:
-            stream.synchronize()
-        on_token()
-        span.read()
+        one_request(stream, span, rg.replay, on_token, before=before, done=done)
 
     return Service(rg_request, 1, keep=(r, rx, rg), span=span)
 
@@ -352,14 +360,7 @@ def build_be(stream):
     span = GpuSpan()
 
     def be_request(on_token):
-        with torch.cuda.stream(stream):
-            span.start(stream)
-            b(input_ids=bx)
-            span.stop(stream)
-        span.wait_start()
-        stream.synchronize()
-        on_token()
-        span.read()
+        one_request(stream, span, lambda: b(input_ids=bx), on_token)
 
     return Service(be_request, 1, span=span)
 
@@ -375,17 +376,7 @@ def build_mm(stream, graph):
     span = GpuSpan()
 
     def mm_request(on_token):
-        with torch.cuda.stream(stream):
-            span.start(stream)
-            if g is not None:
-                g.replay()
-            else:
-                torch.mm(a, b, out=c)
-            span.stop(stream)
-        span.wait_start()
-        stream.synchronize()
-        on_token()
-        span.read()
+        one_request(stream, span, g.replay if g is not None else lambda: torch.mm(a, b, out=c), on_token)
 
     return Service(mm_request, 1, keep=(a, b, c, g), span=span)
 
