@@ -265,6 +265,21 @@ def steal_s():
         return None
 
 
+def commit():
+    """The commit the run measures: BATON_COMMIT, else the checkout's HEAD; a copy of the tree
+    without its git directory (a lent GPU machine's) has neither, and says so before it runs."""
+    if os.environ.get("BATON_COMMIT"):
+        return os.environ["BATON_COMMIT"]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    except OSError:
+        head = None
+    if head is not None and head.returncode == 0 and head.stdout.strip():
+        return head.stdout.strip()
+    print("matrix: no BATON_COMMIT and no git checkout here: the raw files will say commit 'unknown'", file=sys.stderr)
+    return "unknown"
+
+
 def machine():
     try:
         smi = subprocess.run(
@@ -771,7 +786,7 @@ class Matrix:
         self.raw = {
             "schema": "baton.matrix-raw/2",
             "machine": machine(),
-            "commit": os.environ.get("BATON_COMMIT", "unknown"),
+            "commit": commit(),
             "args": vars(a),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "modes": {m: BATON_MODES.get(m) or EXTRA_MODES.get(m) for m in a.modes or []},
