@@ -808,11 +808,16 @@ def self_test():
     assert abs(f["alone_svc_idle_p50_ms"] - 1.0) < 1e-6 and abs(f["alone_svc_queued_p50_ms"] - 1.0) < 1e-6, f
     assert abs(f["svc_idle_p50_ms"] - 1.3) < 1e-6 and abs(f["svc_queued_p50_ms"] - 1.5) < 1e-6, f
 
+    # A measurement with a per-request series (SERIES' field) of one value for the requests
+    # that found the server idle and another for the queued ones.
+    def with_series(m, field, idle, queued):
+        t = request_times(m, None)
+        return dict(m, **{field: [idle if found_idle else queued for found_idle, _ in t]})
+
     # With spans on the GPU (MATRIX_GPU_TIME): the idle arrivals' hand-over is outside them,
     # the queued requests' 0.5 ms inside.
     def spanned(m, idle_gpu, queued_gpu):
-        t = request_times(m, None)
-        return dict(m, gpu_ms=[idle_gpu if found_idle else queued_gpu for found_idle, _ in t])
+        return with_series(m, "gpu_ms", idle_gpu, queued_gpu)
 
     g = service_fields([spanned(served(0.3, 0.5), 1.0, 1.5)], [spanned(served(0.0, 0.0), 1.0, 1.0)], None)
     assert (g["gpu_idle_p50_ms"], g["gpu_queued_p50_ms"], g["alone_gpu_queued_p50_ms"]) == (1.0, 1.5, 1.0), g
@@ -821,8 +826,7 @@ def self_test():
 
     # And with each request's start on the GPU (MATRIX_GPU_START): the 0.3 ms hand-over there.
     def started(m, idle_pre, queued_pre):
-        t = request_times(m, None)
-        return dict(m, gpu_pre_ms=[idle_pre if found_idle else queued_pre for found_idle, _ in t])
+        return with_series(m, "gpu_pre_ms", idle_pre, queued_pre)
 
     h = service_fields(
         [started(spanned(served(0.3, 0.5), 1.0, 1.5), 0.35, 0.05)],

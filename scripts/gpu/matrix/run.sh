@@ -10,5 +10,4 @@ if [ -z "${BATON_BIN:-}" ]; then
     [ -x .gpu/baton ] && BATON_BIN=.gpu/baton
 fi
 export BATON_BIN="$(realpath "$BATON_BIN")"
-export BATON_COMMIT="${BATON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 exec python3 scripts/gpu/matrix/matrix.py "$@"

@@ -373,10 +373,11 @@ def build_mm(stream, graph):
     b = torch.randn(8192, 6144, device=DEV, dtype=torch.bfloat16)
     c = torch.empty(8192, 6144, device=DEV, dtype=torch.bfloat16)
     g = capture(stream, lambda: torch.mm(a, b, out=c)) if graph else None
+    work = g.replay if g is not None else lambda: torch.mm(a, b, out=c)
     span = GpuSpan()
 
     def mm_request(on_token):
-        one_request(stream, span, g.replay if g is not None else lambda: torch.mm(a, b, out=c), on_token)
+        one_request(stream, span, work, on_token)
 
     return Service(mm_request, 1, keep=(a, b, c, g), span=span)
 
