@@ -126,45 +126,59 @@ fn every_scenario_suspended_and_resumed_at_random_gives_the_native_result() {
     );
 }
 
-/// The best-effort flood of the higher role, and the daemon it started.
-struct Flood {
+/// Another scheduled program beside the one under test (the best-effort flood of the higher
+/// role, the prober of the suspended one), and the daemon it started.
+struct Contender {
     child: Child,
     socket: std::path::PathBuf,
 }
 
-impl Flood {
-    fn start(level: u8, dir: &Path) -> Flood {
+/// The best-effort flood of the higher role.
+type Flood = Contender;
+
+impl Contender {
+    /// The flood at `level`, its socket in `dir`.
+    fn start(level: u8, dir: &Path) -> Contender {
+        // At Level 1 with early refill, of kernels short enough for a few in flight.
+        let env: &[(&str, &str)] = if level == 1 {
+            &[
+                ("BATON_EARLY_REFILL", "on"),
+                ("BATON_TEST_FLOOD_US", "100"),
+                ("BATON_TEST_FLOOD_DEPTH", "16"),
+            ]
+        } else {
+            &[("BATON_EARLY_REFILL", "off")]
+        };
+        let mut env = env.to_vec();
+        env.push(("BATON_TEST_FLOOD_S", "120"));
+        Contender::scenario("be-flood", "0", level, dir, &env)
+    }
+
+    /// `scenario` under `baton run --priority PRIORITY --level LEVEL` with `env`, its socket in
+    /// `dir`, once its queue is registered and launching.
+    fn scenario(
+        scenario: &str,
+        priority: &str,
+        level: u8,
+        dir: &Path,
+        env: &[(&str, &str)],
+    ) -> Contender {
         let socket = dir.join("baton.sock");
-        let log = dir.join("flood.log");
+        let log = dir.join(format!("{scenario}.log"));
         let child = Command::new(baton_binary())
             .args(["run", "--interposer"])
             .arg(interposer_library())
-            .args(["--priority", "0", "--level", &level.to_string(), "--"])
-            .args([RUNTIME_LIKE, "be-flood"])
+            .args(["--priority", priority, "--level", &level.to_string(), "--"])
+            .args([RUNTIME_LIKE, scenario])
             .env("LD_LIBRARY_PATH", driver_dir())
             .env("FAKE_CUDA_LOG", &log)
             .env("BATON_SOCKET", &socket)
-            .env("BATON_TEST_FLOOD_S", "120")
-            // At Level 1 with early refill, of kernels short enough for a few in flight.
-            .envs(
-                if level == 1 {
-                    &[
-                        ("BATON_EARLY_REFILL", "on"),
-                        ("BATON_TEST_FLOOD_US", "100"),
-                        ("BATON_TEST_FLOOD_DEPTH", "16"),
-                    ][..]
-                } else {
-                    &[("BATON_EARLY_REFILL", "off")]
-                }
-                .iter()
-                .copied(),
-            )
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start the flood");
-        // Its queue is registered and launching before any scenario starts.
+            .unwrap_or_else(|e| panic!("start {scenario}: {e}"));
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let launched = std::fs::read_to_string(&log)
@@ -173,14 +187,14 @@ impl Flood {
             if launched {
                 break;
             }
-            assert!(Instant::now() < deadline, "the flood never launched");
+            assert!(Instant::now() < deadline, "{scenario} never launched");
             std::thread::sleep(Duration::from_millis(5));
         }
-        Flood { child, socket }
+        Contender { child, socket }
     }
 }
 
-impl Drop for Flood {
+impl Drop for Contender {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -344,5 +358,81 @@ fn every_scenario_giving_way_by_sms_under_mps_gives_the_native_result() {
     assert!(
         confined > 100 && whole > 100,
         "kernels did not switch much: {confined} confined, {whole} on the whole GPU"
+    );
+}
+
+#[test]
+fn a_side_stream_training_job_suspended_by_a_more_urgent_program_gives_the_native_result() {
+    // The suspended-training crash: a training loop on a side stream, its library kernels'
+    // dynamic shared memory limits changed around their launches (through a kernel's function
+    // as well as the kernel), beside a latency-critical program sending bursts at random
+    // moments under one daemon. Its launches wait in buffers while the limits change and are
+    // made later by Baton; each must be as valid then as when the program made it.
+    let native = native("train-side");
+    let interposer = interposer_library()
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
+    let baton = baton_binary().to_str().expect("a UTF-8 path").to_owned();
+    let (mut deferred, mut holds) = (0, 0);
+    for level in [1u8, 2] {
+        let dir = temp_dir("suspended-training");
+        let stop = dir.join("stop");
+        let stop_s = stop.to_str().expect("a UTF-8 path").to_owned();
+        let seed = level.to_string();
+        let prober = Contender::scenario(
+            "prober",
+            "10",
+            level,
+            &dir,
+            &[
+                ("BATON_TEST_PROBER_UNTIL", stop_s.as_str()),
+                ("BATON_TEST_PROBER_SEED", seed.as_str()),
+            ],
+        );
+        let socket = prober.socket.to_str().expect("a UTF-8 path").to_owned();
+        let level_s = level.to_string();
+        for rep in 0..2 {
+            let what = format!("train-side suspended by the prober (level {level}, #{rep})");
+            let report_path = dir.join(format!("report-{rep}.json"));
+            let args = [
+                "run",
+                "--interposer",
+                &interposer,
+                "--priority",
+                "0",
+                "--level",
+                &level_s,
+                "--",
+                RUNTIME_LIKE,
+                "train-side",
+            ];
+            let env = [
+                ("BATON_SOCKET", socket.as_str()),
+                ("BATON_REPORT", report_path.to_str().expect("a UTF-8 path")),
+                ("FAKE_CUDA_KERNEL_US", "60"),
+                support::DECISIONS,
+            ];
+            let b = run(&baton, &args, &env);
+            same_as_native(&what, &b, &native);
+            let r = report(&report_path);
+            deferred += r["deferred"].as_u64().unwrap_or(0);
+            holds += support::holds(&b.stderr).len();
+            // Every held launch's limit could be told and raised around it: none was let
+            // through a suspension for an attribute change.
+            assert_eq!(
+                r["held_releases"]["attribute"].as_u64().unwrap_or(0)
+                    + r["attribute_limits_unknown"].as_u64().unwrap_or(0),
+                0,
+                "{what}: {r}"
+            );
+        }
+        std::fs::write(&stop, b"").expect("write the stop file");
+        drop(prober);
+    }
+    assert!(
+        holds > 0 && deferred > 0,
+        "the job was never held ({holds} holds, {deferred} commands deferred): the test tested \
+         nothing"
     );
 }

@@ -383,6 +383,24 @@ fn a_launch_keeps_the_function_limits_in_force_when_it_was_made() {
 }
 
 #[test]
+fn the_fake_driver_enforces_a_library_kernels_limit_as_the_real_one_does() {
+    // The function's own value, once set, over the kernel's, whatever the order; limits below
+    // the default enforced (measured on an H200, driver 580: docs/TRANSPARENCY.md).
+    let run = scenario("shared-limits");
+    assert_eq!(run.line(), "shared-limits ok");
+}
+
+#[test]
+fn a_side_stream_training_loop_keeps_every_launch_valid() {
+    let run = scenario("train-side");
+    assert_eq!(
+        run.line(),
+        "train-side ok losses=-12,28,-91,267,-806,2414,-7245,21733"
+    );
+    run.log.assert_launches_executed();
+}
+
+#[test]
 fn blocks_reused_across_streams_after_an_event_poll_hold_each_rounds_values() {
     let run = scenario("allocator-reuse");
     assert_eq!(

@@ -304,6 +304,7 @@ driver! {
     cuKernelGetAttribute: PFN_cuKernelGetAttribute;
     cuKernelSetAttribute: PFN_cuKernelSetAttribute;
     cuKernelGetName: PFN_cuKernelGetName;
+    cuKernelGetFunction: PFN_cuKernelGetFunction;
     cuStreamGetAttribute: PFN_cuStreamGetAttribute;
     cuStreamGetAttribute_ptsz: PFN_cuStreamGetAttribute;
     cuStreamSetAttribute: PFN_cuStreamSetAttribute;

@@ -404,8 +404,12 @@ impl HwQueue for CudaHwQueue {
         });
         if let Err(e) = &r {
             // The application learns of it at its next synchronization, without knowing which
-            // command it was: say it here.
-            tracing::warn!(stream = ?self.stream, "a command Baton launched later failed: {e}");
+            // command it was: say it here, with what the driver had in force for it.
+            tracing::warn!(
+                stream = ?self.stream,
+                command = %cmd.describe(self.driver),
+                "a command Baton launched later failed: {e}"
+            );
         }
         r
     }

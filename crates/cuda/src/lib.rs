@@ -25,6 +25,7 @@
 //! Raw declarations come from [`baton_cuda_sys`], re-exported as [`sys`].
 
 mod command;
+mod describe;
 mod driver;
 mod error;
 mod events;
@@ -48,4 +49,4 @@ pub use green::{Confined, SmPartition};
 pub use hwqueue::{CaptureGate, CudaHwQueue};
 pub use launch::{KernelCall, KernelExCall, Launch, Op, add_driver_ns, take_driver_ns};
 pub use params::{KernelArgs, ParamCache, ParamLayout};
-pub use shared_limit::{AttributesVia, attribute_lock, read_attribute};
+pub use shared_limit::{LaunchHandle, attribute_lock, read_attribute};

@@ -89,10 +89,9 @@ impl ParamCache {
     }
 }
 
-/// The name the driver gives for `f` (a function, or a `CUkernel` passed as one): the address of
-/// its string and a hash of its text, both of which must match for a cached layout to be used
-/// (a function loaded where another was may be given a name at the same address).
-fn name_of(d: &Driver, f: CUfunction) -> Option<(usize, u64)> {
+/// The name the driver gives for `f` (a function, or a `CUkernel` passed as one), as it gives
+/// it: a NUL-terminated string that lives as long as the function's code is loaded.
+fn name_ptr(d: &Driver, f: CUfunction) -> Option<&'static std::ffi::CStr> {
     let mut name: *const std::ffi::c_char = std::ptr::null();
     // SAFETY: `f` is the application's handle; `name` is a valid out-pointer.
     let by_func = d
@@ -106,12 +105,28 @@ fn name_of(d: &Driver, f: CUfunction) -> Option<(usize, u64)> {
     if !found || name.is_null() {
         return None;
     }
-    // SAFETY: the driver returned a NUL-terminated string that lives as long as the function.
-    let text = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
-    let hash = text.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    Some((name as usize, hash))
+    // SAFETY: the driver returned a NUL-terminated string that lives as long as the function;
+    // callers use it only while the function is loaded.
+    Some(unsafe { std::ffi::CStr::from_ptr(name) })
+}
+
+/// `f`'s name as text, for messages.
+pub(crate) fn function_name(d: &Driver, f: CUfunction) -> Option<String> {
+    name_ptr(d, f).map(|n| n.to_string_lossy().into_owned())
+}
+
+/// The name the driver gives for `f` as the address of its string and a hash of its text, both
+/// of which must match for a cached layout to be used (a function loaded where another was may
+/// be given a name at the same address).
+fn name_of(d: &Driver, f: CUfunction) -> Option<(usize, u64)> {
+    let name = name_ptr(d, f)?;
+    let hash = name
+        .to_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    Some((name.as_ptr() as usize, hash))
 }
 
 fn query(d: &Driver, f: CUfunction) -> Option<ParamLayout> {

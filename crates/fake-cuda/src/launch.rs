@@ -150,13 +150,8 @@ unsafe fn launch(
 ) -> CuResult<()> {
     let function = find_function(raw_of(f))?;
     launch.dims.check()?;
-    // Above 48 KiB a launch needs the function's limit raised first; the limit in force when the
-    // launch call is made counts.
-    if launch.dims.shared
-        > function
-            .max_dynamic_shared
-            .load(std::sync::atomic::Ordering::Acquire)
-    {
+    // The limit in force when the launch call is made counts (see `module.rs`).
+    if launch.dims.shared > crate::module_api::limit_in_force(&function) {
         return Err(CUresult::INVALID_VALUE);
     }
     // SAFETY: forwarded from the caller (the launch entry point's contract).

@@ -12,6 +12,13 @@
 //! (the CUDA runtime launches kernels that way); `cuKernelGetFunction` returns a distinct
 //! `CUfunction` for it.
 //!
+//! The dynamic shared memory limit is kept as the real driver keeps it: a kernel has a value of
+//! its own (`cuKernelSetAttribute`, read back by `cuKernelGetAttribute`) and so may its function
+//! (`cuFuncSetAttribute` on what `cuKernelGetFunction` returned). Once the function has one it
+//! is in force for every launch of the kernel, whatever the order of the two calls; until then
+//! the kernel's is. `cuFuncGetAttribute` on the function tells the value in force, and a launch
+//! asking for more than it is `CUDA_ERROR_INVALID_VALUE`.
+//!
 //! The entry points, and the reuse of unloaded functions' handles, are in `module_api.rs`.
 
 use std::ffi::{CStr, c_char, c_void};
@@ -36,21 +43,29 @@ pub(crate) struct Function {
     /// Whether it was launched before (with `FAKE_CUDA_LAZY_LOADING`, the first launch loads
     /// it).
     pub loaded: AtomicBool,
-    /// The most dynamic shared memory a launch may ask for (48 KiB until raised).
+    /// Its own value of the most dynamic shared memory a launch may ask for (48 KiB until
+    /// set); see the module documentation for which value is in force.
     pub max_dynamic_shared: AtomicU32,
+    /// For a function: whether `cuFuncSetAttribute` gave it a limit of its own.
+    pub own_limit: AtomicBool,
+    /// For a kernel's function (`cuKernelGetFunction`): the kernel's handle.
+    pub kernel: Option<u64>,
     /// The preferred shared memory carveout (%), kept and read back only.
     pub carveout: AtomicU32,
 }
 
 impl Function {
-    /// The function or kernel `handle` of the built-in `def`, not launched yet.
-    pub fn new(handle: Handle, def: &'static KernelDef) -> Function {
+    /// The function or kernel `handle` of the built-in `def`, not launched yet; `kernel` the
+    /// kernel whose function it is, if it is one.
+    pub fn new(handle: Handle, def: &'static KernelDef, kernel: Option<u64>) -> Function {
         Function {
             handle,
             def,
             function: OnceLock::new(),
             loaded: AtomicBool::new(false),
             max_dynamic_shared: AtomicU32::new(DEFAULT_DYNAMIC_SHARED),
+            own_limit: AtomicBool::new(false),
+            kernel,
             carveout: AtomicU32::new(DEFAULT_CARVEOUT),
         }
     }

@@ -6,6 +6,7 @@
 //! unloads in ten ResNet-18 steps) see the same values again for other kernels.
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use baton_cuda_sys::{
@@ -24,7 +25,7 @@ use crate::result::{CuResult, put};
 use crate::state::{Global, initialized};
 use crate::sync::lock;
 
-fn new_function(g: &Global, kind: Kind, def: &'static KernelDef) -> u64 {
+fn new_function(g: &Global, kind: Kind, def: &'static KernelDef, kernel: Option<u64>) -> u64 {
     let recycled = {
         let mut free = lock(&g.freed_functions);
         let at = free.iter().rposition(|h| h.raw >> 56 == kind as u64);
@@ -33,6 +34,7 @@ fn new_function(g: &Global, kind: Kind, def: &'static KernelDef) -> u64 {
     let function = Arc::new(Function::new(
         recycled.unwrap_or_else(|| g.handle(kind)),
         def,
+        kernel,
     ));
     let raw = function.handle.raw;
     g.functions.insert(raw, function);
@@ -66,7 +68,7 @@ unsafe fn module_load(out: *mut CUmodule, image: *const c_void) -> CuResult<()> 
     let defs = unsafe { parse_image(image)? };
     let functions = defs
         .into_iter()
-        .map(|def| (def.name(), new_function(g, Kind::Function, def)))
+        .map(|def| (def.name(), new_function(g, Kind::Function, def, None)))
         .collect();
     let handle = g.handle(Kind::Module);
     g.modules.insert(handle.raw, Arc::new(Module { functions }));
@@ -142,7 +144,7 @@ unsafe fn library_load(
     let defs = unsafe { parse_image(code)? };
     let kernels = defs
         .into_iter()
-        .map(|def| (def.name(), new_function(g, Kind::Kernel, def)))
+        .map(|def| (def.name(), new_function(g, Kind::Kernel, def, None)))
         .collect();
     let handle = g.handle(Kind::Library);
     g.libraries.insert(
@@ -211,10 +213,11 @@ pub(crate) fn find_function(raw: u64) -> CuResult<Arc<Function>> {
 unsafe fn kernel_get_function(out: *mut CUfunction, kernel: CUkernel) -> CuResult<()> {
     let g = initialized()?;
     current::context()?;
-    let kernel = find_function(raw_of(kernel))?;
+    let kernel_raw = raw_of(kernel);
+    let kernel = find_function(kernel_raw)?;
     let raw = *kernel
         .function
-        .get_or_init(|| new_function(g, Kind::Function, kernel.def));
+        .get_or_init(|| new_function(g, Kind::Function, kernel.def, Some(kernel_raw)));
     // SAFETY: the caller guarantees `out` is NULL or writable.
     unsafe { put(out, to_ptr(raw)) }
 }
@@ -232,21 +235,48 @@ unsafe fn param_info(raw: u64, index: usize, offset: *mut usize, size: *mut usiz
     }
 }
 
+/// The dynamic shared memory limit in force for a launch of `function` (a function, a
+/// kernel's function, or a kernel): a function's own value once it has one, else its kernel's
+/// (see `module.rs`).
+pub(crate) fn limit_in_force(function: &Function) -> u32 {
+    let own = |f: &Function| f.max_dynamic_shared.load(Ordering::Acquire);
+    let function_of_kernel = function
+        .function
+        .get()
+        .and_then(|raw| find_function(*raw).ok());
+    match (function.kernel, function_of_kernel) {
+        // A kernel's function without a value of its own follows the kernel.
+        (Some(kernel), _) if !function.own_limit.load(Ordering::Acquire) => {
+            find_function(kernel).map_or_else(|_| own(function), |k| own(&k))
+        }
+        // A kernel whose function has a value of its own launches with that.
+        (None, Some(f)) if f.own_limit.load(Ordering::Acquire) => own(&f),
+        _ => own(function),
+    }
+}
+
 /// Only the dynamic-shared-memory limit is modelled, and the carveout kept (a preference
-/// with no effect here); other attributes are refused.
-unsafe fn get_attribute(out: *mut c_int, attrib: c_uint, raw: u64) -> CuResult<()> {
+/// with no effect here); other attributes are refused. `in_force`: the limit in force
+/// (`cuFuncGetAttribute`), else the handle's own (`cuKernelGetAttribute`).
+unsafe fn get_attribute(out: *mut c_int, attrib: c_uint, raw: u64, in_force: bool) -> CuResult<()> {
     let function = find_function(raw)?;
     let value = match attrib {
-        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => &function.max_dynamic_shared,
-        CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => &function.carveout,
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES if in_force => limit_in_force(&function),
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
+            function.max_dynamic_shared.load(Ordering::Acquire)
+        }
+        CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => {
+            function.carveout.load(Ordering::Acquire)
+        }
         _ => return Err(CUresult::NOT_SUPPORTED),
-    }
-    .load(std::sync::atomic::Ordering::Acquire);
+    };
     // SAFETY: the caller guarantees `out` is NULL or writable.
     unsafe { put(out, i32::try_from(value).unwrap_or(i32::MAX)) }
 }
 
-fn set_attribute(attrib: c_uint, value: c_int, raw: u64) -> CuResult<()> {
+/// Sets an attribute; `function_call`: through `cuFuncSetAttribute`, which gives a function a
+/// limit of its own.
+fn set_attribute(attrib: c_uint, value: c_int, raw: u64, function_call: bool) -> CuResult<()> {
     let function = find_function(raw)?;
     if attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT {
         let value = u32::try_from(value)
@@ -268,6 +298,9 @@ fn set_attribute(attrib: c_uint, value: c_int, raw: u64) -> CuResult<()> {
     function
         .max_dynamic_shared
         .store(value, std::sync::atomic::Ordering::Release);
+    if function_call {
+        function.own_limit.store(true, Ordering::Release);
+    }
     Ok(())
 }
 
@@ -312,17 +345,17 @@ exports! {
     /// tells and changes its attributes only through `cuKernelGetAttribute` and
     /// `cuKernelSetAttribute` (driver 580).
     fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_uint, hfunc: CUfunction): PFN_cuFuncGetAttribute
-        => get_attribute(pi, attrib, function_only(raw_of(hfunc))?);
+        => get_attribute(pi, attrib, function_only(raw_of(hfunc))?, true);
     /// Sets a function attribute (the dynamic shared memory limit, the carveout); a library
     /// kernel is refused, as above.
     fn cuFuncSetAttribute(hfunc: CUfunction, attrib: c_uint, value: c_int): PFN_cuFuncSetAttribute
-        => set_attribute(attrib, value, function_only(raw_of(hfunc))?);
+        => set_attribute(attrib, value, function_only(raw_of(hfunc))?, true);
     /// A kernel attribute on a device (the dynamic shared memory limit, the carveout).
     fn cuKernelGetAttribute(pi: *mut c_int, attrib: c_uint, kernel: CUkernel, dev: CUdevice): PFN_cuKernelGetAttribute
-        => { device::check_device(dev)?; get_attribute(pi, attrib, raw_of(kernel)) };
+        => { device::check_device(dev)?; get_attribute(pi, attrib, raw_of(kernel), false) };
     /// Sets a kernel attribute on a device (the dynamic shared memory limit, the carveout).
     fn cuKernelSetAttribute(attrib: c_uint, val: c_int, kernel: CUkernel, dev: CUdevice): PFN_cuKernelSetAttribute
-        => { device::check_device(dev)?; set_attribute(attrib, val, raw_of(kernel)) };
+        => { device::check_device(dev)?; set_attribute(attrib, val, raw_of(kernel), false) };
     /// The kernel's name.
     fn cuKernelGetName(name: *mut *const c_char, hfunc: CUkernel): PFN_cuKernelGetName => get_name(name, raw_of(hfunc));
     /// The function's name.

@@ -14,12 +14,18 @@ role and level, under `baton run`:
              idle watch, as a latency-critical program's do whenever another program is there;
   suspended  `--priority 0` beside a scheduled latency-critical prober (`contender prober SEED`,
              priority 10) that sends bursts at seeded random moments: the workload is suspended
-             and resumed at arbitrary points of its work.
+             and resumed at arbitrary points of its work;
+  suspended-graph
+             `--priority 0` beside a scheduled service (priority 10) that replays a CUDA graph per
+             request at seeded Poisson arrivals (`workloads.py serve-graph`), as production
+             services run; the workload starts once the service's graph is captured.
 Both programs of a pair get `--level L`. Lanes run pairs side by side, each lane with a daemon
 of its own (BATON_SOCKET), so pairs never schedule each other. One JSON record per run goes to
 OUT/transparency.jsonl (workload, role, level, rep, digest, native_digest, identical,
 nondeterministic_natively, rc, seconds, what the interposer reported, whether the other program
 ran for the whole run); OUT/summary.md holds the table.
+With --probe PROGRAM, the attribute probe (attribute_probe.cu) runs first and its JSON line
+goes to OUT/attribute-probe.json.
 With --census LIB, each workload also runs natively once under the CUPTI call counter LIB, and
 OUT/census.jsonl lists the driver functions it called.
 """
@@ -40,6 +46,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_WORKLOADS = [
     "train-side",
+    "train-side-long",
     "train-default",
     "infer-side",
     "graph",
@@ -179,13 +186,34 @@ class Runner:
                 str(seed),
                 "600",
             ]
+        elif role == "suspended-graph":
+            other = [
+                self.a.baton,
+                "run",
+                "--priority",
+                "10",
+                "--level",
+                str(level),
+                "--",
+                sys.executable,
+                os.path.join(HERE, "workloads.py"),
+                "serve-graph",
+                str(seed),
+                "600",
+            ]
         prio = "10" if role == "higher" else "0"
         proc = None
         if other:
             proc = subprocess.Popen(
                 other, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
             )
-            time.sleep(1.5)  # its CUDA context and queue exist before the workload starts
+            if role == "suspended-graph":
+                # Its graph is captured and replayed before the workload starts.
+                # (A service that fails to start ends its output: the run is then not counted
+                # as contended, other_ran_throughout being false.)
+                proc.stdout.readline()
+            else:
+                time.sleep(1.5)  # its CUDA context and queue exist before the workload starts
         started_alive = proc is None or proc.poll() is None
         rc, out, err, secs = self.run(
             baton + ["--priority", prio, "--"] + command(workload, self.a.bin),
@@ -264,6 +292,7 @@ def main():
     ap.add_argument("--lanes", type=int, default=6)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--census", default=None)
+    ap.add_argument("--probe", default=None, help="the attribute probe's program, run once first")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for every run")
     a = ap.parse_args()
@@ -274,6 +303,12 @@ def main():
     levels = [int(x) for x in a.levels.split(",") if x]
     rng = random.Random(a.seed)
     records = []
+    if a.probe:
+        p = subprocess.run([a.probe], capture_output=True, text=True, timeout=120)
+        with open(os.path.join(a.out, "attribute-probe.json"), "w") as f:
+            f.write((last_json(p.stdout) and json.dumps(last_json(p.stdout))) or json.dumps({"error": tail(p.stderr)}))
+            f.write("\n")
+        print(f"attribute probe: {p.stdout.strip()[:2000]}", flush=True)
     with cf.ThreadPoolExecutor(a.lanes) as pool:
         if a.census:
             for f in cf.as_completed([pool.submit(r.census, w) for w in workloads]):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Transparency under contention on a GPU machine: builds the CUDA programs, then runs run.py
-# (see its documentation for the roles and the records).
+# (see its documentation for the roles and the records), the attribute probe first.
 #
 #   scripts/gpu/transparency/run.sh --out DIR [run.py options…]
 #
@@ -12,12 +12,13 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 BIN=${TRANSPARENCY_BIN:-$(mktemp -d)}
-if [ ! -x "$BIN/contender" ]; then
+if [ ! -x "$BIN/contender" ] || [ ! -x "$BIN/attribute_probe" ]; then
   nvcc -O2 -arch=sm_90 -o "$BIN/cuda_legacy" -DNAME='"cuda-legacy"' "$HERE/cuda_features.cu" &
   nvcc -O2 -arch=sm_90 --default-stream per-thread -o "$BIN/cuda_ptds" -DNAME='"cuda-ptds"' "$HERE/cuda_features.cu" &
   nvcc -O2 -arch=sm_90 -o "$BIN/contender" "$HERE/contender.cu" &
+  nvcc -O2 -arch=sm_90 -o "$BIN/attribute_probe" "$HERE/attribute_probe.cu" -lcuda &
   wait
-  for b in cuda_legacy cuda_ptds contender; do [ -x "$BIN/$b" ] || { echo "building $b failed" >&2; exit 1; }; done
+  for b in cuda_legacy cuda_ptds contender attribute_probe; do [ -x "$BIN/$b" ] || { echo "building $b failed" >&2; exit 1; }; done
 fi
 extra=()
 if [ "${CENSUS:-0}" = 1 ] && [ ! -f "$BIN/launch_counter.so" ]; then
@@ -29,4 +30,4 @@ if [ "${CENSUS:-0}" = 1 ] && [ ! -f "$BIN/launch_counter.so" ]; then
 fi
 [ "${CENSUS:-0}" = 1 ] && extra+=(--census "$BIN/launch_counter.so")
 cd "$ROOT"
-exec python3 "$HERE/run.py" --bin "$BIN" "${extra[@]}" "$@"
+exec python3 "$HERE/run.py" --bin "$BIN" --probe "$BIN/attribute_probe" "${extra[@]}" "$@"

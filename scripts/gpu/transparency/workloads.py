@@ -11,6 +11,8 @@ too early changes it.
 
   train-side      ResNet-18 (10 classes) SGD on a side stream, inputs made on the default
                   stream; the losses gathered on the default stream after torch.cuda.synchronize()
+  train-side-long the same at a training job's size (batch 64 at 112x112, 30 steps, momentum
+                  and weight decay), long enough to be suspended and resumed at many points
   train-default   ResNet-18 SGD on the default stream, batches copied from pinned memory with
                   non_blocking=True, loss.item() every step
   infer-side      ResNet-50 fp16 batch-8 inference on a side stream, inputs in and outputs out
@@ -24,6 +26,13 @@ too early changes it.
                   kernel, pinned asynchronous copies
   jax             JAX: an MLP trained by jitted SGD steps (XLA command buffers, cuGraphLaunch)
   triton          Triton: a vector kernel and a blocked matrix product, accumulated in a loop
+
+  python3 workloads.py serve-graph SEED SECONDS
+
+is the latency-critical service of run.py's suspended-graph role: ResNet-50 fp16 batch 8
+captured as one CUDA graph, replayed once per request at Poisson arrivals (about 100 a second,
+seeded), each request synchronized. It prints "ready" once its graph is captured, and at SIGTERM
+or after SECONDS one JSON line: {"role": "serve-graph", "requests": N}.
 """
 
 import hashlib
@@ -62,20 +71,20 @@ def host(t):
     return t.detach().float().contiguous().numpy()
 
 
-def train_side():
+def train_side(batch=32, size=64, steps=10, decay=0.0):
     torch = torch_setup()
     import torchvision
 
     torch.manual_seed(0)
     model = torchvision.models.resnet18(num_classes=10).cuda()
-    x = torch.randn(32, 3, 64, 64, device="cuda")
-    y = torch.randint(0, 10, (32,), device="cuda")
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    x = torch.randn(batch, 3, size, size, device="cuda")
+    y = torch.randint(0, 10, (batch,), device="cuda")
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=decay)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     losses = []
     with torch.cuda.stream(s):
-        for _ in range(10):
+        for _ in range(steps):
             opt.zero_grad(set_to_none=True)
             loss = torch.nn.functional.cross_entropy(model(x), y)
             loss.backward()
@@ -85,6 +94,10 @@ def train_side():
     d = Digest()
     d.add(host(torch.stack(losses).cpu()), host(model.fc.weight.cpu()))
     return d.hex()
+
+
+def train_side_long():
+    return train_side(batch=64, size=112, steps=30, decay=1e-4)
 
 
 def train_default():
@@ -333,8 +346,44 @@ def triton():
     return d.hex()
 
 
+def serve_graph(seed, seconds):
+    """The suspended-graph role's service (see the module documentation)."""
+    import random
+    import signal
+    import time
+
+    torch, model = resnet50_half()
+    static_x = torch.randn(8, 3, 224, 224, device="cuda").half()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(s):
+        for _ in range(3):
+            model(static_x)
+    torch.cuda.current_stream().wait_stream(s)
+    cg = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(cg):
+        model(static_x)
+    torch.cuda.synchronize()
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    print("ready", flush=True)
+    rng = random.Random(seed)
+    requests, end = 0, time.monotonic() + seconds
+    due = time.monotonic()
+    while not stop and time.monotonic() < end:
+        due += rng.expovariate(100.0)
+        pause = due - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        cg.replay()
+        torch.cuda.current_stream().synchronize()
+        requests += 1
+    print(json.dumps({"role": "serve-graph", "requests": requests}), flush=True)
+
+
 WORKLOADS = {
     "train-side": train_side,
+    "train-side-long": train_side_long,
     "train-default": train_default,
     "infer-side": infer_side,
     "graph": graph,
@@ -347,4 +396,7 @@ WORKLOADS = {
 
 if __name__ == "__main__":
     name = sys.argv[1]
+    if name == "serve-graph":
+        serve_graph(int(sys.argv[2]), float(sys.argv[3]))
+        sys.exit(0)
     print(json.dumps({"workload": name, "digest": WORKLOADS[name]()}), flush=True)

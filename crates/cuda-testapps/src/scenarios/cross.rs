@@ -237,3 +237,36 @@ pub fn paced(s: &Session) -> Result<String, AppError> {
     g.destroy_stream(stream)?;
     Ok(format!("paced ok n={n}"))
 }
+
+/// A latency-critical program that sends bursts at random moments, as the GPU transparency
+/// suite's prober does: 1 to 4 kernels of `$BATON_TEST_PROBER_US` µs (default 500), waited for,
+/// then a pause of 0.2 to 4 ms, drawn from `$BATON_TEST_PROBER_SEED` (default 1), until the file
+/// `$BATON_TEST_PROBER_UNTIL` exists or `$BATON_TEST_PROBER_S` seconds (default 60) have
+/// passed. A best-effort program beside it is suspended and resumed at points of its work that
+/// neither program chooses.
+pub fn prober(s: &Session) -> Result<String, AppError> {
+    let (g, k) = (&s.gpu, &s.k);
+    let us = env_u64("BATON_TEST_PROBER_US", 500);
+    let until_file = std::env::var_os("BATON_TEST_PROBER_UNTIL").map(PathBuf::from);
+    let until = Instant::now() + Duration::from_secs(env_u64("BATON_TEST_PROBER_S", 60));
+    // xorshift64*: a seeded sequence, the same for the same seed.
+    let mut state = env_u64("BATON_TEST_PROBER_SEED", 1).max(1);
+    let mut draw = |n: u64| {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    };
+    let (stream, _, _) = g.stream_with_priority(CU_STREAM_NON_BLOCKING, 0)?;
+    let mut bursts = 0u64;
+    while Instant::now() < until && !until_file.as_ref().is_some_and(|f| f.exists()) {
+        for _ in 0..=draw(4) {
+            g.launch(k.spin, stream, &[crate::gpu::KArg::U64(us)])?;
+        }
+        g.sync(stream)?;
+        bursts += 1;
+        std::thread::sleep(Duration::from_micros(200 + draw(3_800)));
+    }
+    g.destroy_stream(stream)?;
+    Ok(format!("prober ok bursts={bursts}"))
+}

@@ -13,6 +13,7 @@ pub mod priority;
 mod process;
 mod session;
 mod sync;
+mod training;
 
 pub use session::Session;
 
@@ -46,6 +47,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("attr-events", launches::attr_events),
     ("attributes", launches::attributes),
     ("attributes-held", launches::attributes_held),
+    ("train-side", training::train_side),
     ("host-func", launches::host_func),
     ("fork", process::fork),
     ("exit-pending", process::exit_pending),
@@ -59,6 +61,8 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("be-flood", cross::be_flood),
     ("burst", cross::burst),
     ("paced", cross::paced),
+    ("prober", cross::prober),
+    ("shared-limits", training::shared_limits),
     ("flood-ctx-sync", cross::flood_ctx_sync),
     ("launch-rate", launches::launch_rate),
     ("mix", mix::mix),
@@ -68,7 +72,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
 ];
 
 /// How many of the first scenarios are the transparency scenarios (the rest check scheduling).
-const TRANSPARENCY: usize = 19;
+const TRANSPARENCY: usize = 20;
 
 /// The names of all scenarios, in order.
 pub fn names() -> impl Iterator<Item = &'static str> {

@@ -243,7 +243,7 @@ impl Runtime {
     ) -> Option<i32> {
         // SAFETY: `f` is a launch handle the application gave: to the call being hooked, or to
         // a launch still held (its function stays loaded while the launch is held).
-        unsafe { baton_cuda::read_attribute(self.driver, f, attrib, device) }.map(|(v, _)| v)
+        unsafe { baton_cuda::read_attribute(self.driver, f, attrib, device) }
     }
 
     /// Before a call that changes function attribute `attrib` (`cuFuncSetAttribute`,
