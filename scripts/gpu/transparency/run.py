@@ -4,6 +4,12 @@ in three roles (see scripts/gpu/transparency/run.sh, which builds the programs f
 
   run.py --bin DIR --out DIR [--baton PATH] [--workloads a,b] [--roles alone,higher,suspended]
          [--levels 1,3] [--reps 3] [--native-reps 2] [--lanes 6] [--census LIB]
+         [--only WORKLOAD:ROLE:LEVEL,...] [--service-rate 100]
+
+Lanes share the one GPU, and each lane's daemon knows only its pair: every other lane's
+programs are work it cannot see, and their time slices are the GPU's. Beside graph services in
+many lanes, a suspended program gets little of the GPU and may outlast --timeout (seen with 8
+lanes of 100-request-a-second services on an H200); use fewer lanes or a lower --service-rate.
 
 Each workload runs natively --native-reps times first; one whose digests differ is reported
 as nondeterministic natively and its Baton runs are not counted. Then, --reps times for each
@@ -200,6 +206,7 @@ class Runner:
                 "serve-graph",
                 str(seed),
                 "600",
+                str(self.a.service_rate),
             ]
         prio = "10" if role == "higher" else "0"
         proc = None
@@ -293,6 +300,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--census", default=None)
     ap.add_argument("--probe", default=None, help="the attribute probe's program, run once first")
+    ap.add_argument("--service-rate", type=float, default=100.0, help="the graph service's requests a second")
+    ap.add_argument("--only", default="", help="run only these cells: WORKLOAD:ROLE:LEVEL,...")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for every run")
     a = ap.parse_args()
@@ -322,7 +331,15 @@ def main():
         native = {}
         for rec in records:
             native.setdefault(rec["workload"], []).append(rec["digest"] if rec["rc"] == 0 else None)
-        jobs = [(w, role, lvl, i) for w in workloads for role in roles for lvl in levels for i in range(a.reps)]
+        only = {tuple(c.split(":")) for c in a.only.split(",") if c}
+        jobs = [
+            (w, role, lvl, i)
+            for w in workloads
+            for role in roles
+            for lvl in levels
+            for i in range(a.reps)
+            if not only or (w, role, str(lvl)) in only
+        ]
         rng.shuffle(jobs)
         futs = [pool.submit(r.contended, w, role, lvl, i, rng.randrange(1 << 30)) for (w, role, lvl, i) in jobs]
         contended = []

@@ -27,11 +27,11 @@ too early changes it.
   jax             JAX: an MLP trained by jitted SGD steps (XLA command buffers, cuGraphLaunch)
   triton          Triton: a vector kernel and a blocked matrix product, accumulated in a loop
 
-  python3 workloads.py serve-graph SEED SECONDS
+  python3 workloads.py serve-graph SEED SECONDS [RATE]
 
 is the latency-critical service of run.py's suspended-graph role: ResNet-50 fp16 batch 8
-captured as one CUDA graph, replayed once per request at Poisson arrivals (about 100 a second,
-seeded), each request synchronized. It prints "ready" once its graph is captured, and at SIGTERM
+captured as one CUDA graph, replayed once per request at Poisson arrivals (RATE a second,
+default 100, seeded), each request synchronized. It prints "ready" once its graph is captured, and at SIGTERM
 or after SECONDS one JSON line: {"role": "serve-graph", "requests": N}.
 """
 
@@ -346,7 +346,7 @@ def triton():
     return d.hex()
 
 
-def serve_graph(seed, seconds):
+def serve_graph(seed, seconds, rate=100.0):
     """The suspended-graph role's service (see the module documentation)."""
     import random
     import signal
@@ -371,7 +371,7 @@ def serve_graph(seed, seconds):
     requests, end = 0, time.monotonic() + seconds
     due = time.monotonic()
     while not stop and time.monotonic() < end:
-        due += rng.expovariate(100.0)
+        due += rng.expovariate(rate)
         pause = due - time.monotonic()
         if pause > 0:
             time.sleep(pause)
@@ -397,6 +397,6 @@ WORKLOADS = {
 if __name__ == "__main__":
     name = sys.argv[1]
     if name == "serve-graph":
-        serve_graph(int(sys.argv[2]), float(sys.argv[3]))
+        serve_graph(int(sys.argv[2]), float(sys.argv[3]), *(float(a) for a in sys.argv[4:5]))
         sys.exit(0)
     print(json.dumps({"workload": name, "digest": WORKLOADS[name]()}), flush=True)

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""One table from one or more transparency runs (run.py's transparency.jsonl files).
+
+  summarize.py RUN.jsonl [RUN.jsonl ...] [--out summary.md]
+  summarize.py --self-test
+
+Each file is judged against its own native runs (a workload whose native digests differ is
+nondeterministic and not counted). A cell (workload, role, level) counts its identical runs over
+all the runs it had, and says apart those that differ from native or failed (a bug) and those
+that outlasted run.py's --timeout (a program that got too little of the GPU to finish: no
+result either way), and those whose other program did not run throughout (not contended: no
+result for the role), so a cell re-run after a timeout shows both.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import ALL  # noqa: E402  (the workloads in the suite's order)
+
+ROLES = ["alone", "higher", "suspended", "suspended-graph"]
+
+
+def judge(records):
+    """(workload, role, level, verdict) per contended record: ok, differs, failed, timeout or
+    uncontended."""
+    native = {}
+    for r in records:
+        if r["role"] == "native":
+            native.setdefault(r["workload"], []).append(r["digest"] if r["rc"] == 0 else None)
+    out = []
+    for r in records:
+        if r["role"] == "native":
+            continue
+        digests = native.get(r["workload"], [])
+        if len(set(digests)) != 1 or None in digests:
+            verdict = "nondeterministic"
+        elif r["role"] != "alone" and r.get("other_ran_throughout") is False:
+            verdict = "uncontended"
+        elif r["rc"] == "timeout":
+            verdict = "timeout"
+        elif r["rc"] != 0:
+            verdict = "failed"
+        elif r["digest"] != digests[0]:
+            verdict = "differs"
+        else:
+            verdict = "ok"
+        out.append((r["workload"], r["role"], r["level"], verdict))
+    return out
+
+
+def table(judged):
+    seen = {w for w, _, _, _ in judged}
+    workloads = [w for w in ALL if w in seen] + sorted(seen - set(ALL))
+    roles = [r for r in ROLES if any(j[1] == r for j in judged)]
+    levels = sorted({lv for _, _, lv, _ in judged})
+    head = "| workload | " + " | ".join(f"{ro} L{lv}" for ro in roles for lv in levels) + " |"
+    lines = [head, "| --- | " + " | ".join("---" for _ in roles for _ in levels) + " |"]
+    for w in workloads:
+        cells = []
+        for ro in roles:
+            for lv in levels:
+                v = [j[3] for j in judged if j[0] == w and j[1] == ro and j[2] == lv]
+                ok = v.count("ok")
+                cell = f"{ok}/{len(v)}" if v else "-"
+                extra = [f"{v.count(k)} {k}" for k in ("differs", "failed", "timeout", "uncontended") if v.count(k)]
+                cells.append(cell + (f" ({', '.join(extra)})" if extra else ""))
+        lines.append(f"| {w} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def self_test():
+    def rec(w, role, level, rc, digest):
+        return {"workload": w, "role": role, "level": level, "rc": rc, "digest": digest}
+
+    a = [
+        rec("x", "native", None, 0, "d"),
+        rec("x", "suspended", 1, 0, "d"),
+        rec("x", "suspended", 3, "timeout", None),
+    ]
+    b = [rec("x", "native", None, 0, "d"), rec("x", "suspended", 3, 0, "d"), rec("x", "higher", 1, 0, "e")]
+    lone = dict(rec("x", "higher", 3, 0, "d"), other_ran_throughout=False)
+    t = table(judge(a) + judge(b) + judge([b[0], lone]))
+    assert "| x | 0/1 (1 differs) | 0/1 (1 uncontended) | 1/1 | 1/2 (1 timeout) |" in t, t
+    n = [rec("y", "native", None, 0, "a"), rec("y", "native", None, 0, "b"), rec("y", "alone", 1, 0, "a")]
+    assert judge(n) == [("y", "alone", 1, "nondeterministic")]
+    print("summarize self-test ok")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="*")
+    ap.add_argument("--out")
+    ap.add_argument("--self-test", action="store_true")
+    a = ap.parse_args()
+    if a.self_test:
+        self_test()
+        return
+    judged = []
+    for path in a.runs:
+        with open(path) as f:
+            judged += judge([json.loads(line) for line in f if line.strip()])
+    t = table(judged)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(t)
+    sys.stdout.write(t)
+
+
+if __name__ == "__main__":
+    main()
