@@ -26,11 +26,35 @@ REPO = HERE.parent
 DIST = HERE / "src" / "baton" / "_dist"
 
 
+def _terminal():
+    """The user's terminal when pip hides this backend's output (it keeps it unless the build
+    fails or `-v` is given): a cold build compiles for minutes, and saying nothing meanwhile
+    looks like a hang. None where there is no terminal (CI), where the output stays pip's."""
+    if sys.stderr.isatty():
+        return None
+    try:
+        return open("/dev/tty", "w")  # noqa: SIM115  (closed by _build_binaries)
+    except OSError:
+        return None
+
+
 def _build_binaries() -> None:
     script = REPO / "scripts" / "build-dist.sh"
     if not script.is_file():
         sys.exit(f"baton-gpu: {script} is missing; the wheel is built from a clone of the repository")
-    subprocess.run(["bash", str(script), str(DIST)], check=True)
+    tty = _terminal()
+    note = (
+        "baton-gpu: building Baton's binaries with cargo (release); the first build takes a few "
+        "minutes, later ones seconds\n"
+    )
+    (tty or sys.stderr).write(note)
+    (tty or sys.stderr).flush()
+    try:
+        # cargo's progress goes to its standard error: to the terminal, where there is one.
+        subprocess.run(["bash", str(script), str(DIST)], check=True, stderr=tty)
+    finally:
+        if tty:
+            tty.close()
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):

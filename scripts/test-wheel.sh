@@ -85,6 +85,9 @@ except subprocess.CalledProcessError as e:
 print("run ok")
 EOF
 )"
+# The venv has no PyTorch: its helpers say what is missing and how to get it.
+expect "import baton.torch without PyTorch" "baton.torch needs PyTorch" \
+    "$(bare python -c 'import baton.torch' 2>&1 || true)"
 # Without a driver the interposer says so, and the Python package raises instead of hanging.
 expect "baton run without a driver" "could not open the CUDA driver" \
     "$(bare baton run --local -- python -c 'import baton; baton.status()' 2>&1 || true)"

@@ -8,6 +8,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p target
+# Every scratch folder the tests make (the agents', the Slurm fixtures', the GPU scripts'
+# self-tests', anything through std::env::temp_dir, Python's tempfile or mktemp) goes under one
+# folder of this run, removed at the end: the run leaves /tmp as it found it, and says so.
+tmp_before=$(ls -A /tmp 2>/dev/null | sort)
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/baton-test.XXXXXX")
+chmod 755 "$scratch"
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch
 BATON_SKIP_LOG=$PWD/target/skipped.txt
 : >"$BATON_SKIP_LOG"
 export BATON_SKIP_LOG
@@ -44,6 +52,7 @@ python3 scripts/gpu/matrix/selftest.py
 python3 scripts/gpu/multigpu/multigpu.py --self-test
 python3 scripts/gpu/capi/summarize.py --self-test
 python3 scripts/gpu/yielders/report.py --self-test
+python3 scripts/gpu/transparency/summarize.py --self-test
 echo "== the wheel: built from ./python, checked, installed where no cargo is, used; the Python package's tests"
 bash scripts/test-wheel.sh "$tools"
 echo "== cluster deployment (Helm chart rendered and validated without a cluster)"
@@ -56,6 +65,16 @@ if [ "$(id -u)" -eq 0 ] && command -v slurmctld >/dev/null 2>&1 && command -v mu
     bash scripts/test-slurm-e2e.sh
 else
     echo "Slurm end to end (needs root and slurm-wlm, munge, libslurm-dev)" >>"$BATON_SKIP_LOG"
+fi
+rm -rf "$scratch"
+left=$(comm -13 <(echo "$tmp_before") <(ls -A /tmp 2>/dev/null | sort) | grep -v '^baton-test\.' || true)
+if [ -n "$left" ]; then
+    # Under CI nothing else runs; on a workstation another program may have made them.
+    if [ "${BATON_CI_STRICT:-0}" = 1 ]; then
+        echo "== FAILED: the tests left these in /tmp: $(echo "$left" | paste -sd ' ')"
+        exit 1
+    fi
+    echo "== warning: new in /tmp since the tests began (left by them, or by another program): $(echo "$left" | paste -sd ' ')"
 fi
 if [ ! -s "$BATON_SKIP_LOG" ]; then
     echo "== all tests passed, nothing skipped"

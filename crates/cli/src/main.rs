@@ -70,7 +70,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("baton: error: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(cmd::Exit::code_of(&e))
         }
     }
 }

@@ -119,3 +119,85 @@ fn policy_show_explains_hints_and_unknown_names_are_refused() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("unknown policy"), "{}", stderr(&o));
 }
+
+#[test]
+fn top_without_a_terminal_says_so_instead_of_panicking() {
+    let o = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["top", "--socket", "/nonexistent/baton.sock"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the baton binary runs");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("needs a terminal") && err.contains("baton list"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_misspelt_option_before_the_program_is_refused_with_a_suggestion() {
+    for (args, suggestion) in [
+        (&["run", "--prority", "10", "--", "true"][..], "--priority"),
+        (&["run", "--frobnicate", "--", "true"][..], ""),
+    ] {
+        let o = baton(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("unexpected argument") && err.contains(suggestion),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("cannot run"), "{args:?}: {err}");
+    }
+    // After the program's name everything is the program's, options included.
+    let o = baton(&["run", "--local", "sh", "-c", "exit 7", "--prority"]);
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+}
+
+#[test]
+fn a_program_that_cannot_run_exits_as_a_shell_says_and_bad_values_exit_2() {
+    let o = baton(&["run", "--local", "--", "/nonexistent/program"]);
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot run /nonexistent/program"));
+    let dir = std::env::temp_dir().join(format!("baton-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let not_executable = dir.join("data.txt");
+    std::fs::write(&not_executable, "not a program").unwrap();
+    let o = baton(&["run", "--local", "--", not_executable.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(o.status.code(), Some(126), "{}", stderr(&o));
+    // What clap refuses and what Baton refuses exit alike, and say it once.
+    for args in [
+        &["run", "--priority", "500", "--", "true"][..],
+        &["run", "--threshold", "0", "--", "true"][..],
+        &["run", "--utilization", "0", "--", "true"][..],
+        &["run", "--level", "9", "--", "true"][..],
+    ] {
+        let o = baton(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.matches("invalid").count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn doctor_without_a_driver_claims_no_way_of_sharing() {
+    let o = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args([
+            "doctor",
+            "--json",
+            "--no-self-test",
+            "--cuda-lib",
+            "/nonexistent/libcuda.so.1",
+            "--socket",
+            "/nonexistent/baton.sock",
+        ])
+        .output()
+        .expect("the baton binary runs");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["driver"]["found"], false, "{v}");
+    let how = v["sharing"]["how"].as_str().unwrap_or_default();
+    assert!(how.starts_with("none"), "{v}");
+}

@@ -37,7 +37,8 @@ pub struct DaemonConfig {
     /// Where to serve Prometheus metrics and JSON status, if anywhere.
     pub metrics: Option<SocketAddr>,
     /// Whether the endpoint's `/status` shows each process's name and command line (whoever
-    /// can reach the endpoint sees every process: it is node-local, loopback only).
+    /// can reach the endpoint sees every process: it is node-local, loopback only); off
+    /// unless asked for.
     pub metrics_commands: bool,
     /// How often agents send their counters, in milliseconds (0: never).
     pub stats_interval_ms: u32,
@@ -133,7 +134,7 @@ impl DaemonConfig {
             group: None,
             policy: baton_policies::DEFAULT_POLICY.into(),
             metrics: None,
-            metrics_commands: true,
+            metrics_commands: false,
             stats_interval_ms: DEFAULT_STATS_INTERVAL_MS,
             idle_exit: None,
             lease: Some(DEFAULT_LEASE),

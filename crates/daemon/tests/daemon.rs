@@ -493,5 +493,13 @@ fn metrics_endpoint_serves_prometheus_and_json_on_loopback() {
         .map(|p| &p["pid"])
         .collect();
     assert!(pids.contains(&&serde_json::json!(hp.pid())), "{pids:?}");
+    // Any local user can reach the endpoint: names and command lines stay out by default.
+    for p in v["processes"]["processes"].as_array().unwrap() {
+        assert!(
+            p["name"].as_str().is_some_and(str::is_empty)
+                && p["command"].as_str().is_some_and(str::is_empty),
+            "a command line in /status by default: {p}"
+        );
+    }
     assert!(get("/nope").starts_with("HTTP/1.1 404"));
 }

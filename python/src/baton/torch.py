@@ -16,7 +16,17 @@ import contextlib
 import threading
 from typing import Any, Dict, Iterator, Optional, Tuple
 
-import torch
+try:
+    import torch
+except ModuleNotFoundError as e:
+    if e.name != "torch":
+        raise
+    raise ModuleNotFoundError(
+        "baton.torch needs PyTorch, which is not installed in this Python "
+        f"({__import__('sys').executable}): install it (https://pytorch.org/get-started/), "
+        "or use baton's own functions (`import baton`), which need no framework",
+        name="torch",
+    ) from None
 
 import baton
 

@@ -16,7 +16,7 @@ pub struct ConfigArgs {
     #[command(flatten)]
     target: TargetArgs,
     /// Preemption level 1, 2 or 3 (never above what the queue's hardware supports).
-    #[arg(long, value_name = "L")]
+    #[arg(long, value_name = "L", value_parser = super::parse_level)]
     level: Option<Level>,
     /// Commands in flight.
     #[arg(long, value_name = "N")]

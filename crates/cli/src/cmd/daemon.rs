@@ -83,9 +83,13 @@ pub struct DaemonArgs {
     /// in the gap (0: not at all) [default: 500].
     #[arg(long, value_name = "US")]
     linger_us: Option<u64>,
-    /// Leave every process's name and command line out of the metrics endpoint's `/status`
-    /// (whoever can reach the endpoint, any local user on loopback, sees every process).
-    #[arg(long, requires = "metrics")]
+    /// Show every process's name and command line in the metrics endpoint's `/status`. Off by
+    /// default: whoever can reach the endpoint (any local user, on loopback) would read them.
+    #[arg(long, requires = "metrics", conflicts_with = "metrics_no_commands")]
+    metrics_commands: bool,
+    /// Leave names and command lines out of `/status` (the default; kept for scripts that
+    /// asked for it before it was).
+    #[arg(long, hide = true)]
     metrics_no_commands: bool,
     /// Exit once no program has been scheduled for this many seconds (how `baton run`
     /// starts the daemon it needs).
@@ -125,7 +129,7 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
     cfg.system = args.system;
     cfg.group = args.group;
     cfg.metrics = args.metrics;
-    cfg.metrics_commands = !args.metrics_no_commands;
+    cfg.metrics_commands = args.metrics_commands;
     cfg.idle_exit = args.idle_exit.map(Duration::from_secs);
     cfg.lease = (args.lease_ms > 0).then(|| Duration::from_millis(args.lease_ms));
     cfg.stall = (args.stall_ms > 0).then(|| Duration::from_millis(args.stall_ms));

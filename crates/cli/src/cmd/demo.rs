@@ -88,7 +88,7 @@ pub struct DemoArgs {
     seed: u64,
     /// Level Baton suspends BE with: 1 (progressive launch), 2 (deactivate), 3 (interrupt)
     /// [default: the highest the device supports].
-    #[arg(long, value_name = "L")]
+    #[arg(long, value_name = "L", value_parser = super::parse_level)]
     level: Option<Level>,
     /// At most this many commands of a queue in flight.
     #[arg(long, value_name = "N", default_value_t = LaunchConfig::DEFAULT_THRESHOLD)]
@@ -142,8 +142,8 @@ impl DemoArgs {
         let ms = Nanos::from_millis(1);
         let us = Nanos::from_micros(1);
         let default_s = if self.realtime { 2.0 } else { 10.0 };
-        let launch =
-            LaunchConfig::new(self.threshold, self.batch).context("invalid --threshold/--batch")?;
+        let launch = LaunchConfig::new(self.threshold, self.batch)
+            .map_err(|e| super::Exit::usage(format!("--threshold/--batch: {e}")))?;
         Ok(Scenario {
             hp_kernels: self.hp_kernels,
             hp_kernel: self.hp_kernel_us,

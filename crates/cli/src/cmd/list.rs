@@ -39,6 +39,10 @@ pub fn run(args: ListArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
     match (args.json, args.by_device) {
         (true, false) => println!("{}", serde_json::to_string_pretty(&list)?),
         (true, true) => println!("{}", serde_json::to_string_pretty(&by_device(&list))?),
+        // As `kubectl get` does: a table with no rows says so, on standard error.
+        (false, _) if list.processes.is_empty() && list.others.is_empty() => {
+            eprintln!("no program is scheduled on this daemon (start one with `baton run`)");
+        }
         (false, false) => print!("{}", table(&list)),
         (false, true) => print!("{}", device_table(&list)),
     }

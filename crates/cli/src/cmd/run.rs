@@ -19,6 +19,8 @@ use anyhow::{Context as _, bail};
 use baton_core::{LaunchConfig, Level, Priority};
 use clap::Args;
 
+use super::Exit;
+
 /// The interposer's file name.
 pub const INTERPOSER: &str = "libbaton_interposer.so";
 
@@ -29,9 +31,9 @@ pub struct RunArgs {
     priority: Option<i64>,
     /// Preemption level: 1 (progressive launch), 2 (a gate in the stream before every
     /// command: the device stops within one command) or 3 (on NVIDIA GPUs: the program's time
-    /// slice is shortened while more urgent work exists; see `baton doctor`); a level the
-    /// device does not support falls back to 1 (BATON_LOG=info says so).
-    #[arg(long, value_name = "L")]
+    /// slice is shortened while more urgent work exists); a level the device does not support
+    /// is capped at the highest one it supports (`baton doctor` lists them).
+    #[arg(long, value_name = "L", value_parser = super::parse_level)]
     level: Option<Level>,
     /// Commands in flight per queue (default 16).
     #[arg(long, value_name = "N")]
@@ -64,7 +66,7 @@ pub struct RunArgs {
     /// BATON_YIELD_SLICE_US) whenever a more urgent program exists, is held back while that
     /// program's work keeps the GPU busy (through the pauses of its requests, not for a program
     /// bound by its own launching), and otherwise keeps running in that program's idle gaps;
-    /// each hand-over costs about 0.4 ms of GPU time on an H200 (docs/benchmarks/matrix).
+    /// each hand-over costs +0.14–0.32 ms of GPU time on an H200 (docs/benchmarks/matrix).
     /// Several such programs with work on one GPU take turns (HPF, 200 ms each) rather than
     /// alternate their short slices. Without MPS this is the default.
     /// Under MPS, the kernels of its normal-priority streams keep to 85 % of the SMs
@@ -90,12 +92,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     interposer: Option<PathBuf>,
     /// The program and its arguments.
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "CMD"
-    )]
+    /// (An option before it is Baton's: a misspelt one is refused, not taken for the program.)
+    #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     command: Vec<OsString>,
 }
 
@@ -104,7 +102,7 @@ impl RunArgs {
     fn env(&self) -> anyhow::Result<Vec<(&'static str, OsString)>> {
         let mut env: Vec<(&'static str, OsString)> = Vec::new();
         if let Some(p) = self.priority {
-            let p = Priority::new(p).context("invalid --priority")?;
+            let p = Priority::new(p).map_err(|e| Exit::usage(format!("--priority: {e}")))?;
             env.push(("BATON_PRIORITY", p.to_string().into()));
         }
         if self.keep_window {
@@ -127,20 +125,25 @@ impl RunArgs {
             let b = self
                 .batch
                 .unwrap_or(LaunchConfig::DEFAULT_BATCH.min(t.saturating_sub(1).max(1)));
-            let c = LaunchConfig::new(t, b).context("invalid --threshold/--batch")?;
+            let c = LaunchConfig::new(t, b)
+                .map_err(|e| Exit::usage(format!("--threshold/--batch: {e}")))?;
             env.push(("BATON_THRESHOLD", c.threshold().to_string().into()));
             env.push(("BATON_BATCH", c.batch().to_string().into()));
         }
         if let Some(u) = self.utilization {
             if !(1..=100).contains(&u) {
-                bail!("invalid --utilization {u}: give a whole percentage from 1 to 100");
+                return Err(Exit::usage(format!(
+                    "invalid --utilization {u}: give a whole percentage from 1 to 100"
+                )));
             }
             env.push(("BATON_UTILIZATION", u.to_string().into()));
         }
         if let Some(d) = self.deadline_us {
             let max = baton_protocol::MAX_DURATION_NS / 1000;
             if !(1..=max).contains(&d) {
-                bail!("invalid --deadline-us {d}: give microseconds from 1 to {max}");
+                return Err(Exit::usage(format!(
+                    "invalid --deadline-us {d}: give microseconds from 1 to {max}"
+                )));
             }
             env.push(("BATON_DEADLINE_US", d.to_string().into()));
         }
@@ -148,15 +151,22 @@ impl RunArgs {
             env.push(("BATON_SCHEDULER", "local".into()));
         }
         if let Some(p) = &self.policy {
-            let policy = baton_policies::by_name(p).context("invalid --policy")?;
+            let policy =
+                baton_policies::by_name(p).map_err(|e| Exit::usage(format!("--policy: {e}")))?;
             env.push(("BATON_POLICY", policy.name().into()));
         }
         if let Some(lib) = &self.cuda_lib {
             if !lib.is_absolute() {
-                bail!("--cuda-lib must be an absolute path, not {}", lib.display());
+                return Err(Exit::usage(format!(
+                    "--cuda-lib must be an absolute path, not {}",
+                    lib.display()
+                )));
             }
             if !lib.exists() {
-                bail!("--cuda-lib {} does not exist", lib.display());
+                return Err(Exit::usage(format!(
+                    "--cuda-lib {} does not exist",
+                    lib.display()
+                )));
             }
             env.push(("BATON_CUDA_LIB", lib.clone().into()));
         }
@@ -338,7 +348,7 @@ pub fn run(args: RunArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
     }
     // Only returns if the program could not be started.
     let err = cmd.exec();
-    bail!("cannot run {}: {err}", Path::new(program).display())
+    Err(Exit::cannot_run(Path::new(program), &err))
 }
 
 #[cfg(test)]

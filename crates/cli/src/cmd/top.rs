@@ -4,6 +4,7 @@
 //! `c`, `d`, `r` pick one. [`render`] draws one frame from a [`Model`], so the view is tested
 //! with ratatui's `TestBackend`.
 
+use std::io::IsTerminal as _;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -204,6 +205,14 @@ fn fetch(c: &mut Client) -> anyhow::Result<(DaemonStatus, ProcessList)> {
 pub fn run(args: TopArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
     if !(args.interval.is_finite() && (0.05..=60.0).contains(&args.interval)) {
         bail!("--interval must be between 0.05 and 60 seconds");
+    }
+    // The live view draws on a terminal and reads keys from it: without one (a pipe, CI, a
+    // service) say so instead of failing inside the terminal library.
+    if !(std::io::stdout().is_terminal() && std::io::stdin().is_terminal()) {
+        bail!(
+            "baton top is a live view and needs a terminal (its input or output is not one); \
+             for a snapshot of the same figures use `baton list` (or `baton list --json`)"
+        );
     }
     let mut client = Client::connect(socket)?;
     let every = Duration::from_secs_f64(args.interval);

@@ -208,7 +208,7 @@ impl Core {
             .collect();
         queues.sort_unstable_by_key(|q| q.id);
         // The endpoint is the node's (loopback only): it shows every queue, and every
-        // process's name and command line unless told not to (`--metrics-no-commands`).
+        // process's name and command line only when told to (`--metrics-commands`).
         let mut list = self.list(None, &Sight::All);
         if !self.ident.metrics_commands {
             for p in &mut list.processes {

@@ -219,6 +219,16 @@ fn sharing(get: impl Fn(&str) -> Option<String>) -> SharingFindings {
     SharingFindings { mps, how }
 }
 
+/// Where no driver was found: no GPU for programs to share.
+fn no_sharing() -> SharingFindings {
+    SharingFindings {
+        mps: false,
+        how: "none: without a CUDA driver there is no GPU to share (`baton demo` runs on the \
+              simulated device)"
+            .into(),
+    }
+}
+
 /// The report as text: one line per check, and under the driver each device's levels.
 fn text(r: &DoctorReport) -> String {
     let line = |ok: bool, name: &str, detail: &str| {
@@ -256,16 +266,22 @@ pub fn run(args: DoctorArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
         .path
         .clone()
         .filter(|_| interposer.ok && !args.no_self_test);
+    let driver = driver_check(
+        args.cuda_lib.as_deref(),
+        self_test.as_deref(),
+        !args.no_self_test,
+    );
+    let sharing = if driver.found.found {
+        sharing(|k| std::env::var(k).ok())
+    } else {
+        no_sharing()
+    };
     let report = DoctorReport {
         schema: DoctorReport::SCHEMA.into(),
-        driver: driver_check(
-            args.cuda_lib.as_deref(),
-            self_test.as_deref(),
-            !args.no_self_test,
-        ),
+        driver,
         interposer,
         daemon: daemon_check(socket),
-        sharing: sharing(|k| std::env::var(k).ok()),
+        sharing,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
