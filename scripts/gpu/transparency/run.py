@@ -165,49 +165,16 @@ class Runner:
         report = f"{self.work}/report-{tag}.json"
         baton = [self.a.baton, "run", "--level", str(level)]
         other = None
+        # The other program of the pair, at the other priority and the same level.
+        other_run = [self.a.baton, "run", "--priority", "10" if role.startswith("suspended") else "0"]
+        other_run += ["--level", str(level), "--"]
         if role == "higher":
-            other = [
-                self.a.baton,
-                "run",
-                "--priority",
-                "0",
-                "--level",
-                str(level),
-                "--",
-                os.path.join(self.a.bin, "contender"),
-                "flood",
-                "600",
-            ]
+            other = other_run + [os.path.join(self.a.bin, "contender"), "flood", "600"]
         elif role == "suspended":
-            other = [
-                self.a.baton,
-                "run",
-                "--priority",
-                "10",
-                "--level",
-                str(level),
-                "--",
-                os.path.join(self.a.bin, "contender"),
-                "prober",
-                str(seed),
-                "600",
-            ]
+            other = other_run + [os.path.join(self.a.bin, "contender"), "prober", str(seed), "600"]
         elif role == "suspended-graph":
-            other = [
-                self.a.baton,
-                "run",
-                "--priority",
-                "10",
-                "--level",
-                str(level),
-                "--",
-                sys.executable,
-                os.path.join(HERE, "workloads.py"),
-                "serve-graph",
-                str(seed),
-                "600",
-                str(self.a.service_rate),
-            ]
+            service = [os.path.join(HERE, "workloads.py"), "serve-graph", str(seed), "600", str(self.a.service_rate)]
+            other = other_run + [sys.executable] + service
         prio = "10" if role == "higher" else "0"
         proc = None
         if other:

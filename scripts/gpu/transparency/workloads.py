@@ -151,11 +151,9 @@ def infer_side():
     return d.hex()
 
 
-def graph():
-    torch, model = resnet50_half()
-    g = torch.Generator().manual_seed(3)
-    inputs = [torch.randn(8, 3, 224, 224, generator=g).half().cuda() for _ in range(4)]
-    static_x = inputs[0].clone()
+def captured(torch, model, static_x):
+    """`model` on `static_x` warmed up on a side stream, then captured with torch.cuda.graph:
+    the graph and its static output."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.no_grad(), torch.cuda.stream(s):
@@ -165,6 +163,15 @@ def graph():
     cg = torch.cuda.CUDAGraph()
     with torch.no_grad(), torch.cuda.graph(cg):
         static_y = model(static_x)
+    return cg, static_y
+
+
+def graph():
+    torch, model = resnet50_half()
+    g = torch.Generator().manual_seed(3)
+    inputs = [torch.randn(8, 3, 224, 224, generator=g).half().cuda() for _ in range(4)]
+    static_x = inputs[0].clone()
+    cg, static_y = captured(torch, model, static_x)
     d = Digest()
     for i in range(24):
         static_x.copy_(inputs[i % len(inputs)])
@@ -353,16 +360,7 @@ def serve_graph(seed, seconds, rate=100.0):
     import time
 
     torch, model = resnet50_half()
-    static_x = torch.randn(8, 3, 224, 224, device="cuda").half()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.no_grad(), torch.cuda.stream(s):
-        for _ in range(3):
-            model(static_x)
-    torch.cuda.current_stream().wait_stream(s)
-    cg = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(cg):
-        model(static_x)
+    cg, _ = captured(torch, model, torch.randn(8, 3, 224, 224, device="cuda").half())
     torch.cuda.synchronize()
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
