@@ -16,6 +16,7 @@
 //! **Architecture invariant:** this crate performs no I/O, knows nothing of CUDA, sockets, the
 //! environment or serialization. Its only window on the outside world is the `HwQueue` a
 //! backend hands it and the `Clock` and [`EventSink`] its owner injects.
+#![forbid(unsafe_code)]
 
 mod clock;
 mod command;

@@ -130,23 +130,54 @@ fn prepare_dir(dir: &Path, system: bool) -> Result<(), DaemonError> {
 
 /// The gid a system socket is given.
 fn group_id(name: Option<&str>) -> Result<u32, DaemonError> {
-    let lookup = |n: &str| -> Option<u32> {
-        let c = std::ffi::CString::new(n).ok()?;
-        // SAFETY: `c` is a valid C string; getgrnam returns null or a pointer to a static
-        // group record, read at once before any other call can overwrite it.
-        let g = unsafe { libc::getgrnam(c.as_ptr()) };
-        // SAFETY: non-null results point to a valid group record.
-        (!g.is_null()).then(|| unsafe { (*g).gr_gid })
-    };
+    let lookup = |n: &str| gid_of(n);
     match name {
         Some(n) => lookup(n).ok_or_else(|| DaemonError::UnknownGroup(n.to_string())),
         None => Ok(lookup("baton").unwrap_or_else(|| rustix::process::getegid().as_raw())),
     }
 }
 
+/// The gid of group `name`, looked up with `getgrnam_r` into a buffer of this call's own (the
+/// daemon is multi-threaded, and `getgrnam`'s record is shared by every thread); `None` when
+/// there is no such group or the lookup fails.
+fn gid_of(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    let mut buf = vec![0 as libc::c_char; 1024];
+    loop {
+        // SAFETY: an all-zero `group` is a valid value of the plain C struct (null pointers,
+        // zero gid); getgrnam_r only writes it.
+        let mut group: libc::group = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: `c` is a valid C string; `group`, `buf` (of the length given) and `found` are
+        // valid for writes for the duration of the call.
+        let rc = unsafe {
+            libc::getgrnam_r(
+                c.as_ptr(),
+                &mut group,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        return (rc == 0 && !found.is_null()).then_some(group.gr_gid);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_are_looked_up_by_name() {
+        // Group 0 is "root" on every Linux system the daemon runs on.
+        assert_eq!(gid_of("root"), Some(0));
+        assert_eq!(gid_of("no-such-group-baton-test"), None);
+        assert_eq!(gid_of("bad\0name"), None);
+    }
 
     fn temp(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("baton-listen-{}-{tag}", std::process::id()));

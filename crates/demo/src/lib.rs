@@ -15,6 +15,7 @@
 //! [`gpu`] runs the same four phases on a CUDA GPU with real processes and reports the same
 //! [`DemoFigures`]. [`chrome_trace`] is the Chrome-trace writer of the demo's [`Trace`] and of
 //! `baton trace`.
+#![forbid(unsafe_code)]
 
 pub mod chrome_trace;
 mod clients;

@@ -11,6 +11,7 @@
 //!
 //! The policy tests (`tests/`) and the plots in `docs/policies/` (example `policy_plots`) are
 //! built on it.
+#![forbid(unsafe_code)]
 
 mod client;
 mod result;

@@ -25,6 +25,7 @@
 //!
 //! **Architecture invariant:** nothing here touches an XQueue, a clock or the OS. The local
 //! scheduler and the daemon turn decisions into suspend/resume operations.
+#![forbid(unsafe_code)]
 
 mod awf;
 mod cfs;

@@ -27,6 +27,7 @@
 //! **Trust:** the daemon never believes identity from a message: uid and pid come from the
 //! socket (`SO_PEERCRED`). Validation bounds what a peer can make the daemon store or print
 //! (text is printable, without terminal control characters).
+#![forbid(unsafe_code)]
 
 mod agent;
 mod check;

@@ -16,6 +16,7 @@
 //!
 //! **Architecture invariant:** no I/O besides reading `/proc` through [`ProcFs`], no sockets,
 //! no CUDA; time comes from the caller (a [`Clock`](baton_core::Clock) or a given instant).
+#![forbid(unsafe_code)]
 
 mod inbox;
 mod local;

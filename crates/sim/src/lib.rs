@@ -17,6 +17,7 @@
 //! drives it either in **virtual time** (the owner advances it; runs are deterministic and a
 //! simulated second takes milliseconds) or in **real time** (a device thread follows the wall
 //! clock), and hands out [`SimQueue`]s, which implement [`baton_core::HwQueue`].
+#![forbid(unsafe_code)]
 
 mod command;
 mod config;
