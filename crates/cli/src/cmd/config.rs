@@ -3,7 +3,6 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::bail;
 use baton_core::{LaunchConfig, Level};
 use baton_protocol::{LaunchWindow, Request, WireLevel};
 use clap::Args;
@@ -33,12 +32,16 @@ pub fn run(args: ConfigArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
             let b = args
                 .batch
                 .unwrap_or(LaunchConfig::DEFAULT_BATCH.min(t.saturating_sub(1).max(1)));
-            Some(LaunchWindow::from(LaunchConfig::new(t, b)?))
+            Some(LaunchWindow::from(LaunchConfig::new(t, b).map_err(
+                |e| super::Exit::usage(format!("--threshold/--batch: {e}")),
+            )?))
         }
     };
     let level = args.level.map(WireLevel::from);
     if level.is_none() && launch.is_none() {
-        bail!("nothing to change: give --level, --threshold (and --batch), or both");
+        return Err(super::Exit::usage(
+            "nothing to change: give --level, --threshold (and --batch), or both",
+        ));
     }
     let mut c = Client::connect(socket)?;
     c.done(&Request::SetConfig {

@@ -156,7 +156,9 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
                 .split_once('=')
                 .and_then(|(c, p)| Some((c.to_string(), p.trim().parse::<i32>().ok()?)));
             let Some((class, p)) = parsed else {
-                anyhow::bail!("--kubernetes-class {entry:?}: give CLASS=N, N from -100 to 100");
+                return Err(super::Exit::usage(format!(
+                    "--kubernetes-class {entry:?}: give CLASS=N, N from -100 to 100"
+                )));
             };
             k.classes.insert(class, p);
         }

@@ -62,7 +62,9 @@ pub fn run(args: PolicyArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
                         key: k.to_string(),
                         value: v.to_string(),
                     }),
-                    None => bail!("policy parameter {kv:?} must be KEY=VALUE"),
+                    None => Err(super::Exit::usage(format!(
+                        "policy parameter {kv:?} must be KEY=VALUE"
+                    ))),
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             c.done(&Request::SetPolicy {

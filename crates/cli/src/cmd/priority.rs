@@ -41,7 +41,7 @@ pub struct PriorityArgs {
 }
 
 pub fn run(args: PriorityArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let p = Priority::new(args.priority)?;
+    let p = Priority::new(args.priority).map_err(|e| super::Exit::usage(e.to_string()))?;
     let mut c = Client::connect(socket)?;
     c.done(&Request::SetPriority {
         target: args.target.target(),

@@ -204,7 +204,9 @@ fn fetch(c: &mut Client) -> anyhow::Result<(DaemonStatus, ProcessList)> {
 
 pub fn run(args: TopArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
     if !(args.interval.is_finite() && (0.05..=60.0).contains(&args.interval)) {
-        bail!("--interval must be between 0.05 and 60 seconds");
+        return Err(super::Exit::usage(
+            "--interval must be between 0.05 and 60 seconds",
+        ));
     }
     // The live view draws on a terminal and reads keys from it: without one (a pipe, CI, a
     // service) say so instead of failing inside the terminal library.

@@ -150,7 +150,10 @@ pub fn chrome_events(records: &[TraceRecord]) -> Vec<TraceEvent<DaemonEventArgs>
 
 pub fn run(args: TraceArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
     if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 3600.0) {
-        bail!("--seconds must be between 0 and 3600, not {}", args.seconds);
+        return Err(super::Exit::usage(format!(
+            "--seconds must be between 0 and 3600, not {}",
+            args.seconds
+        )));
     }
     let mut c = Client::connect(socket)?;
     c.done(&Request::TraceStart {
