@@ -13,7 +13,8 @@ mkdir -p target
 # folder of this run, removed at the end: the run leaves /tmp as it found it, and says so.
 tmp_before=$(ls -A /tmp 2>/dev/null | sort)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/baton-test.XXXXXX")
-chmod 755 "$scratch"
+# Writable by all, sticky, as /tmp is: the Slurm test's jobs run as another user and inherit it.
+chmod 1777 "$scratch"
 trap 'rm -rf "$scratch"' EXIT
 export TMPDIR=$scratch
 BATON_SKIP_LOG=$PWD/target/skipped.txt
