@@ -202,6 +202,23 @@ impl Drop for Contender {
     }
 }
 
+/// `baton run`'s arguments for `scenario` at `priority` and `level` with the test's
+/// interposer, `extra` options before the program.
+fn run_args<'a>(
+    priority: &'a str,
+    level: u8,
+    extra: &[&'a str],
+    scenario: &'a str,
+) -> Vec<&'a str> {
+    let interposer = interposer_library().to_str().expect("a UTF-8 path");
+    let level = ["0", "1", "2", "3"][usize::from(level)];
+    let mut args = vec!["run", "--interposer", interposer, "--priority", priority];
+    args.extend(["--level", level]);
+    args.extend_from_slice(extra);
+    args.extend(["--", RUNTIME_LIKE, scenario]);
+    args
+}
+
 /// Stops the daemon serving `socket`.
 fn stop_daemon(socket: &Path) {
     let _ = Command::new(baton_binary())
@@ -224,31 +241,15 @@ fn same_as_native(what: &str, b: &support::Run, native: &support::Run) {
 
 #[test]
 fn every_scenario_at_higher_priority_beside_a_scheduled_flood_gives_the_native_result() {
-    let interposer = interposer_library()
-        .to_str()
-        .expect("a UTF-8 path")
-        .to_owned();
     let baton = baton_binary().to_str().expect("a UTF-8 path").to_owned();
     for level in [1u8, 2] {
         let dir = temp_dir("higher");
         let flood = Flood::start(level, &dir);
         let socket = flood.socket.to_str().expect("a UTF-8 path").to_owned();
-        let level_s = level.to_string();
         for scenario in scenarios() {
             let native = native(scenario);
             let what = format!("{scenario} at higher priority beside a flood (level {level})");
-            let args = [
-                "run",
-                "--interposer",
-                &interposer,
-                "--priority",
-                "10",
-                "--level",
-                &level_s,
-                "--",
-                RUNTIME_LIKE,
-                scenario,
-            ];
+            let args = run_args("10", level, &[], scenario);
             let refill = if level == 2 { "on" } else { "off" };
             let env = [
                 ("BATON_SOCKET", socket.as_str()),
@@ -307,34 +308,17 @@ fn every_scenario_giving_way_by_sms_under_mps_gives_the_native_result() {
     // queues at random and, of those it lets run, says at random that it cannot suspend them
     // until its next draw, so every scenario's kernels switch between the two at random
     // moments, with suspensions in between; at Level 2 behind a gate as well.
-    let interposer = interposer_library()
-        .to_str()
-        .expect("a UTF-8 path")
-        .to_owned();
     let baton = baton_binary().to_str().expect("a UTF-8 path").to_owned();
     let (mut confined, mut whole) = (0, 0);
     for (level, seed) in [(1u8, 31u64), (2, 32)] {
         let dir = temp_dir("yield-sms");
         let daemon = Daemon::start(&format!("chaos:{seed}"), &dir);
         let socket = daemon.socket.to_str().expect("a UTF-8 path").to_owned();
-        let level_s = level.to_string();
         for scenario in scenarios() {
             let native = native(scenario);
             let what =
                 format!("{scenario} giving way by SMs at random (level {level}, chaos:{seed})");
-            let args = [
-                "run",
-                "--interposer",
-                &interposer,
-                "--priority",
-                "0",
-                "--level",
-                &level_s,
-                "--yield",
-                "--",
-                RUNTIME_LIKE,
-                scenario,
-            ];
+            let args = run_args("0", level, &["--yield"], scenario);
             let env = [
                 ("BATON_SOCKET", socket.as_str()),
                 ("BATON_MPS", "on"),
@@ -369,10 +353,6 @@ fn a_side_stream_training_job_suspended_by_a_more_urgent_program_gives_the_nativ
     // moments under one daemon. Its launches wait in buffers while the limits change and are
     // made later by Baton; each must be as valid then as when the program made it.
     let native = native("train-side");
-    let interposer = interposer_library()
-        .to_str()
-        .expect("a UTF-8 path")
-        .to_owned();
     let baton = baton_binary().to_str().expect("a UTF-8 path").to_owned();
     let (mut deferred, mut holds) = (0, 0);
     for level in [1u8, 2] {
@@ -391,22 +371,10 @@ fn a_side_stream_training_job_suspended_by_a_more_urgent_program_gives_the_nativ
             ],
         );
         let socket = prober.socket.to_str().expect("a UTF-8 path").to_owned();
-        let level_s = level.to_string();
         for rep in 0..2 {
             let what = format!("train-side suspended by the prober (level {level}, #{rep})");
             let report_path = dir.join(format!("report-{rep}.json"));
-            let args = [
-                "run",
-                "--interposer",
-                &interposer,
-                "--priority",
-                "0",
-                "--level",
-                &level_s,
-                "--",
-                RUNTIME_LIKE,
-                "train-side",
-            ];
+            let args = run_args("0", level, &[], "train-side");
             let env = [
                 ("BATON_SOCKET", socket.as_str()),
                 ("BATON_REPORT", report_path.to_str().expect("a UTF-8 path")),
