@@ -1,12 +1,50 @@
 //! End-to-end tests of the `baton` binary.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 fn baton(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(args)
+        .env("BATON_INTERPOSER", interposer())
         .output()
         .expect("the baton binary runs")
+}
+
+/// The interposer `baton run` preloads, built into the profile directory the `baton` binary
+/// under test is in (`cargo test` builds the binary but does not place the library there).
+fn interposer() -> &'static Path {
+    static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
+    LIBRARY.get_or_init(|| {
+        let profile = Path::new(env!("CARGO_BIN_EXE_baton"))
+            .parent()
+            .expect("the profile directory");
+        let target = profile.parent().expect("the target directory");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = Command::new(cargo);
+        build
+            .args(["build", "--quiet", "-p", "baton-interposer"])
+            .env("CARGO_TARGET_DIR", target)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        match profile.file_name().and_then(|name| name.to_str()) {
+            Some("debug") | None => {}
+            Some("release") => {
+                build.arg("--release");
+            }
+            Some(other) => {
+                build.args(["--profile", other]);
+            }
+        }
+        let status = build.status().expect("run cargo to build the interposer");
+        assert!(
+            status.success(),
+            "cargo build -p baton-interposer: {status}"
+        );
+        let library = profile.join("libbaton_interposer.so");
+        assert!(library.exists(), "{} was not built", library.display());
+        library
+    })
 }
 
 fn stderr(o: &Output) -> String {
