@@ -224,13 +224,12 @@ impl DaemonClient {
 
     /// The frames exchanged with the daemon so far, over every connection.
     pub fn traffic(&self) -> LinkTraffic {
-        let [operations, attention, other] =
-            std::array::from_fn(|i| self.shared.received[i].load(Ordering::Relaxed));
+        let r = &self.shared.received;
         LinkTraffic {
             sent: self.shared.lock().sent,
-            operations,
-            attention,
-            other,
+            operations: r.operations.load(Ordering::Relaxed),
+            attention: r.attention.load(Ordering::Relaxed),
+            other: r.other.load(Ordering::Relaxed),
         }
     }
 

@@ -5,46 +5,20 @@
 //! [`QueueControl`]: `suspend` and `resume` record the wanted state in the shared
 //! [`Outbox`], and the core turns a decision round's worth of them into one
 //! [`Operations`](baton_protocol::Operations) frame per agent, naming only queues whose state
-//! changed. What the policy needs each queue to report, and whether it may launch without its
-//! window ([`QueueControl::set_reporting`] and the other attention setters), is recorded the
-//! same way and sent as `Attention` messages. Level and launch-window changes go to the agent
-//! as `Configure` messages instead (the daemon's `baton config`), so those setters do nothing.
+//! changed. How the scheduler wants each queue to run until the next decision (what it
+//! reports, whether it may launch without its window, [`QueueControl::set_attention`]) is
+//! recorded the same way and sent whole as an `Attention` message, applied as it is. Level and
+//! launch-window changes go to the agent as `Configure` messages instead (the daemon's `baton
+//! config`), so those setters do nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use baton_core::locks;
 use baton_core::{
-    LaunchConfig, Level, QueueControl, QueueState, ResumeFlags, SuspendFlags, XQueueError,
-    XQueueId, XQueueStatus,
+    Attention, LaunchConfig, Level, QueueControl, QueueState, ResumeFlags, SuspendFlags,
+    XQueueError, XQueueId, XQueueStatus,
 };
-
-/// What a queue is asked to report and how it may launch; see
-/// [`DaemonMessage::Attention`](baton_protocol::DaemonMessage::Attention).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Attention {
-    /// Report Idle/Ready transitions.
-    pub(crate) report: bool,
-    /// Launch without the in-flight window.
-    pub(crate) unbounded: bool,
-    /// Watch for an idle tail.
-    pub(crate) watch: bool,
-    /// Unbounded only for its measured commands: measure it again now and then.
-    pub(crate) remeasure: bool,
-    /// The policy may hold it back: its work in flight bounded by device time too.
-    pub(crate) hold: bool,
-}
-
-impl Attention {
-    /// What a newly created queue does until told otherwise.
-    pub(crate) const INITIAL: Attention = Attention {
-        report: true,
-        unbounded: false,
-        watch: true,
-        remeasure: false,
-        hold: true,
-    };
-}
 
 /// A change a proxy recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,15 +95,6 @@ impl RemoteQueue {
     pub(crate) fn attention(&self) -> Attention {
         *locks::lock(&self.attention)
     }
-
-    fn attend(&self, change: impl FnOnce(&mut Attention)) {
-        let mut a = locks::lock(&self.attention);
-        let before = *a;
-        change(&mut a);
-        if *a != before {
-            self.record(Wanted::Attention(*a));
-        }
-    }
 }
 
 impl QueueControl for RemoteQueue {
@@ -177,24 +142,12 @@ impl QueueControl for RemoteQueue {
 
     fn set_launch_config(&self, _config: LaunchConfig) {}
 
-    fn set_reporting(&self, on: bool) {
-        self.attend(|a| a.report = on);
-    }
-
-    fn set_unbounded(&self, on: bool) {
-        self.attend(|a| a.unbounded = on);
-    }
-
-    fn set_idle_watch(&self, on: bool) {
-        self.attend(|a| a.watch = on);
-    }
-
-    fn set_remeasure(&self, on: bool) {
-        self.attend(|a| a.remeasure = on);
-    }
-
-    fn set_holdable(&self, on: bool) {
-        self.attend(|a| a.hold = on);
+    fn set_attention(&self, attention: Attention) {
+        let mut a = locks::lock(&self.attention);
+        if *a != attention {
+            *a = attention;
+            self.record(Wanted::Attention(attention));
+        }
     }
 }
 
@@ -216,20 +169,18 @@ mod tests {
         assert_eq!(q.status().state, QueueState::Ready);
         q.suspend(SuspendFlags::default()).unwrap();
         q.resume(ResumeFlags::default()).unwrap();
-        q.set_reporting(false);
-        q.set_reporting(false);
+        let quiet = Attention {
+            report: false,
+            ..Attention::INITIAL
+        };
+        q.set_attention(quiet);
+        q.set_attention(quiet);
         assert_eq!(
             out.take(),
             vec![
                 (XQueueId(7), Wanted::Suspended(true)),
                 (XQueueId(7), Wanted::Suspended(false)),
-                (
-                    XQueueId(7),
-                    Wanted::Attention(Attention {
-                        report: false,
-                        ..Attention::INITIAL
-                    })
-                ),
+                (XQueueId(7), Wanted::Attention(quiet)),
             ]
         );
         q.detach();

@@ -4,7 +4,7 @@ use baton_core::{Nanos, XQueueId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{Decision, Policy, QueueView, Snapshot};
+use crate::{Decision, Policy, QueuePlan, Snapshot};
 
 /// The shortest time one random choice of suspended queues stands.
 pub const CHAOS_MIN_SPAN: Nanos = Nanos::from_micros(200);
@@ -70,20 +70,28 @@ impl Policy for Chaos {
         let live = |id: &XQueueId| snap.queues.iter().any(|q| q.id == *id);
         self.suspended.retain(live);
         self.free.retain(live);
+        // Some running queues are said unsuspendable, so they run without their window until
+        // the next draw; a suspended one never is.
+        let plans = snap
+            .queues
+            .iter()
+            .map(|q| QueuePlan {
+                may_suspend: !self.free.contains(&q.id),
+                ..QueuePlan::DEFAULT
+            })
+            .collect();
         Decision {
             suspend: self.suspended.clone(),
             wake_at: self.until,
+            plans,
         }
-    }
-
-    fn may_suspend(&self, _snapshot: &Snapshot<'_>, queue: &QueueView) -> bool {
-        !self.free.contains(&queue.id)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::QueueView;
 
     fn queues(n: u64) -> Vec<QueueView> {
         (1..=n).map(|i| QueueView::new(i, 1, 0, true)).collect()
@@ -116,9 +124,8 @@ mod tests {
         let mut free = 0;
         for _ in 0..200 {
             let d = p.decide(&Snapshot::new(now, &qs));
-            let snap = Snapshot::new(now, &qs);
-            for q in &qs {
-                let may = p.may_suspend(&snap, q);
+            for (i, q) in qs.iter().enumerate() {
+                let may = d.plan(i).may_suspend;
                 assert!(
                     may || !d.suspends(q.id),
                     "a suspended queue is left bounded"

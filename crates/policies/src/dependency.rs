@@ -71,6 +71,7 @@ mod tests {
         let mut d = Decision {
             suspend: vec![XQueueId(2), XQueueId(3), XQueueId(4), XQueueId(5)],
             wake_at: None,
+            plans: Vec::new(),
         };
         // 1 runs and waits on 2, which waits on 3; 5 waits on 4 but 5 is suspended itself.
         let deps = [dep(1, 2), dep(2, 3), dep(5, 4), dep(9, 4)];
@@ -104,6 +105,7 @@ mod tests {
             let mut d = Decision {
                 suspend: (0..n).filter(|i| suspended[usize::try_from(*i).unwrap()]).map(XQueueId).collect(),
                 wake_at: None,
+                plans: Vec::new(),
             };
             let deps: Vec<Dependency> = edges.iter().map(|(w, o)| dep(*w % n, *o % n)).collect();
             let before = d.suspend.clone();

@@ -1,8 +1,8 @@
 //! Gangs: the processes of one multi-GPU job held back and resumed together.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-use crate::{Decision, GangId, Policy, QueueView, Snapshot};
+use crate::{Decision, GangId, Policy, QueuePlan, QueueView, Snapshot};
 
 /// **Gangs** — wraps a policy so the queues of a gang (every queue whose
 /// [`QueueHints::gang`](crate::QueueHints::gang) is the same: the ranks of one distributed
@@ -89,7 +89,8 @@ impl<P: Policy> Policy for Gangs<P> {
     }
 
     fn decide(&mut self, snap: &Snapshot<'_>) -> Decision {
-        let first = self.inner.decide(snap);
+        let mut first = self.inner.decide(snap);
+        first.plans = gang_plans(snap, &first);
         let gangs = held(snap, &first);
         if gangs.is_empty() {
             return first;
@@ -121,6 +122,8 @@ impl<P: Policy> Policy for Gangs<P> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        // Planned for the situation as it is, not as the second decision was shown it.
+        d.plans = first.plans;
         d
     }
 
@@ -129,70 +132,39 @@ impl<P: Policy> Policy for Gangs<P> {
         c.push(("gang_holds", self.held));
         c
     }
+}
 
-    /// A gang's queues report if any of them would: any can decide whether the gang is held.
-    fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        match queue.hints.gang {
-            None => self.inner.wants_events(snap, queue),
-            Some(g) => snap
-                .queues
-                .iter()
-                .filter(|q| q.hints.gang == Some(g))
-                .any(|q| self.inner.wants_events(snap, q) || self.inner.may_suspend(snap, q)),
+/// The wrapped policy's plans (`inner`'s) for a gang's queues: a gang's queues report if any
+/// of them would, or may stop (any can decide whether the gang is held); a gang's queue that a
+/// hold reaches may stop whenever any such queue of its gang may; holds and re-measuring as
+/// the wrapped policy says of the queue itself (were its commands measured long, it, and so
+/// its whole gang, could stop).
+fn gang_plans(snap: &Snapshot<'_>, inner: &Decision) -> Vec<QueuePlan> {
+    let mut per_gang: HashMap<GangId, (bool, bool)> = HashMap::new();
+    for (i, q) in snap.queues.iter().enumerate() {
+        if let Some(g) = q.hints.gang {
+            let p = inner.plan(i);
+            let e = per_gang.entry(g).or_default();
+            e.0 |= p.report || p.may_suspend;
+            e.1 |= p.may_suspend && holdable(q);
         }
     }
-
-    /// A gang's queue that a hold reaches may stop whenever any such queue of its gang may;
-    /// the others as the wrapped policy says.
-    fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        match holdable_gang(queue) {
-            None => self.inner.may_suspend(snap, queue),
-            Some(g) => snap
-                .queues
-                .iter()
-                .filter(|q| holdable_gang(q) == Some(g))
-                .any(|q| self.inner.may_suspend(snap, q)),
-        }
-    }
-
-    /// As the wrapped policy says of the queue itself: were its commands measured long, it
-    /// (and so its whole gang) could stop.
-    fn remeasures(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        self.inner.remeasures(snap, queue)
-    }
-
-    /// As the wrapped policy says of the queue itself.
-    fn may_hold(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        self.inner.may_hold(snap, queue)
-    }
-
-    fn holds(&self, snap: &Snapshot<'_>) -> Vec<bool> {
-        self.inner.holds(snap)
-    }
-
-    fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
-        let inner = self.inner.attention(snap);
-        let mut per_gang: std::collections::HashMap<GangId, (bool, bool)> =
-            std::collections::HashMap::new();
-        for (q, (r, s)) in snap.queues.iter().zip(&inner) {
-            if let Some(g) = q.hints.gang {
-                let e = per_gang.entry(g).or_default();
-                e.0 |= *r || *s;
-                e.1 |= *s && holdable(q);
-            }
-        }
-        snap.queues
-            .iter()
-            .zip(inner)
-            .map(
-                |(q, own)| match q.hints.gang.and_then(|g| per_gang.get(&g)) {
-                    Some(&(report, stop)) if holdable(q) => (report, stop),
-                    Some(&(report, _)) => (report, own.1),
-                    None => own,
+    snap.queues
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let own = inner.plan(i);
+            match q.hints.gang.and_then(|g| per_gang.get(&g)) {
+                Some(&(report, may_suspend)) if holdable(q) => QueuePlan {
+                    report,
+                    may_suspend,
+                    ..own
                 },
-            )
-            .collect()
-    }
+                Some(&(report, _)) => QueuePlan { report, ..own },
+                None => own,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -206,6 +178,14 @@ mod tests {
         let mut q = QueueView::new(id, pid, device, ready);
         q.hints.apply(Hint::Gang(GangId(7)), Nanos::ZERO);
         q
+    }
+
+    /// What `g` plans for each queue of `snap`: (report, may suspend).
+    fn att(g: &mut Gangs<Hpf>, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
+        let d = g.decide(snap);
+        (0..snap.queues.len())
+            .map(|i| (d.plan(i).report, d.plan(i).may_suspend))
+            .collect()
     }
 
     fn sorted(mut v: Vec<XQueueId>) -> Vec<XQueueId> {
@@ -233,9 +213,8 @@ mod tests {
         assert_eq!(sorted(g.decide(&snap).suspend), [XQueueId(2), XQueueId(3)]);
         assert_eq!(g.counters(), [("gang_holds", 1)]);
         // Rank 1 must keep reporting and its window: it can be stopped through rank 0.
-        assert!(g.may_suspend(&snap, &r1));
         assert!(!Hpf.may_suspend(&snap, &r1));
-        assert_eq!(g.attention(&snap)[2], (true, true));
+        assert_eq!(att(&mut g, &snap)[2], (true, true));
     }
 
     #[test]
@@ -274,12 +253,10 @@ mod tests {
         // Rank 0 gives way to the service; rank 1 keeps its device from the filler, which
         // gives way to it (it need not report: nothing it does changes a decision). Rank 1
         // still reports, as a gang's queues do.
-        let att = g.attention(&snap);
-        assert_eq!(att[1], (true, true));
-        assert_eq!(att[2], (true, false));
-        assert_eq!(att[3], (false, true));
-        assert!(!g.may_suspend(&snap, &queues[2]));
-        assert!(g.may_suspend(&snap, &queues[1]));
+        let planned = att(&mut g, &snap);
+        assert_eq!(planned[1], (true, true));
+        assert_eq!(planned[2], (true, false));
+        assert_eq!(planned[3], (false, true));
         // A rank held back (not yielding) beside a yielding one: the held one still stops
         // with its gang, and the yielding one never makes the gang held.
         let mut held_rank = rank(3, 21, 1, true);
@@ -287,7 +264,7 @@ mod tests {
         let queues = [hp, yielding(rank(2, 20, 0, true)), held_rank, filler];
         let snap = Snapshot::new(Nanos::ZERO, &queues);
         assert!(g.decide(&snap).suspend.is_empty());
-        assert_eq!(g.attention(&snap)[2], (true, false));
+        assert_eq!(att(&mut g, &snap)[2], (true, false));
         // The other way round: the held rank is outranked, so the gang is held, but the
         // hold reaches only the rank it can stop; the yielding one keeps GPU 1.
         let queues = [
@@ -298,7 +275,7 @@ mod tests {
         ];
         let snap = Snapshot::new(Nanos::ZERO, &queues);
         assert_eq!(sorted(g.decide(&snap).suspend), [XQueueId(2)]);
-        assert_eq!(g.attention(&snap)[2], (true, false));
+        assert_eq!(att(&mut g, &snap)[2], (true, false));
     }
 
     #[test]

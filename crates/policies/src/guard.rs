@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use baton_core::{Nanos, Priority, XQueueId};
 
-use crate::hpf::{Scope, attention_sparing, may_suspend_sparing, outranks_another, rank_first};
-use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
+use crate::hpf::{Scope, attention_sparing, rank_first};
+use crate::{Decision, DeviceId, Policy, QueuePlan, QueueView, Snapshot};
 
 /// Jobs of the service measured per probe.
 pub const GUARD_SAMPLES: usize = 12;
@@ -329,25 +329,18 @@ impl Policy for Guard {
                 d.wake(until);
             }
         }
-        d
-    }
-
-    /// Every queue that HPF ranks against another reports: the higher ones for their jobs'
-    /// latencies, the lower ones for whether they compete at all.
-    fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        outranks_another(snap, queue) || self.may_suspend(snap, queue)
-    }
-
-    /// As HPF's rank order, which guard holds by (it does not spare short commands).
-    fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        may_suspend_sparing(snap, queue, false)
-    }
-
-    fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
-        attention_sparing(snap, false)
+        // Every queue that HPF's rank order (which guard holds by, not sparing short
+        // commands) ranks against another reports: the higher ones for their jobs' latencies,
+        // the lower ones for whether they compete at all.
+        d.plans = attention_sparing(snap, false)
             .into_iter()
-            .map(|(wants, may)| (wants || may, may))
-            .collect()
+            .map(|(wants, may_suspend)| QueuePlan {
+                report: wants || may_suspend,
+                may_suspend,
+                ..QueuePlan::DEFAULT
+            })
+            .collect();
+        d
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use baton_core::{Nanos, Priority};
 
-use crate::{Decision, DeviceId, Policy, QueueView, Snapshot};
+use crate::{Decision, DeviceId, Policy, QueuePlan, QueueView, Snapshot};
 
 /// Another process's queue whose commands take less than this on the device (as measured by
 /// its process, [`Hint::CommandTime`](crate::Hint::CommandTime)) is not held back for a more
@@ -89,16 +89,40 @@ impl Policy for Hpf {
             |q| spared_across(q) || short_commands(q, snap),
         );
         take_turns(snap, &mut d);
+        d.plans = self.plans(snap);
         d
     }
+}
 
+impl Hpf {
+    /// The plan for every queue of `snap`, in its order: what [`Hpf::attention`],
+    /// [`Hpf::holds`] and [`Hpf::remeasures`] answer.
+    pub(crate) fn plans(self, snap: &Snapshot<'_>) -> Vec<QueuePlan> {
+        let holds = self.holds(snap);
+        snap.queues
+            .iter()
+            .zip(self.attention(snap))
+            .zip(holds)
+            .map(|((q, (report, may_suspend)), may_hold)| QueuePlan {
+                report,
+                may_suspend,
+                may_hold,
+                remeasure: !may_suspend
+                    && q.hints.command_time.is_some()
+                    && self.remeasures(snap, q),
+            })
+            .collect()
+    }
+
+    #[cfg(test)]
     /// Only a queue that outranks another queue on its device can make HPF suspend anything,
     /// or a yielding queue that may take turns with another process's (see [`Hpf`]).
-    fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+    pub(crate) fn wants_events(self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         outranks_another(snap, queue)
             || TurnRanges::new(snap, &working_processes(snap)).may_take_turns(queue)
     }
 
+    #[cfg(test)]
     /// HPF only suspends a queue that another queue on its device outranks — one that has
     /// had work, or that belongs to another process. Programs create streams they never use
     /// (PyTorch makes pools at every priority), and a queue that may be suspended keeps its
@@ -119,11 +143,13 @@ impl Policy for Hpf {
     /// matrix's services on an H100) and only bounds a hold that never comes. Its process has
     /// it keep the window now and then to measure it again, so a stream that turns to long
     /// commands is heard and bounded again.
-    fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+    pub(crate) fn may_suspend(self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         may_suspend_sparing(snap, queue, true)
     }
 
-    fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
+    /// [`Hpf::wants_events`] and [`Hpf::may_suspend`] for every queue of `snap`, in its order,
+    /// from one pass for each device's priority range.
+    pub(crate) fn attention(self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
         let working = working_processes(snap);
         let turns = TurnRanges::new(snap, &working);
         attention_among(snap, true, &working)
@@ -133,6 +159,7 @@ impl Policy for Hpf {
             .collect()
     }
 
+    #[cfg(test)]
     /// A queue that is not yielding, or a yielding one that its own process's work, a program
     /// that keeps the device busy while it has work (its readiness, not launch-bound) or
     /// turns with another yielding process can hold back: one outranked only by programs
@@ -140,7 +167,7 @@ impl Policy for Hpf {
     /// bounding its work in flight by device time would only run its channel dry each time
     /// its host must launch more, each time a hand-over each way if the other program has
     /// work queued then.
-    fn may_hold(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+    pub(crate) fn may_hold(self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         if queue.hints.yielding.is_none() {
             return true;
         }
@@ -153,7 +180,8 @@ impl Policy for Hpf {
             })
     }
 
-    fn holds(&self, snap: &Snapshot<'_>) -> Vec<bool> {
+    /// [`Hpf::may_hold`] for every queue of `snap`, in its order, in one pass.
+    pub(crate) fn holds(self, snap: &Snapshot<'_>) -> Vec<bool> {
         if !snap.queues.iter().any(|q| q.hints.yielding.is_some()) {
             return vec![true; snap.queues.len()];
         }
@@ -177,13 +205,14 @@ impl Policy for Hpf {
     }
 
     /// A queue spared for its short commands, which another process's queue outranks.
-    fn remeasures(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
+    pub(crate) fn remeasures(self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
         let working = working_processes(snap);
         !may_suspend_among(snap, queue, true, &working)
             && may_suspend_among(snap, queue, false, &working)
     }
 }
 
+#[cfg(test)]
 /// [`Hpf::may_suspend`], sparing queues of short commands (`short`) or not (as the policies
 /// built on HPF's plain rank order must answer).
 pub(crate) fn may_suspend_sparing(snap: &Snapshot<'_>, queue: &QueueView, short: bool) -> bool {
@@ -264,6 +293,7 @@ fn counts_across(q: &QueueView, working: &HashSet<u32>) -> bool {
     q.ready || q.jobs > 0 || !working.contains(&q.pid)
 }
 
+#[cfg(test)]
 /// Whether `queue` outranks another queue on its device: only then can its Idle/Ready
 /// transitions change what HPF's rank order suspends ([`attention_sparing`]'s first answer).
 pub(crate) fn outranks_another(snap: &Snapshot<'_>, queue: &QueueView) -> bool {
@@ -919,7 +949,7 @@ mod tests {
         // Guard holds by the plain rank order: for it the queue stays suspendable.
         qs[2].ready = false;
         let snap = short(&qs);
-        assert!(crate::Guard::new().may_suspend(&snap, &qs[1]));
+        assert!(crate::Guard::new().decide(&snap).plan(1).may_suspend);
         for long in [Nanos::from_micros(250), Nanos::from_micros(1600)] {
             qs[1].hints.command_time = Some(long);
             let snap = short(&qs);
@@ -958,12 +988,19 @@ mod tests {
         assert!(!Hpf.remeasures(&short(&qs), &qs[1]));
         // Guard spares no short commands: nothing to measure again for it.
         qs[1].hints.isolated = None;
-        assert!(!crate::Guard::new().remeasures(&short(&qs), &qs[1]));
-        // The wrappers ask the policy they wrap about the queue itself.
+        assert!(!crate::Guard::new().decide(&short(&qs)).plan(1).remeasure);
+        // The plan says so, and the wrappers keep what the policy they wrap says of the queue
+        // itself.
         let snap = short(&qs);
-        assert!(crate::ProcessUnits::new(Hpf).remeasures(&snap, &qs[1]));
-        let boxed: Box<dyn Policy> = Box::new(Hpf);
-        assert!(boxed.remeasures(&snap, &qs[1]) && !boxed.remeasures(&snap, &qs[0]));
+        assert!(Hpf.decide(&snap).plan(1).remeasure);
+        assert!(
+            crate::ProcessUnits::new(Hpf)
+                .decide(&snap)
+                .plan(1)
+                .remeasure
+        );
+        let d = (Box::new(Hpf) as Box<dyn Policy>).decide(&snap);
+        assert!(d.plan(1).remeasure && !d.plan(0).remeasure);
     }
 
     #[test]
@@ -1227,24 +1264,37 @@ mod tests {
     }
 
     proptest! {
-        /// HPF's one-pass answer to what may hold each queue is the per-queue one.
+        /// HPF's one-pass answers (what may hold each queue; whether its events matter and
+        /// whether it may be suspended) are the per-queue ones, and its plans carry them.
         #[test]
-        fn holds_in_one_pass_as_queue_by_queue(
+        fn answers_in_one_pass_as_queue_by_queue(
             spec in proptest::collection::vec(
-                (0u32..2, 0u32..4, -3i64..=3, any::<bool>(), 0u64..2, any::<bool>(), 0u8..3),
+                (
+                    (0u32..2, 0u32..4, -3i64..=3, any::<bool>(), 0u64..2),
+                    (any::<bool>(), 0u8..3, 0u8..3, any::<bool>()),
+                ),
                 1..24,
-            )
+            ),
+            short_us in proptest::option::of(1u64..200),
         ) {
             let qs: Vec<QueueView> = spec
                 .iter()
                 .enumerate()
-                .map(|(i, &(d, pid, p, r, jobs, y, busy))| {
+                .map(|(i, &((d, pid, p, r, jobs), (y, busy, command, isolated)))| {
                     let mut v = q(i as u64, d, p, r);
                     v.pid = pid;
                     v.jobs = jobs;
                     if y {
                         v.hints.yielding = Some(Nanos::from_micros(100));
                     }
+                    if isolated {
+                        v.hints.isolated = Some(112);
+                    }
+                    v.hints.command_time = match command {
+                        0 => None,
+                        1 => Some(Nanos::from_micros(20)),
+                        _ => Some(Nanos::from_micros(1500)),
+                    };
                     v.hints.readiness = match busy {
                         0 => None,
                         1 => Some(crate::Readiness { ready: 950, waiting: 40 }),
@@ -1253,9 +1303,27 @@ mod tests {
                     v
                 })
                 .collect();
-            let snap = Snapshot::new(Nanos::ZERO, &qs);
+            let mut snap = Snapshot::new(Nanos::ZERO, &qs);
+            snap.global.short_command = short_us.map(Nanos::from_micros);
             let each: Vec<bool> = qs.iter().map(|q| Hpf.may_hold(&snap, q)).collect();
             prop_assert_eq!(Hpf.holds(&snap), each);
+            let each: Vec<(bool, bool)> = qs
+                .iter()
+                .map(|q| (Hpf.wants_events(&snap, q), Hpf.may_suspend(&snap, q)))
+                .collect();
+            prop_assert_eq!(Hpf.attention(&snap), each.clone());
+            let d = Hpf.decide(&snap);
+            prop_assert_eq!(d.plans.len(), qs.len());
+            for (i, q) in qs.iter().enumerate() {
+                let plan = d.plan(i);
+                prop_assert_eq!((plan.report, plan.may_suspend), each[i]);
+                prop_assert_eq!(plan.may_hold, Hpf.may_hold(&snap, q));
+                prop_assert_eq!(
+                    plan.remeasure,
+                    !plan.may_suspend && q.hints.command_time.is_some() && Hpf.remeasures(&snap, q)
+                );
+                prop_assert!(plan.may_suspend || !d.suspends(q.id), "{} suspended", q.id);
+            }
         }
 
         /// HPF is work-conserving per device and never suspends the top ready priority.

@@ -61,34 +61,6 @@ impl<P: Policy> Policy for PrePreempt<P> {
         d
     }
 
-    /// As the wrapped policy would answer in the situation it is shown (announced queues
-    /// ready).
-    fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        as_shown(snap, queue, |s, q| self.inner.wants_events(s, q))
-    }
-
-    /// As the wrapped policy would answer in the situation it is shown (announced queues
-    /// ready).
-    fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        as_shown(snap, queue, |s, q| self.inner.may_suspend(s, q))
-    }
-
-    fn remeasures(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        as_shown(snap, queue, |s, q| self.inner.remeasures(s, q))
-    }
-
-    fn may_hold(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        as_shown(snap, queue, |s, q| self.inner.may_hold(s, q))
-    }
-
-    fn holds(&self, snap: &Snapshot<'_>) -> Vec<bool> {
-        all_shown(snap, |s| self.inner.holds(s))
-    }
-
-    fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
-        all_shown(snap, |s| self.inner.attention(s))
-    }
-
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
     }
@@ -126,42 +98,6 @@ fn announced(snap: &Snapshot<'_>, seen: &mut Vec<QueueView>) -> Option<baton_cor
         }
     }
     lapse
-}
-
-/// `ask` about `queue` in the situation the wrapped policy is shown.
-fn as_shown<R>(
-    snap: &Snapshot<'_>,
-    queue: &QueueView,
-    ask: impl FnOnce(&Snapshot<'_>, &QueueView) -> R,
-) -> R {
-    let mut seen = Vec::new();
-    match announced(snap, &mut seen) {
-        Some(_) => {
-            let shown = Snapshot {
-                queues: &seen,
-                ..*snap
-            };
-            ask(&shown, shown_as(&seen, queue))
-        }
-        None => ask(snap, queue),
-    }
-}
-
-/// `ask` of the whole situation as the wrapped policy is shown it (announced queues ready).
-fn all_shown<R>(snap: &Snapshot<'_>, ask: impl FnOnce(&Snapshot<'_>) -> R) -> R {
-    let mut seen = Vec::new();
-    match announced(snap, &mut seen) {
-        Some(_) => ask(&Snapshot {
-            queues: &seen,
-            ..*snap
-        }),
-        None => ask(snap),
-    }
-}
-
-/// `queue` as it appears in `seen`.
-fn shown_as<'a>(seen: &'a [QueueView], queue: &'a QueueView) -> &'a QueueView {
-    seen.iter().find(|q| q.id == queue.id).unwrap_or(queue)
 }
 
 #[cfg(test)]
@@ -222,17 +158,23 @@ mod tests {
     #[test]
     fn asks_the_wrapped_policy_what_it_may_suspend() {
         let lone = [QueueView::new(1, 1, 0, true)];
-        let p = PrePreempt::new(Hpf);
-        let snap = Snapshot::new(Nanos::ZERO, &lone);
-        assert!(!p.may_suspend(&snap, &lone[0]));
-        assert!(!p.wants_events(&snap, &lone[0]));
+        let mut p = PrePreempt::new(Hpf);
+        let plan = p.decide(&Snapshot::new(Nanos::ZERO, &lone)).plan(0);
+        assert!(!plan.may_suspend && !plan.report, "{plan:?}");
         let mut hp = QueueView::new(1, 1, 0, false);
         hp.hints.priority = Priority::new(10).unwrap();
         hp.jobs = 1;
         let be = QueueView::new(2, 2, 0, true);
-        let qs = [hp, be];
-        let snap = Snapshot::new(Nanos::ZERO, &qs);
-        assert!(p.may_suspend(&snap, &qs[1]));
-        assert!(!p.may_suspend(&snap, &qs[0]));
+        let d = p.decide(&Snapshot::new(Nanos::ZERO, &[hp, be]));
+        assert!(d.plan(1).may_suspend);
+        assert!(!d.plan(0).may_suspend);
+        // Announced, the service is shown ready: the plan is for the situation as shown.
+        hp.jobs = 0;
+        hp.hints.apply(
+            Hint::upcoming(Nanos::from_millis(2), Nanos::from_millis(1)).unwrap(),
+            Nanos::ZERO,
+        );
+        let d = p.decide(&Snapshot::new(Nanos::from_millis(1), &[hp, be]));
+        assert!(d.plan(1).may_suspend && d.suspends(be.id), "{d:?}");
     }
 }

@@ -1,6 +1,8 @@
 //! Process-level scheduling: all of a process's queues as one unit.
 
-use crate::{Decision, Policy, QueueView, Snapshot};
+use std::collections::HashMap;
+
+use crate::{Decision, Policy, QueuePlan, Snapshot};
 
 /// **Process units** — wraps a policy so each process's queues run or stop together.
 ///
@@ -44,59 +46,40 @@ impl<P: Policy> Policy for ProcessUnits<P> {
                 d.suspend.extend(mine().map(|q| q.id));
             }
         }
+        d.plans = unit_plans(snap, &d);
         d
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
     }
+}
 
-    /// A queue's transitions matter if they matter for any queue of its process: they can
-    /// decide whether the whole process runs.
-    fn wants_events(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        snap.queues
-            .iter()
-            .filter(|q| q.pid == queue.pid)
-            .any(|q| self.inner.wants_events(snap, q))
+/// The wrapped policy's plans (`inner`'s) for whole processes: a queue's transitions matter if
+/// they matter for any queue of its process (they can decide whether the whole process runs),
+/// and it may stop when the wrapped policy may stop some queue of its process; holds and
+/// re-measuring as the wrapped policy says of the queue itself (were its commands measured
+/// long, it, and so its whole process, could stop).
+fn unit_plans(snap: &Snapshot<'_>, inner: &Decision) -> Vec<QueuePlan> {
+    let mut per_pid: HashMap<u32, (bool, bool)> = HashMap::new();
+    for (i, q) in snap.queues.iter().enumerate() {
+        let p = inner.plan(i);
+        let e = per_pid.entry(q.pid).or_default();
+        e.0 |= p.report;
+        e.1 |= p.may_suspend;
     }
-
-    fn attention(&self, snap: &Snapshot<'_>) -> Vec<(bool, bool)> {
-        let inner = self.inner.attention(snap);
-        let mut per_pid: std::collections::HashMap<u32, (bool, bool)> =
-            std::collections::HashMap::new();
-        for (q, (r, s)) in snap.queues.iter().zip(&inner) {
-            let e = per_pid.entry(q.pid).or_default();
-            e.0 |= *r;
-            e.1 |= *s;
-        }
-        snap.queues
-            .iter()
-            .map(|q| per_pid.get(&q.pid).copied().unwrap_or_default())
-            .collect()
-    }
-
-    /// A queue stops only when the wrapped policy stops some queue of its process.
-    fn may_suspend(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        snap.queues
-            .iter()
-            .filter(|q| q.pid == queue.pid)
-            .any(|q| self.inner.may_suspend(snap, q))
-    }
-
-    /// As the wrapped policy says of the queue itself: were its commands measured long, it
-    /// (and so its whole process) could stop.
-    fn remeasures(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        self.inner.remeasures(snap, queue)
-    }
-
-    /// As the wrapped policy says of the queue itself.
-    fn may_hold(&self, snap: &Snapshot<'_>, queue: &QueueView) -> bool {
-        self.inner.may_hold(snap, queue)
-    }
-
-    fn holds(&self, snap: &Snapshot<'_>) -> Vec<bool> {
-        self.inner.holds(snap)
-    }
+    snap.queues
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let (report, may_suspend) = per_pid.get(&q.pid).copied().unwrap_or_default();
+            QueuePlan {
+                report,
+                may_suspend,
+                ..inner.plan(i)
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -104,7 +87,7 @@ mod tests {
     use baton_core::{Nanos, Priority, XQueueId};
 
     use super::*;
-    use crate::Hpf;
+    use crate::{Hpf, QueueView};
 
     #[test]
     fn a_process_runs_or_stops_as_a_whole() {

@@ -250,11 +250,11 @@ mod tests {
         let lone = [crate::QueueView::new(1, 7, 0, true)];
         let snap = crate::Snapshot::new(baton_core::Nanos::ZERO, &lone);
         for name in ["hpf", "process:hpf", "gang:hpf"] {
-            let p = by_name(name).unwrap();
-            assert!(!p.may_suspend(&snap, &lone[0]), "{name}");
-            assert!(!p.wants_events(&snap, &lone[0]), "{name}");
+            let plan = by_name(name).unwrap().decide(&snap).plan(0);
+            assert!(!plan.may_suspend, "{name}");
+            assert!(!plan.report, "{name}");
         }
-        assert!(by_name("up").unwrap().may_suspend(&snap, &lone[0]));
+        assert!(by_name("up").unwrap().decide(&snap).plan(0).may_suspend);
     }
 
     #[test]

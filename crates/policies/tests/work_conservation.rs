@@ -1,8 +1,7 @@
 //! Every policy the registry marks work-conserving leaves some ready queue running on every
 //! device that has one, whatever the snapshot; and every policy answers within the snapshot's
-//! queues and asks for wake-ups in the future only. What a policy says about attention is
-//! consistent (the batch answer equals the per-queue ones) and sound (a queue it says it cannot
-//! suspend, it does not suspend).
+//! queues and asks for wake-ups in the future only. Its plans are one per queue (or none) and
+//! sound: a queue it says it cannot suspend, it does not suspend.
 
 use baton_core::{Nanos, Priority};
 use baton_policies::{
@@ -145,19 +144,14 @@ proptest! {
                     },
                     ..Snapshot::new(now, &views)
                 };
-                let attention = p.attention(&snap);
-                prop_assert_eq!(attention.len(), views.len());
-                for (v, a) in views.iter().zip(&attention) {
-                    prop_assert_eq!(
-                        *a,
-                        (p.wants_events(&snap, v), p.may_suspend(&snap, v)),
-                        "{}: batch and per-queue attention differ for {}", info.name, v.id
-                    );
-                }
                 let d = p.decide(&snap);
-                for (v, (_, may_suspend)) in views.iter().zip(&attention) {
+                prop_assert!(
+                    d.plans.is_empty() || d.plans.len() == views.len(),
+                    "{}: {} plans for {} queues", info.name, d.plans.len(), views.len()
+                );
+                for (i, v) in views.iter().enumerate() {
                     prop_assert!(
-                        *may_suspend || !d.suspends(v.id),
+                        d.plan(i).may_suspend || !d.suspends(v.id),
                         "{} suspended {} after saying it could not", info.name, v.id
                     );
                 }

@@ -34,13 +34,15 @@ pub enum DaemonMessage {
         /// The new launch window, if it changes.
         launch: Option<LaunchWindow>,
     },
-    /// What one queue must tell and how it may launch, as the policy needs it: whether it
+    /// What one queue must tell and how it may launch, as the daemon's scheduler computed it
+    /// from its policy's plan ([`baton_core::Attention`], applied as it is): whether it
     /// reports Idle/Ready transitions, whether it may skip its in-flight window (the policy
     /// can never suspend it), whether an idle tail is watched for, whether it runs without
-    /// its window only for what was measured of its commands, and whether the policy may hold
-    /// it back rather than only keep it suspendable. Sent when one of the five changes; a
-    /// newly announced queue starts reporting, bounded, watched, not measured again, and
-    /// holdable.
+    /// its window only for what was measured of its commands, whether the policy may hold it
+    /// back rather than only keep it suspendable, and whether it leads its device. Sent when
+    /// one of the six changes; a newly announced queue starts as
+    /// [`Attention::INITIAL`](baton_core::Attention::INITIAL) says (reporting, bounded,
+    /// watched, not measured again, holdable, not leading).
     Attention {
         /// The queue.
         queue: QueueId,
@@ -58,6 +60,9 @@ pub enum DaemonMessage {
         /// itself (a yielding queue beside programs bound by their launching is not held):
         /// bound its work in flight by device time as well as by count only then.
         hold: bool,
+        /// It outranks other work on its device while it runs unbounded (it reports and
+        /// nothing can suspend it): a time-sliced context may keep the GPU longer for it.
+        leading: bool,
     },
     /// Send [`StatsReport`](crate::StatsReport)s every `interval_ms` from now on (0: stop).
     /// The daemon asks for them while someone watches (`baton top`).

@@ -6,7 +6,7 @@
 
 /// The protocol version spoken by this build. Peers must match exactly; see
 /// [`Hello`](crate::Hello).
-pub const PROTOCOL_VERSION: u16 = 11;
+pub const PROTOCOL_VERSION: u16 = 12;
 
 /// Bytes of the frame header: the payload length as a little-endian `u32`.
 pub const FRAME_HEADER_LEN: usize = 4;

@@ -181,6 +181,7 @@ pub fn daemon_messages() -> Vec<DaemonMessage> {
             watch: false,
             remeasure: true,
             hold: false,
+            leading: true,
         },
         DaemonMessage::StatsInterval { interval_ms: 250 },
         DaemonMessage::Ping { nonce: 7 },

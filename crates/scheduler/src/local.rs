@@ -17,11 +17,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_core::{
-    Nanos, QueueControl, QueueEvent, QueueState, ResumeFlags, SuspendFlags, XQueueId,
+    Attention, Nanos, QueueControl, QueueEvent, QueueState, ResumeFlags, SuspendFlags, XQueueId,
 };
 use baton_policies::{
-    Dependency, DeviceId, GlobalHint, GlobalHints, Hint, Policy, ProcessHint, ProcessHints,
-    ProcessView, QueueHints, QueueView, Snapshot, inherit,
+    Decision, Dependency, DeviceId, GlobalHint, GlobalHints, Hint, Policy, ProcessHint,
+    ProcessHints, ProcessView, QueueHints, QueuePlan, QueueView, Snapshot, inherit,
 };
 
 use crate::procinfo::{ProcFs, ProcessInfoSource};
@@ -71,19 +71,8 @@ struct Entry {
     ctl: Arc<dyn QueueControl>,
     view: QueueView,
     last_transition: u64,
-    /// Whether the queue is asked to report going idle without the application's help.
-    watch: bool,
-    /// Whether the queue reports its transitions at all.
-    reporting: bool,
-    /// Whether the queue runs without its in-flight window (the policy cannot suspend it).
-    unbounded: bool,
-    /// Whether it runs so only for its measured commands, to be measured again now and then
-    /// ([`Policy::remeasures`]).
-    remeasure: bool,
-    /// What it was last told by `set_leading`.
-    leading: bool,
-    /// What it was last told by `set_holdable` ([`Policy::may_hold`]).
-    holdable: bool,
+    /// What it was last told ([`QueueControl::set_attention`]).
+    attention: Attention,
 }
 
 /// Runs a policy over registered queues. Single-threaded: wrap it in [`SchedulerThread`](crate::SchedulerThread)
@@ -193,12 +182,7 @@ impl LocalScheduler {
                 ctl,
                 view,
                 last_transition: 0,
-                watch: true,
-                reporting: true,
-                unbounded: false,
-                remeasure: false,
-                leading: false,
-                holdable: true,
+                attention: Attention::INITIAL,
             },
         );
         self.reschedule(now);
@@ -472,89 +456,49 @@ impl LocalScheduler {
             let ctl = Arc::clone(&e.ctl);
             self.apply(&ctl, kind, now);
         }
-        self.update_attention(&views, now);
+        self.update_attention(&decision, now);
     }
 
-    /// Asks each queue for only the reports decisions can depend on. A queue reports its
+    /// Tells each queue how to run until the next decision, from the policy's plan for it
+    /// ([`Decision::plan`](baton_policies::Decision::plan)), computed here once for every
+    /// scheduler (the daemon sends each queue what its proxy was told). A queue reports its
     /// transitions only if the policy says they can change a decision (each report wakes the
-    /// scheduler). A queue going idle matters only while some queue is suspended (it may be
-    /// what holds that queue back): then every ready queue is watched, so it reports idle even
-    /// if its application never synchronizes, and stays watched while it reports; a queue that
-    /// never met a suspension is not polled for.
-    fn update_attention(&mut self, views: &[QueueView], now: Nanos) {
-        let processes: Vec<ProcessView> = self.processes.values().copied().collect();
-        let snap = Snapshot {
-            now,
-            queues: views,
-            processes: &processes,
-            global: self.global,
-            deps: &self.deps,
-        };
+    /// scheduler) or it is in a dependency. A queue going idle matters only while some queue is
+    /// suspended (it may be what holds that queue back): then every ready queue is watched, so
+    /// it reports idle even if its application never synchronizes, and stays watched while it
+    /// reports; a queue that never met a suspension is not polled for.
+    fn update_attention(&mut self, decision: &Decision, now: Nanos) {
         let any_suspended = self.entries.values().any(|e| e.view.suspended);
-        // One answer per queue, in the snapshot's order, which is the entries' order.
-        let answers = self.policy.attention(&snap);
-        debug_assert_eq!(answers.len(), self.entries.len());
-        let holds = self.policy.holds(&snap);
-        debug_assert_eq!(holds.len(), self.entries.len());
         let mut stale = false;
-        for ((e, (wants, may_suspend)), may_hold) in
-            self.entries.values_mut().zip(answers).zip(holds)
-        {
-            // A queue in a dependency reports too: its progress ends the dependency (and
-            // any priority it inherited) whatever the policy reads.
-            let report = wants
-                || self
-                    .deps
+        // The plans are in the snapshot's order, which is the entries' order.
+        for (i, e) in self.entries.values_mut().enumerate() {
+            let plan = decision.plan(i);
+            let was = e.attention;
+            let a = attention(
+                &plan,
+                &e.view,
+                self.deps
                     .iter()
-                    .any(|d| d.on == e.view.id || d.waiter == e.view.id);
-            if e.reporting != report {
-                e.reporting = report;
-                e.ctl.set_reporting(report);
-                if report {
-                    // Its transitions went unreported: read its state now rather than wait
-                    // for the event it just re-sent.
-                    let st = e.ctl.status();
-                    if st.transitions > e.last_transition {
-                        e.last_transition = st.transitions;
-                        let ready = st.state == QueueState::Ready;
-                        stale |= ready != e.view.ready;
-                        e.view.ready = ready;
-                        e.view.since = now;
-                    }
+                    .any(|d| d.on == e.view.id || d.waiter == e.view.id),
+                was.watch,
+                any_suspended,
+            );
+            if a == was {
+                continue;
+            }
+            e.attention = a;
+            e.ctl.set_attention(a);
+            if a.report && !was.report {
+                // Its transitions went unreported: read its state now rather than wait for
+                // the event it just re-sent.
+                let st = e.ctl.status();
+                if st.transitions > e.last_transition {
+                    e.last_transition = st.transitions;
+                    let ready = st.state == QueueState::Ready;
+                    stale |= ready != e.view.ready;
+                    e.view.ready = ready;
+                    e.view.since = now;
                 }
-            }
-            let unbounded = !e.view.suspended && !may_suspend;
-            if e.unbounded != unbounded {
-                e.unbounded = unbounded;
-                e.ctl.set_unbounded(unbounded);
-            }
-            // Only a queue the policy may hold keeps its work in flight to the device-time
-            // budget; one it only keeps suspendable (its slice short) is bounded by count.
-            let holdable = unbounded || e.view.suspended || may_hold;
-            if e.holdable != holdable {
-                e.holdable = holdable;
-                e.ctl.set_holdable(holdable);
-            }
-            let leading = unbounded && wants;
-            if e.leading != leading {
-                e.leading = leading;
-                e.ctl.set_leading(leading);
-            }
-            // Only a queue with a measure can be let go for it.
-            let remeasure = unbounded
-                && e.view.hints.command_time.is_some()
-                && self.policy.remeasures(&snap, &e.view);
-            if e.remeasure != remeasure {
-                e.remeasure = remeasure;
-                e.ctl.set_remeasure(remeasure);
-            }
-            // Once watched, a queue stays watched while it reports: the watch costs only a
-            // backing-off poll while it has work in flight, whereas switching it with every
-            // suspension would send every ready queue a message per decision.
-            let watch = report && (e.watch || (any_suspended && e.view.ready));
-            if e.watch != watch {
-                e.watch = watch;
-                e.ctl.set_idle_watch(watch);
             }
         }
         if stale {
@@ -580,6 +524,38 @@ impl LocalScheduler {
                 kind,
             });
         }
+    }
+}
+
+/// How a queue is to run, from its policy's `plan` and what the scheduler knows of it: its
+/// view after the decision, whether it is in a dependency, whether it was watched, and whether
+/// any queue is suspended.
+fn attention(
+    plan: &QueuePlan,
+    view: &QueueView,
+    in_dependency: bool,
+    watched: bool,
+    any_suspended: bool,
+) -> Attention {
+    // A queue in a dependency reports too: its progress ends the dependency (and any priority
+    // it inherited) whatever the policy reads.
+    let report = plan.report || in_dependency;
+    let unbounded = !view.suspended && !plan.may_suspend;
+    // Once watched, a queue stays watched while it reports: the watch costs only a backing-off
+    // poll while it has work in flight, whereas switching it with every suspension would send
+    // every ready queue a message per decision.
+    let watch = report && (watched || (any_suspended && view.ready));
+    Attention {
+        report,
+        unbounded,
+        // Only a queue the policy may hold keeps its work in flight to the device-time budget;
+        // one it only keeps suspendable (its slice short) is bounded by count.
+        hold: unbounded || view.suspended || plan.may_hold,
+        // It outranks other work: the policy wants its events and nothing can suspend it.
+        leading: unbounded && plan.report,
+        // Only a queue with a measure can be let go for it.
+        remeasure: unbounded && view.hints.command_time.is_some() && plan.remeasure,
+        watch,
     }
 }
 

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use baton_core::{LaunchConfig, Level, QueueControl, ResumeFlags, SuspendFlags, XQueueId};
+use baton_core::{
+    Attention, LaunchConfig, Level, QueueControl, ResumeFlags, SuspendFlags, XQueueId,
+};
 use baton_protocol::{
     AgentMessage, DaemonMessage, Hello, LaunchWindow, Operations, ProcessStarted, QueueId, Role,
     Welcome, WireLevel, client_handshake, decode_frame, sanitize_text,
@@ -177,14 +179,20 @@ fn statuses(sh: &Shared) -> Vec<(XQueueId, baton_core::XQueueStatus)> {
 /// queue it is told of. The caller holds `apply`, or is the background thread between
 /// connections.
 fn set_unbounded(sh: &Shared, on: bool) {
+    let attention = if on { UNSCHEDULED } else { Attention::INITIAL };
     for ctl in controls(sh) {
-        ctl.set_unbounded(on);
-        // Whichever way, until a daemon says a decision rests on its measure.
-        ctl.set_remeasure(false);
-        // Holdable, as a new queue is, until a daemon says it only gives way by itself.
-        ctl.set_holdable(true);
+        ctl.set_attention(attention);
     }
 }
+
+/// How a queue runs while no daemon schedules its process: as a new queue does (reporting,
+/// watched, holdable, not measured again: no decision rests on its measure), but without its
+/// window, which only bounds what a suspension waits for; and leading nothing, so a
+/// time-sliced context keeps the driver's own slices.
+const UNSCHEDULED: Attention = Attention {
+    unbounded: true,
+    ..Attention::INITIAL
+};
 
 /// Makes `sock` the live link, with the process and every queue announced first.
 fn install(sh: &Shared, sock: &Arc<UnixStream>) {
@@ -355,12 +363,12 @@ fn handle(
     stats_every: &mut Option<Duration>,
     next_stats: &mut Option<Instant>,
 ) -> Option<Disconnect> {
-    let kind = match msg {
-        DaemonMessage::Operations(_) => 0,
-        DaemonMessage::Attention { .. } => 1,
-        _ => 2,
+    let count = match msg {
+        DaemonMessage::Operations(_) => &sh.received.operations,
+        DaemonMessage::Attention { .. } => &sh.received.attention,
+        _ => &sh.received.other,
     };
-    sh.received[kind].fetch_add(1, Ordering::Relaxed);
+    count.fetch_add(1, Ordering::Relaxed);
     match msg {
         DaemonMessage::Operations(ops) => apply_operations(sh, &ops),
         DaemonMessage::Configure {
@@ -375,6 +383,7 @@ fn handle(
             watch,
             remeasure,
             hold,
+            leading,
         } => {
             let ctl = sh
                 .lock()
@@ -382,14 +391,15 @@ fn handle(
                 .get(&XQueueId::from(queue))
                 .map(|t| Arc::clone(&t.ctl));
             if let Some(ctl) = ctl {
-                ctl.set_reporting(report);
-                ctl.set_unbounded(unbounded);
-                // A queue nothing can suspend that reports outranks other work (HPF asks
-                // for a queue's events only then, or while it is in a dependency).
-                ctl.set_leading(report && unbounded);
-                ctl.set_idle_watch(watch);
-                ctl.set_remeasure(remeasure);
-                ctl.set_holdable(hold);
+                // As the daemon's scheduler computed it; nothing is derived here.
+                ctl.set_attention(Attention {
+                    report,
+                    unbounded,
+                    hold,
+                    leading,
+                    remeasure,
+                    watch,
+                });
             }
         }
         DaemonMessage::StatsInterval { interval_ms } => {
@@ -524,13 +534,7 @@ fn send_stats(sh: &Shared) {
 pub(super) fn fail_open(sh: &Shared) {
     let _apply = sh.lock_apply();
     for ctl in &controls(sh) {
-        ctl.set_reporting(true);
-        ctl.set_unbounded(true);
-        // Unscheduled, nobody leads: the driver's own slices.
-        ctl.set_leading(false);
-        ctl.set_idle_watch(true);
-        // Nothing can hold it back now: no decision needs its measure.
-        ctl.set_remeasure(false);
+        ctl.set_attention(UNSCHEDULED);
     }
     let resume: Vec<_> = {
         let mut st = sh.lock();

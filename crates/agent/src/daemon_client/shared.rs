@@ -51,8 +51,19 @@ pub(super) struct Shared {
     pub(super) live_fd: AtomicI32,
     pub(super) connected: AtomicBool,
     pub(super) connections: AtomicU64,
-    /// Frames received from the daemon so far: operations, attention changes, anything else.
-    pub(super) received: [AtomicU64; 3],
+    /// Frames received from the daemon so far, by kind.
+    pub(super) received: Received,
+}
+
+/// Frames received from the daemon so far, by kind ([`LinkTraffic`](super::LinkTraffic)).
+#[derive(Debug, Default)]
+pub(super) struct Received {
+    /// `Operations` frames.
+    pub(super) operations: AtomicU64,
+    /// `Attention` frames.
+    pub(super) attention: AtomicU64,
+    /// Every other frame.
+    pub(super) other: AtomicU64,
 }
 
 impl Shared {

@@ -164,12 +164,14 @@ fn announces_relays_and_applies_operations() {
 /// A queue's control that records what it is told of its window, over an XQueue.
 struct Recording {
     q: Arc<XQueue<ScriptedHwQueue>>,
-    unbounded: std::sync::Mutex<Vec<bool>>,
+    /// Every attention it was given, in order.
+    told: std::sync::Mutex<Vec<baton_core::Attention>>,
 }
 
 impl Recording {
+    /// Whether it was last told to run unbounded.
     fn last(&self) -> Option<bool> {
-        self.unbounded.lock().unwrap().last().copied()
+        self.told.lock().unwrap().last().map(|a| a.unbounded)
     }
 }
 
@@ -192,18 +194,9 @@ impl QueueControl for Recording {
     fn set_launch_config(&self, config: baton_core::LaunchConfig) {
         self.q.set_launch_config(config);
     }
-    fn set_idle_watch(&self, on: bool) {
-        self.q.set_idle_watch(on);
-    }
-    fn set_reporting(&self, on: bool) {
-        self.q.set_reporting(on);
-    }
-    fn set_unbounded(&self, on: bool) {
-        self.unbounded.lock().unwrap().push(on);
-        self.q.set_unbounded(on);
-    }
-    fn set_holdable(&self, on: bool) {
-        self.q.set_holdable(on);
+    fn set_attention(&self, attention: baton_core::Attention) {
+        self.told.lock().unwrap().push(attention);
+        self.q.set_attention(attention);
     }
 }
 
@@ -219,7 +212,7 @@ fn queues_launch_without_their_window_only_while_no_daemon_schedules_them() {
     let (_hw, q) = queue(&c);
     let rec = Arc::new(Recording {
         q,
-        unbounded: std::sync::Mutex::new(Vec::new()),
+        told: std::sync::Mutex::new(Vec::new()),
     });
     c.register(rec.clone(), info());
     wait_until("unbounded while no daemon answers", || {
@@ -235,15 +228,20 @@ fn queues_launch_without_their_window_only_while_no_daemon_schedules_them() {
     assert_eq!(rec.last(), Some(false), "bounded before it was announced");
     let unbound = DaemonMessage::Attention {
         queue: QueueId::from(rec.id()),
-        report: false,
+        report: true,
         unbounded: true,
         watch: false,
         remeasure: false,
         hold: true,
+        leading: false,
     };
     write_frame(&mut s, &unbound).unwrap();
     wait_until("the daemon's word", || rec.last() == Some(true));
     assert!(rec.q.holdable());
+    // Applied as it came: a queue that reports and runs unbounded (for a dependency, say)
+    // leads only if the daemon says so.
+    let last = *rec.told.lock().unwrap().last().unwrap();
+    assert!(last.report && !last.leading, "{last:?}");
     // Kept suspendable but not held: its work in flight bounded by count alone.
     let only_suspendable = DaemonMessage::Attention {
         queue: QueueId::from(rec.id()),
@@ -252,6 +250,7 @@ fn queues_launch_without_their_window_only_while_no_daemon_schedules_them() {
         watch: false,
         remeasure: false,
         hold: false,
+        leading: false,
     };
     write_frame(&mut s, &only_suspendable).unwrap();
     wait_until("not holdable", || !rec.q.holdable());
@@ -265,15 +264,21 @@ fn queues_launch_without_their_window_only_while_no_daemon_schedules_them() {
         watch: false,
         remeasure: false,
         hold: false,
+        leading: true,
     };
     write_frame(&mut s, &let_go).unwrap();
     wait_until("the daemon's word again", || rec.last() == Some(true));
     assert!(!rec.q.holdable());
-    let told = rec.unbounded.lock().unwrap().len();
+    assert!(rec.told.lock().unwrap().last().unwrap().leading);
+    let told = rec.told.lock().unwrap().len();
     drop(s);
     wait_until("disconnected", || !c.is_connected());
-    wait_until("fail-open", || rec.unbounded.lock().unwrap().len() > told);
+    wait_until("fail-open", || rec.told.lock().unwrap().len() > told);
     assert_eq!(rec.last(), Some(true), "unscheduled: unbounded");
+    assert!(
+        !rec.told.lock().unwrap().last().unwrap().leading,
+        "unscheduled: leading nothing"
+    );
     let _s = d.accept();
     wait_until("reconnected", || c.is_connected());
     assert_eq!(rec.last(), Some(false), "bounded again for the new daemon");

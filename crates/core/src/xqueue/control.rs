@@ -5,7 +5,9 @@ use super::options::{Drive, ResumeFlags, SuspendFlags};
 use super::queue::XQueue;
 use super::shared::Pending;
 use crate::sync::{self};
-use crate::{CommandSeq, HwQueue, InflightRange, LaunchConfig, Level, QueueState, XQueueError};
+use crate::{
+    Attention, CommandSeq, HwQueue, InflightRange, LaunchConfig, Level, QueueState, XQueueError,
+};
 
 impl<H: HwQueue> XQueue<H> {
     /// Stops the queue from running: nothing more is launched; at Level 2 the hardware stops
@@ -117,6 +119,19 @@ impl<H: HwQueue> XQueue<H> {
         }
         st.level = level;
         Ok(())
+    }
+
+    /// Applies a scheduler's whole answer for the queue, part by part through the setters
+    /// below (each does nothing where its part is unchanged): reporting first, so a queue
+    /// asked to report again re-announces its state before anything else changes; then the
+    /// window, the hold, the lead, the re-measuring and the idle watch.
+    pub fn set_attention(&self, a: Attention) {
+        self.set_reporting(a.report);
+        self.set_unbounded(a.unbounded);
+        self.set_holdable(a.hold);
+        self.set_leading(a.leading);
+        self.set_remeasure(a.remeasure);
+        self.set_idle_watch(a.watch);
     }
 
     /// Whether the launch worker follows the in-flight tail so the queue reports Idle even when

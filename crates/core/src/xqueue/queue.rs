@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::options::{ResumeFlags, SuspendFlags};
 use super::shared::{Shared, State};
-use super::status::{QueueControl, XQueueStatus};
+use super::status::{Attention, QueueControl, XQueueStatus};
 use super::usage::Usage;
 use crate::sync::{self, thread};
 use crate::{HwQueue, LaunchConfig, Level, QueueState, XQueueError, XQueueId};
@@ -210,22 +210,7 @@ impl<H: HwQueue> QueueControl for XQueue<H> {
     fn set_launch_config(&self, config: LaunchConfig) {
         XQueue::set_launch_config(self, config)
     }
-    fn set_idle_watch(&self, on: bool) {
-        XQueue::set_idle_watch(self, on)
-    }
-    fn set_reporting(&self, on: bool) {
-        XQueue::set_reporting(self, on)
-    }
-    fn set_unbounded(&self, on: bool) {
-        XQueue::set_unbounded(self, on)
-    }
-    fn set_remeasure(&self, on: bool) {
-        XQueue::set_remeasure(self, on)
-    }
-    fn set_holdable(&self, on: bool) {
-        XQueue::set_holdable(self, on)
-    }
-    fn set_leading(&self, on: bool) {
-        XQueue::set_leading(self, on)
+    fn set_attention(&self, attention: Attention) {
+        XQueue::set_attention(self, attention)
     }
 }

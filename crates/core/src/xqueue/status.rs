@@ -30,6 +30,51 @@ pub struct XQueueStatus {
     pub transitions: u64,
 }
 
+/// How a queue is to run between decisions: what its scheduler computed from its policy's
+/// answer for it ([`QueueControl::set_attention`]), once, wherever the policy runs (in the
+/// process or in the daemon, which sends it whole to the queue's process).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attention {
+    /// Report Idle/Ready transitions ([`XQueue::set_reporting`](crate::XQueue::set_reporting)):
+    /// the policy's decisions depend on them, or the queue is in a dependency.
+    pub report: bool,
+    /// Launch without the in-flight window and its sync points
+    /// ([`XQueue::set_unbounded`](crate::XQueue::set_unbounded)): nothing can suspend it now.
+    pub unbounded: bool,
+    /// A scheduler may hold it back now, not only keep it suspendable; its work in flight is
+    /// bounded by device time only then
+    /// ([`XQueue::set_holdable`](crate::XQueue::set_holdable)).
+    pub hold: bool,
+    /// It outranks other work on its device while it runs unbounded: it reports and nothing
+    /// can suspend it ([`XQueue::set_leading`](crate::XQueue::set_leading)).
+    pub leading: bool,
+    /// It runs unbounded only for what was measured of its commands: keep the window now and
+    /// then to measure them again ([`XQueue::set_remeasure`](crate::XQueue::set_remeasure)).
+    pub remeasure: bool,
+    /// Notice going idle even if the application never synchronizes
+    /// ([`XQueue::set_idle_watch`](crate::XQueue::set_idle_watch)).
+    pub watch: bool,
+}
+
+impl Attention {
+    /// What a newly created queue does until told otherwise: reports, keeps its window, may
+    /// be held, leads nothing, is not measured again, is watched.
+    pub const INITIAL: Attention = Attention {
+        report: true,
+        unbounded: false,
+        hold: true,
+        leading: false,
+        remeasure: false,
+        watch: true,
+    };
+}
+
+impl Default for Attention {
+    fn default() -> Attention {
+        Attention::INITIAL
+    }
+}
+
 /// What a scheduler can do with a queue, whatever its hardware: the object-safe face of
 /// [`XQueue`](crate::XQueue).
 pub trait QueueControl: Send + Sync {
@@ -45,30 +90,9 @@ pub trait QueueControl: Send + Sync {
     fn set_level(&self, level: Level) -> Result<(), XQueueError>;
     /// Changes the launch window.
     fn set_launch_config(&self, config: LaunchConfig);
-    /// Whether the queue must report going idle even if its application never synchronizes;
-    /// see [`XQueue::set_idle_watch`](crate::XQueue::set_idle_watch).
-    fn set_idle_watch(&self, on: bool);
-    /// Whether the queue reports its Idle/Ready transitions; see
-    /// [`XQueue::set_reporting`](crate::XQueue::set_reporting).
-    fn set_reporting(&self, on: bool);
-    /// Whether the queue may skip its in-flight window; see
-    /// [`XQueue::set_unbounded`](crate::XQueue::set_unbounded).
-    fn set_unbounded(&self, on: bool);
-    /// Whether it runs unbounded only because of what was measured of its commands, to be
-    /// measured again now and then; see [`XQueue::set_remeasure`](crate::XQueue::set_remeasure).
-    /// Default: ignored, for queues that measure nothing.
-    fn set_remeasure(&self, on: bool) {
-        let _ = on;
-    }
-    /// Whether a scheduler may hold the queue back now, not only keep it suspendable; see
-    /// [`XQueue::set_holdable`](crate::XQueue::set_holdable). Default: ignored.
-    fn set_holdable(&self, on: bool) {
-        let _ = on;
-    }
-    /// Whether the queue outranks other work on its device while it runs without its window
-    /// (a scheduler's answer: it reports and nothing can suspend it); see
-    /// [`XQueue::set_leading`](crate::XQueue::set_leading). Default: ignored.
-    fn set_leading(&self, on: bool) {
-        let _ = on;
-    }
+    /// How the queue is to run between decisions (what it reports, whether it keeps its
+    /// window, may be held, leads, is measured again, is watched for going idle): its
+    /// scheduler's whole answer for it, given whole whenever a part changes. An XQueue applies
+    /// each part through its setter ([`XQueue::set_attention`](crate::XQueue::set_attention)).
+    fn set_attention(&self, attention: Attention);
 }

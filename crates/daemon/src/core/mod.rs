@@ -38,7 +38,7 @@ use crate::auth::Authority;
 use crate::hints::{HintSet, effective};
 use crate::latency::Latencies;
 use crate::peer::Peer;
-use crate::proxy::{Attention, Outbox, RemoteQueue, Wanted};
+use crate::proxy::{Outbox, RemoteQueue, Wanted};
 use crate::service::ServiceStats;
 use crate::trace::Trace;
 
@@ -298,7 +298,7 @@ impl Core {
             return (0, 0);
         }
         let mut last: HashMap<XQueueId, bool> = HashMap::with_capacity(wanted.len());
-        let mut attention: BTreeMap<XQueueId, Attention> = BTreeMap::new();
+        let mut attention: BTreeMap<XQueueId, baton_core::Attention> = BTreeMap::new();
         for (q, w) in wanted {
             match w {
                 Wanted::Suspended(s) => {
@@ -375,6 +375,7 @@ impl Core {
                     watch: a.watch,
                     remeasure: a.remeasure,
                     hold: a.hold,
+                    leading: a.leading,
                 });
             }
         }

@@ -135,14 +135,8 @@ impl QueueControl for Logged {
     fn set_launch_config(&self, config: LaunchConfig) {
         self.xq.set_launch_config(config);
     }
-    fn set_reporting(&self, on: bool) {
-        self.xq.set_reporting(on);
-    }
-    fn set_unbounded(&self, on: bool) {
-        self.xq.set_unbounded(on);
-    }
-    fn set_idle_watch(&self, on: bool) {
-        self.xq.set_idle_watch(on);
+    fn set_attention(&self, attention: baton_core::Attention) {
+        self.xq.set_attention(attention);
     }
 }
 

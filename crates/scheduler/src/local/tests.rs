@@ -370,3 +370,45 @@ fn a_yielding_queue_keeps_the_device_time_budget_only_where_it_may_be_held() {
     s.unregister(hp.id(), Nanos(3)).unwrap();
     assert!(be.may_run_unbounded() && be.holdable());
 }
+
+#[test]
+fn attention_is_computed_once_from_the_plan_and_what_the_scheduler_knows() {
+    use baton_policies::QueuePlan;
+
+    let mut view = QueueView::new(1, 1, 0, true);
+    let free = QueuePlan {
+        report: false,
+        may_suspend: false,
+        ..QueuePlan::DEFAULT
+    };
+    // Reporting only for a dependency: unbounded, but leading nothing.
+    let a = super::attention(&free, &view, true, false, false);
+    assert!(a.report && a.unbounded && !a.leading, "{a:?}");
+    // Wanted by the policy and never suspended: it leads its device.
+    let wanted = QueuePlan {
+        report: true,
+        ..free
+    };
+    let a = super::attention(&wanted, &view, false, false, false);
+    assert!(a.report && a.unbounded && a.leading && a.hold, "{a:?}");
+    // Measured again only where it has a measure, and only while unbounded.
+    let measured = QueuePlan {
+        remeasure: true,
+        ..wanted
+    };
+    assert!(!super::attention(&measured, &view, false, false, false).remeasure);
+    view.hints.command_time = Some(Nanos::from_micros(20));
+    assert!(super::attention(&measured, &view, false, false, false).remeasure);
+    view.suspended = true;
+    let a = super::attention(&measured, &view, false, false, false);
+    assert!(
+        !a.unbounded && !a.leading && !a.remeasure && a.hold,
+        "{a:?}"
+    );
+    // Watched while a queue is suspended and it is ready, and then while it reports.
+    view.suspended = false;
+    assert!(super::attention(&QueuePlan::DEFAULT, &view, false, false, true).watch);
+    view.ready = false;
+    assert!(super::attention(&QueuePlan::DEFAULT, &view, false, true, false).watch);
+    assert!(!super::attention(&free, &view, false, true, false).watch);
+}
