@@ -16,7 +16,7 @@ use baton_cuda_sys::{
 
 use crate::gate::Gate;
 use crate::green::Confined;
-use crate::rm::ContextSlice;
+use crate::rm::{ContextSlice, SliceRole};
 use crate::{CudaCommand, Driver, DriverError, EventPool, Launch, PooledEvent, check};
 
 thread_local! {
@@ -69,9 +69,8 @@ pub struct CudaHwQueue {
     slice: Option<Arc<ContextSlice>>,
     /// The stream's gate (Level 2), if it has one.
     gate_l2: Option<Gate>,
-    /// (interrupted, preemptible, leading): the queue runs freely when neither of the first
-    /// two holds; it leads while it outranks other work on its device.
-    l3: Mutex<(bool, bool, bool)>,
+    /// What its context's time slice depends on.
+    l3: Mutex<L3State>,
     /// Where its kernels run when confined to part of the SMs.
     confined: Option<Confined>,
     /// Whether `confined` applies only while the queue is preemptible (a more urgent queue
@@ -81,6 +80,27 @@ pub struct CudaHwQueue {
     confined_kernels: AtomicUsize,
     /// Sync points recorded on this stream (its program's own events not counted).
     sync_points: AtomicU64,
+}
+
+/// What a queue's context's time slice depends on (Level 3).
+#[derive(Clone, Copy, Debug)]
+struct L3State {
+    /// Suspended at Level 3.
+    interrupted: bool,
+    /// A more urgent queue may suspend it.
+    preemptible: bool,
+    /// It outranks other work on its device.
+    leading: bool,
+}
+
+impl L3State {
+    /// Its role for the slice: it runs freely when neither interrupted nor preemptible.
+    fn role(self) -> SliceRole {
+        SliceRole {
+            running: !self.interrupted && !self.preemptible,
+            leading: self.leading,
+        }
+    }
 }
 
 // SAFETY: CUDA contexts and streams may be used from any thread.
@@ -121,7 +141,11 @@ impl CudaHwQueue {
             gate,
             slice: None,
             gate_l2: None,
-            l3: Mutex::new((false, true, false)),
+            l3: Mutex::new(L3State {
+                interrupted: false,
+                preemptible: true,
+                leading: false,
+            }),
             confined: None,
             confine_while_preemptible: None,
             confined_kernels: AtomicUsize::new(0),
@@ -259,17 +283,15 @@ impl CudaHwQueue {
         }
     }
 
-    /// Updates the (interrupted, preemptible, leading) triple and tells the slice what changed
-    /// of (runs freely, leads).
-    fn set_l3(&self, f: impl FnOnce(&mut (bool, bool, bool))) {
+    /// Updates the queue's Level-3 state and tells the slice what changed of its role.
+    fn set_l3(&self, f: impl FnOnce(&mut L3State)) {
         let Some(slice) = &self.slice else { return };
         let mut s = locks::lock(&self.l3);
-        let was = (!s.0 && !s.1, s.2);
-        let was_interrupted = s.0;
+        let was = *s;
         f(&mut s);
-        slice.update(was, (!s.0 && !s.1, s.2));
-        if s.0 != was_interrupted {
-            slice.set_interrupted(s.0);
+        slice.update(was.role(), s.role());
+        if s.interrupted != was.interrupted {
+            slice.set_interrupted(s.interrupted);
         }
     }
 
@@ -361,18 +383,18 @@ impl HwQueue for CudaHwQueue {
             // Launches read it under the XQueue's state lock, which the caller holds.
             now.store(preemptible, Ordering::Relaxed);
         }
-        self.set_l3(|s| s.1 = preemptible);
+        self.set_l3(|s| s.preemptible = preemptible);
     }
 
     fn set_leading(&self, leading: bool) {
-        self.set_l3(|s| s.2 = leading);
+        self.set_l3(|s| s.leading = leading);
     }
 
     fn interrupt(&self) -> Result<(), HwError> {
         if self.slice.is_none() {
             return Err(HwError::Unsupported(Level::L3));
         }
-        self.set_l3(|s| s.0 = true);
+        self.set_l3(|s| s.interrupted = true);
         Ok(())
     }
 
@@ -381,7 +403,7 @@ impl HwQueue for CudaHwQueue {
         if self.slice.is_none() {
             return Err(HwError::Unsupported(Level::L3));
         }
-        self.set_l3(|s| s.0 = false);
+        self.set_l3(|s| s.interrupted = false);
         Ok(())
     }
 
@@ -476,11 +498,11 @@ impl HwQueue for CudaHwQueue {
 impl Drop for CudaHwQueue {
     fn drop(&mut self) {
         if let Some(s) = &self.slice {
-            let (interrupted, preemptible, leading) = *locks::lock(&self.l3);
-            if interrupted {
+            let l3 = *locks::lock(&self.l3);
+            if l3.interrupted {
                 s.set_interrupted(false);
             }
-            s.detach(!interrupted && !preemptible, leading);
+            s.detach(l3.role());
         }
     }
 }

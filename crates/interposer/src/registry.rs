@@ -43,10 +43,8 @@ pub(crate) struct StreamEntry {
     pub(crate) capturing: AtomicBool,
     /// Its scheduling priority (`capi.rs` changes it).
     pub(crate) priority: StreamPriority,
-    /// Commands submitted, deferred (copied and launched later) and submitted behind another
-    /// stream's commands, and how often the submitting thread was held back while it held
-    /// Python's interpreter lock, for the report.
-    pub(crate) counts: [AtomicU64; 4],
+    /// What the report counts of its commands.
+    pub(crate) counts: StreamCounts,
     /// The command time its scheduler was last told (ns; 0: none yet).
     pub(crate) told_command_ns: AtomicU64,
     /// Guard ticks since its queue last finished measuring again, and its command samples
@@ -54,6 +52,19 @@ pub(crate) struct StreamEntry {
     pub(crate) remeasure: (AtomicU32, AtomicU64),
     /// The guard thread's last look at its readiness (`Runtime::report_readiness`).
     pub(crate) readiness: std::sync::Mutex<ReadinessLook>,
+}
+
+/// What the report counts of a stream's commands.
+#[derive(Debug, Default)]
+pub(crate) struct StreamCounts {
+    /// Commands submitted.
+    pub(crate) commands: AtomicU64,
+    /// Commands deferred: copied and launched later.
+    pub(crate) deferred: AtomicU64,
+    /// Commands submitted behind another stream's commands.
+    pub(crate) behind: AtomicU64,
+    /// How often the submitting thread was held back while it held Python's interpreter lock.
+    pub(crate) held_with_gil: AtomicU64,
 }
 
 /// What the guard thread saw of a stream's queue at its last look, and what it told.

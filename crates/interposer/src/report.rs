@@ -260,8 +260,14 @@ struct Queue {
 impl Queue {
     /// The queue of `e` now, if it ever took a command.
     fn of(e: &StreamEntry) -> Option<Queue> {
-        let [commands, deferred, behind, held_with_gil]: [u64; 4] =
-            std::array::from_fn(|i| e.counts[i].load(Ordering::Relaxed));
+        let c = &e.counts;
+        let [commands, deferred, behind, held_with_gil] = [
+            &c.commands,
+            &c.deferred,
+            &c.behind,
+            &c.held_with_gil,
+        ]
+        .map(|n| n.load(Ordering::Relaxed));
         if commands == 0 {
             return None;
         }

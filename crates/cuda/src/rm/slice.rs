@@ -90,6 +90,16 @@ impl SliceState {
     }
 }
 
+/// What one queue of a context asks of the context's slice ([`ContextSlice::update`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SliceRole {
+    /// It runs freely: nothing suspended it and nothing more urgent may (see the module
+    /// documentation).
+    pub running: bool,
+    /// It outranks other work on its device.
+    pub leading: bool,
+}
+
 /// One context's compute channel group as the Level-3 mechanism of its queues. See the module
 /// documentation.
 pub struct ContextSlice {
@@ -198,8 +208,9 @@ impl ContextSlice {
         });
     }
 
-    /// A queue of the context went away; `running` and `leading` as last reported.
-    pub fn detach(&self, running: bool, leading: bool) {
+    /// A queue of the context went away, in the role it last reported.
+    pub fn detach(&self, role: SliceRole) {
+        let SliceRole { running, leading } = role;
         self.inner.change(|st| {
             st.queues = st.queues.saturating_sub(1);
             if running {
@@ -214,9 +225,8 @@ impl ContextSlice {
         });
     }
 
-    /// A queue of the context went from `was` to `now`, each (runs freely, leads). Never
-    /// blocks on the driver.
-    pub fn update(&self, was: (bool, bool), now: (bool, bool)) {
+    /// A queue of the context went from `was` to `now`. Never blocks on the driver.
+    pub fn update(&self, was: SliceRole, now: SliceRole) {
         if was == now {
             return;
         }
@@ -228,9 +238,13 @@ impl ContextSlice {
                     *n = n.saturating_sub(1);
                 }
             };
-            step(&mut st.running, was.0, now.0);
-            step(&mut st.leading, was.1, now.1);
-            step(&mut st.running_leading, was.0 && was.1, now.0 && now.1);
+            step(&mut st.running, was.running, now.running);
+            step(&mut st.leading, was.leading, now.leading);
+            step(
+                &mut st.running_leading,
+                was.running && was.leading,
+                now.running && now.leading,
+            );
         });
     }
 
@@ -259,7 +273,11 @@ impl ContextSlice {
     /// A queue of the context started (`true`) or stopped (`false`) running freely, leading
     /// nobody. Never blocks on the driver.
     pub fn set_running(&self, running: bool) {
-        self.update((!running, false), (running, false));
+        let role = |running| SliceRole {
+            running,
+            leading: false,
+        };
+        self.update(role(!running), role(running));
     }
 
     /// Whether the slice is (or is about to be) the yield value.

@@ -298,10 +298,13 @@ fn the_slice_is_short_exactly_while_no_queue_of_the_context_runs_freely() {
     s.attach(true);
     assert!(settled(2048));
     // It goes away; the remaining two do not run freely.
-    s.detach(true, false);
+    s.detach(SliceRole {
+        running: true,
+        leading: false,
+    });
     assert!(settled(1));
-    s.detach(false, false);
-    s.detach(false, false);
+    s.detach(SliceRole::default());
+    s.detach(SliceRole::default());
     assert!(!s.yielding() && settled(2048));
     let (st, err) = s.stats();
     assert_eq!((st.changes, st.failures, err), (6, 0, None));
@@ -493,9 +496,9 @@ fn the_group_is_off_the_run_list_exactly_while_every_queue_is_interrupted() {
     s.set_interrupted(true);
     assert!(settled(true));
     s.set_interrupted(false);
-    s.detach(false, false);
+    s.detach(SliceRole::default());
     s.set_interrupted(false);
-    s.detach(false, false);
+    s.detach(SliceRole::default());
     assert!(settled(false));
     let (st, err) = s.stats();
     assert_eq!((st.offs, st.ons, st.failures, err), (2, 2, 0, None));

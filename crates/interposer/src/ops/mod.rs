@@ -164,9 +164,9 @@ impl Runtime {
             deps.extend(implicit);
         }
         self.hot.commands.fetch_add(1, Ordering::Relaxed);
-        e.counts[0].fetch_add(1, Ordering::Relaxed);
+        e.counts.commands.fetch_add(1, Ordering::Relaxed);
         if !deps.is_empty() {
-            e.counts[2].fetch_add(1, Ordering::Relaxed);
+            e.counts.behind.fetch_add(1, Ordering::Relaxed);
         }
         let s = match e.xq.submit_after(deps, launch) {
             Ok(s) => s,
@@ -186,7 +186,7 @@ impl Runtime {
     #[inline(never)]
     fn count_waiting(&self, e: &StreamEntry, path: SubmitPath, held: Option<Nanos>) {
         if path == SubmitPath::Buffered {
-            e.counts[1].fetch_add(1, Ordering::Relaxed);
+            e.counts.deferred.fetch_add(1, Ordering::Relaxed);
             self.stats.deferred.fetch_add(1, Ordering::Relaxed);
         } else {
             self.stats.in_order.fetch_add(1, Ordering::Relaxed);
@@ -197,7 +197,7 @@ impl Runtime {
             h[1].fetch_add(held.0, Ordering::Relaxed);
             if crate::python::holds_gil() {
                 h[2].fetch_add(1, Ordering::Relaxed);
-                e.counts[3].fetch_add(1, Ordering::Relaxed);
+                e.counts.held_with_gil.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -223,9 +223,9 @@ impl Runtime {
         crate::queues::note_submitter(&e);
         let deps = self.implicit_deps(&e);
         self.hot.commands.fetch_add(1, Ordering::Relaxed);
-        e.counts[0].fetch_add(1, Ordering::Relaxed);
+        e.counts.commands.fetch_add(1, Ordering::Relaxed);
         if !deps.is_empty() {
-            e.counts[2].fetch_add(1, Ordering::Relaxed);
+            e.counts.behind.fetch_add(1, Ordering::Relaxed);
         }
         let turn = match e.xq.in_turn(deps) {
             Ok(t) => t,
