@@ -1,6 +1,24 @@
-//! ARCHITECTURE.md's code map must name every workspace member, and nothing else.
+//! ARCHITECTURE.md's code map must name every workspace member, and nothing else; the page
+//! stays a map, short enough to read in one sitting; and the crate graph keeps to `ALLOWED`.
 
 use std::collections::BTreeSet;
+
+/// The most words ARCHITECTURE.md may have, counted as `wc -w` counts them.
+const ARCHITECTURE_WORDS: usize = 4_500;
+
+#[test]
+fn architecture_stays_a_map_within_its_word_limit() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let arch = std::fs::read_to_string(format!("{root}/ARCHITECTURE.md")).unwrap();
+    let words = arch.split_whitespace().count();
+    assert!(
+        words <= ARCHITECTURE_WORDS,
+        "ARCHITECTURE.md has {words} words: keep it to {ARCHITECTURE_WORDS}, a map of the crates, \
+         the data flow, the invariants and where to change what, with each design reason in a \
+         sentence or two; measured figures, with their commits and raw results, belong in \
+         docs/BENCHMARKS.md and the pages it links"
+    );
+}
 
 #[test]
 fn code_map_matches_workspace_members() {

@@ -415,8 +415,8 @@ fn two_services_of_one_priority_do_not_bound_each_other_through_streams_they_nev
     // those at 15. Once each has run work, the other's unused streams do not count against
     // it: neither keeps its window to be measured again. (Before, each was outranked by the
     // other's pools for good: measured short, let go, and measured again every second; a
-    // GPT-2-medium decoder beside another service on an H200 had a sync point on one launch
-    // in 24.)
+    // decoder beside another service on the GPU kept its launch window for part of its run:
+    // docs/BENCHMARKS.md, "Earlier runs".)
     let dir = temp_dir("global-peer-pools");
     let (socket, go) = (dir.join("baton.sock"), dir.join("go"));
     let env = [
@@ -845,8 +845,8 @@ fn a_flood_waiting_on_its_own_events_is_measured_and_held_once_its_commands_are_
     // steps back, so it never fills its queue's window and no sync point of the queue's
     // measures it; its own waits on the driver do. Its 100 µs kernels are told short, the 8 ms
     // ones that follow long, and those are held back for the burst. (Before, nothing was ever
-    // told here, and on an H100 a bf16 GEMM flood of 1.6 ms steps was measured at a stray
-    // 184 µs and ran unheld beside the services.)
+    // told here, and on the GPU such a flood of long steps was measured short and ran unheld
+    // beside the services: docs/BENCHMARKS.md, "Earlier runs".)
     told_short_then_long_and_held(
         "global-events-flood",
         &[

@@ -417,8 +417,8 @@ fn a_gang_that_yields_gives_way_only_on_the_gpu_where_it_is_outranked() {
     // urgent process is on its GPU, and is never held back for it. A gang of two such ranks
     // beside a service on GPU 0: rank 0 keeps to 8 SMs there; rank 1, alone on GPU 1, keeps
     // the whole GPU. Holding gangs together (`--gang together`) must not confine rank 1 too
-    // (on two H200s, the time-slice form of that mistake handed rank 1's GPU to a priority
-    // -10 filler and cut the job to 0.14 of its steps: docs/MULTI_GPU.md).
+    // (on the GPU, the time-slice form of that mistake handed rank 1's GPU to a low-priority
+    // filler and cut the job to a small fraction of its steps: docs/MULTI_GPU.md).
     let dir = temp_dir("gang-yielding");
     let (socket, go) = (dir.join("baton.sock"), dir.join("go"));
     let s = Setup {

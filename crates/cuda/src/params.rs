@@ -35,7 +35,7 @@ impl ParamLayout {
 /// Parameter layouts by function handle, asked of the driver once per function.
 ///
 /// A handle names a function only while its code is loaded: frameworks load and unload code as
-/// they run (PyTorch's training loop: 25 unloads in ten ResNet-18 steps on an H100), and the
+/// they run (PyTorch's training loop among them: docs/TRANSPARENCY.md), and the
 /// driver hands a freed handle to the next function loaded, with other parameters. So each
 /// layout is kept with the function's name as the driver gives it (a pointer into the loaded
 /// code), checked on every use, and the cache is emptied when code is unloaded.

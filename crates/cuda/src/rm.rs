@@ -6,8 +6,9 @@
 //! engine `GR0`) plus copy-engine groups. The GPU time-slices runnable groups of different
 //! contexts; only the *running* group's slice decides how soon another context gets the GPU.
 //! So a best-effort context whose compute group runs with a slice of a few microseconds yields
-//! to any other runnable context within the hardware's switch time (~0.2–0.3 ms measured on
-//! H100, driver 580), even in the middle of a kernel, and loses nothing when it runs alone.
+//! to any other runnable context within the hardware's switch time (measured:
+//! docs/benchmarks/levels/README.md), even in the middle of a kernel, and loses nothing when
+//! it runs alone.
 //!
 //! - [`Capture`] records channel-group allocations (and frees) from the `ioctl`s the process
 //!   makes on the NVIDIA control device. The interposer feeds it every `ioctl`; nothing here
@@ -35,7 +36,7 @@ mod slice;
 pub use abi::*;
 pub use capture::{Capture, ChannelGroup, ComputeGroupOf, ExportedGroup, thread_id};
 pub use control::{Ioctl, RmControl, RmError, get_timeslice, preempt, schedule, set_timeslice};
-pub use slice::{ContextSlice, SliceStats, SliceValues};
+pub use slice::{ContextSlice, SliceRole, SliceStats, SliceValues};
 
 #[cfg(test)]
 mod tests;

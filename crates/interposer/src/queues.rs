@@ -414,10 +414,10 @@ impl Runtime {
     /// [`REMEASURE_EVERY`] ticks until its measure has taken in [`REMEASURE_SAMPLES`] more
     /// samples (or for [`REMEASURE_LONGEST`] ticks), so that the measure follows what it runs.
     /// Unbounded, nothing measures it, and a measure taken on one workload would stand for the
-    /// next on the same stream: a training job's warm-up, measured short, left a bf16 GEMM
-    /// flood of 1.7 ms commands unheld beside the services on an H200. A stream of short
-    /// commands is measured again within milliseconds; what is learnt reaches the scheduler
-    /// through [`Runtime::report_command_time`].
+    /// next on the same stream: a training job's warm-up, measured short, left the long GEMMs
+    /// that followed it unheld beside the services (docs/BENCHMARKS.md, "Earlier runs"). A
+    /// stream of short commands is measured again within milliseconds; what is learnt reaches
+    /// the scheduler through [`Runtime::report_command_time`].
     pub(crate) fn remeasure(&self, e: &StreamEntry) {
         if self.link.sched.is_none() || !self.cfg.command_time {
             return;

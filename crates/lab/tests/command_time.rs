@@ -21,9 +21,9 @@
 //!   held back, they make every kernel of the service wait past its host's next launch, and
 //!   the waits add up (×2 in this model). A bound under the gap
 //!   (`GlobalHint::ShortCommand`, `baton daemon --short-command-us 80`) holds them back again.
-//!   The bound is fixed because a service's gaps are not measured; on the H100, beside a
-//!   training step's commands (about 110 µs), the decoder's pooled p99 was native
-//!   co-location's (docs/benchmarks/matrix/command-time/).
+//!   The bound is fixed because a service's gaps are not measured; on the GPU, beside a
+//!   training step's short commands, the decoder's p99 stayed near native co-location's
+//!   (docs/BENCHMARKS.md, "Earlier runs").
 
 mod support;
 

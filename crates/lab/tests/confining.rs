@@ -91,8 +91,8 @@ fn a_confining_flood_is_still_held_back_by_its_own_more_urgent_stream() {
 /// decoder's) beside a flood of long kernels. Holding the flood back leaves its launched
 /// kernels in the service's way; confining it leaves the service the other 24 SMs; neither
 /// keeps the service within ×1.10 (natively it is ×30), and confining is the worse of the two
-/// for the service, as on the H100 (ResNet-50 beside the GEMM flood under MPS: p99 ×1.16 with
-/// the flood on 112 SMs, ×0.92 held; `docs/benchmarks/matrix/spatial/`).
+/// for the service, as on the GPU (ResNet-50 beside the GEMM flood under MPS, the flood held
+/// or confined: docs/BENCHMARKS.md, "Earlier runs").
 #[test]
 fn a_service_of_kernels_on_every_sm_is_not_protected_by_either() {
     let mut hp = support::service();
@@ -120,8 +120,8 @@ fn a_service_of_kernels_on_every_sm_is_not_protected_by_either() {
 /// beside a flood of 1.5 ms kernels held with one in flight (what the in-flight budget lets
 /// through), in one context as under MPS. A request that arrives while a flood kernel runs
 /// waits for it either way; kept to three quarters of the SMs, the flood leaves the request
-/// the rest meanwhile, and is slower for it. The shape measured on an H200 (the matrix's M
-/// beside the flood, three repeats: ×1.66 → ×1.43 at 25 % load, the flood 76 → 68 %).
+/// the rest meanwhile, and is slower for it. The shape the matrix measured on the GPU under
+/// MPS beside the flood (docs/BENCHMARKS.md, "How the protection mechanisms were chosen").
 #[test]
 fn a_held_flood_kept_to_part_of_the_sms_shortens_a_graph_services_wait_and_pays_for_it() {
     let hp = support::graph_service(ContextSpec::Shared(0));

@@ -90,9 +90,9 @@ fn a_yielding_jobs_in_flight_budget_leaves_the_time_sliced_service_as_it_was() {
     // Time-sliced, the yielding job's window is bounded too (it stays suspendable): 500 µs
     // without early refill (the default until 51f3cef) against 250 µs with it (since). The
     // service waits for the job's short slice and a switch whatever the job has queued; the
-    // job's share moves by a few points. (On an H200 S at 60 % load measured x2.2-2.4 with the
-    // first and x1.4-1.9 with the second, in separate runs; this model has no 0.4 ms hand-over
-    // and periodic arrivals, so it speaks to the mechanism only.)
+    // job's share moves by a few points. (The matrix measured both on the GPU, in separate
+    // runs: docs/benchmarks/matrix/README.md; this model has no cost of a hand-over and
+    // periodic arrivals, so it speaks to the mechanism only.)
     for period in [6_300, 2_500] {
         let (before, now) = (
             beside_training(period, 500, false),
@@ -118,8 +118,8 @@ fn a_yielding_jobs_in_flight_budget_leaves_the_time_sliced_service_as_it_was() {
 
 /// The graph service with requests back to back (each launched 40 µs of host time after the
 /// previous one completed, as a server takes the next queued request), beside `be`, both as
-/// `baton run` sets them up, on a device whose context switch costs 200 µs (an H200's
-/// hand-over is ~0.2-0.4 ms); natively with `scheduled` false. The service's p99 × alone and
+/// `baton run` sets them up, on a device whose context switch costs 200 µs (of the order of
+/// a GPU's hand-over: docs/benchmarks/matrix/README.md); natively with `scheduled` false. The service's p99 × alone and
 /// the job's work.
 fn back_to_back(be: ClientSpec, scheduled: bool) -> (f64, Nanos) {
     let mut hp = graph_service(ContextSpec::Own).as_by_default();
@@ -163,8 +163,8 @@ fn a_job_beside_back_to_back_requests_is_held_through_their_pauses() {
     // Time-sliced, a yielding job's context takes the device back in each 40 µs pause between
     // two requests, and the next request pays its slice and a switch each way; held as well
     // while the service has work (the daemon lingering 500 µs after each request), it does not
-    // get in, and the service runs as alone. On an H200 S at 60 % load (Poisson arrivals,
-    // queued requests) measured ×2.4-2.8 yielding only, ×1.35-1.8 held as well.
+    // get in, and the service runs as alone. The matrix measured the same change on the GPU
+    // (S at 60 % load, Poisson arrivals, queued requests: docs/BENCHMARKS.md).
     for (name, be) in [("flood", gemm_flood()), ("training", support::training())] {
         let (native, _) = back_to_back(be.clone(), false);
         let (baton, work) = back_to_back(be, true);

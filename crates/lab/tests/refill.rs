@@ -6,8 +6,9 @@
 //! (a thread woken from a sync point's wait, then launching). With one sync point behind the
 //! window, the job learns of its kernels' completion only when the last is done, and the device
 //! waits for the host once per window; with early refill (`BATON_EARLY_REFILL`) it learns of
-//! the first half while the second runs. What the matrix measured on an H200 at 250 and
-//! 100 µs (the job 7–16 points lower than at 500 µs) is this cost.
+//! the first half while the second runs. What the matrix measured on the GPU at smaller
+//! budgets without early refill (docs/BENCHMARKS.md, "How the protection mechanisms were
+//! chosen") is this cost.
 
 mod support;
 

@@ -88,9 +88,9 @@ fn holding_back_short_kernels_starves_them_and_yielding_does_not() {
 
 #[test]
 fn a_hand_over_costs_the_flood_two_switches_so_a_shorter_slice_gives_it_less() {
-    // The measured limit behind the slice's length (on an H100 a hand-over cost the flood
-    // 0.4–0.5 ms): each time the decoder's next kernel takes the device, the flood loses the
-    // switch away and the switch back, so its share while the decoder runs is at most
+    // The measured limit behind the slice's length (docs/BENCHMARKS.md, "Earlier runs"):
+    // each time the decoder's next kernel takes the device, the flood loses the switch away
+    // and the switch back, so its share while the decoder runs is at most
     // slice ÷ (slice + two switches).
     let share = |slice_us: u64| {
         let be = ClientSpec {

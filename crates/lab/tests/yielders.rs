@@ -1,15 +1,15 @@
 //! Several jobs that yield by their time slice on one device, beside a registered service that
-//! is idle, between time-sliced contexts, in virtual time, with a switch as costly as an
-//! H200's (~0.2 ms).
+//! is idle, between time-sliced contexts, in virtual time, with a switch as costly as a
+//! GPU's (`docs/benchmarks/yielders/`).
 //!
 //! Each job, outranked by the service, runs with a 100 µs slice so that a request reaching the
 //! device waits for little. Two such jobs with work alternate 100 µs slices between
-//! themselves, and each switch costs twice what a slice runs: on an H200 two GEMM floods kept
-//! 224 TFLOP/s together against 604 natively (`docs/benchmarks/yielders/`); here 0.33 of one
-//! job alone against 0.91. So HPF lets the yielding jobs of the top rank on a device take
+//! themselves, and each switch costs twice what a slice runs: on the GPU two GEMM floods lost
+//! most of their native throughput (`docs/benchmarks/yielders/`); here 0.33 of one job alone
+//! against 0.91. So HPF lets the yielding jobs of the top rank on a device take
 //! turns instead (`YIELD_TURN` each, 200 ms, the others held back meanwhile): 0.88. A turn's
 //! start still costs the outgoing job's work in flight, which trades slices with the incoming
-//! job's until it drains: with 20 ms turns this model gave 0.73, and the H200 51 % of native.
+//! job's until it drains: with 20 ms turns this model gave 0.73, and the GPU lost more still.
 //! The jobs are set up as `baton run` sets them up: Level 1 (the lab's default, Level 3,
 //! would interrupt a held job's kernel, which a GPU's time slice does not), yielding, their
 //! work in flight bounded to 250 µs with early refill.
@@ -141,11 +141,11 @@ fn two_jobs_bound_by_their_launching_beside_an_idle_service_take_no_turns() {
     // waits for its work more than half its time, so neither would gain from a turn; once
     // measured (500 ms), they run together and are never held again. Leaving a context with
     // nothing running costs 10 µs here, one with a kernel running 200 µs, as two such
-    // programs keep nearly all natively on an H200 (`docs/benchmarks/yielders/`). The loss
-    // the turns cost there (58 and 50 TFLOP/s together against 85 and 86 without) is small
-    // here: with the turns as they were, the held loop was still let run for ~20 µs every
-    // ~250 µs, so the test asserts the mechanism (no suspension once measured), which fails
-    // then (11 676 suspensions and resumptions after 600 ms).
+    // programs keep nearly all natively on the GPU (`docs/benchmarks/yielders/`). The loss
+    // the turns cost there is small here: with the turns as they were, the held loop was
+    // still let run for ~20 µs every ~250 µs, so the test asserts the mechanism (no
+    // suspension once measured), which fails then (11 676 suspensions and resumptions after
+    // 600 ms).
     let lab = |scheduled, clients| {
         support::lab_costly_busy_switch(RUN, Nanos::from_micros(10), scheduled, clients)
     };

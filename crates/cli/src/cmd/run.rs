@@ -295,9 +295,8 @@ const MPS_CLIENT_PRIORITY: &str = "CUDA_MPS_CLIENT_PRIORITY";
 /// The MPS client priority level for a program of Baton priority `priority` (the flag, else
 /// `inherited`, the `BATON_PRIORITY` it inherits, else 0): below normal (`1`) at 0 and under,
 /// none (normal) above. Under MPS the driver then favours a normal client's kernels over a
-/// below-normal one's when SMs free up, which Baton cannot do from outside: beside ResNet-50
-/// training on an H200, natively ×10.4 → ×4.3 for a graph-replayed ResNet-50, and under Baton
-/// ×3.3 → ×2.1 and ×19.9 → ×5.8 at 60 % load (docs/benchmarks/matrix/candidates). The level is
+/// below-normal one's when SMs free up, which Baton cannot do from outside (measured beside
+/// training: docs/BENCHMARKS.md, "How the protection mechanisms were chosen"). The level is
 /// fixed when CUDA starts in the program: a priority changed later does not change it.
 fn mps_client_priority(
     priority: Option<i64>,

@@ -202,7 +202,8 @@ mod tests {
 
     #[test]
     fn the_targets_are_judged_from_the_figures() {
-        // An H200 run at 10304a6: HP ×1.08 of alone misses ×1.05; BE used 97 % of HP's idle time.
+        // A GPU run's figures (docs/benchmarks/demo/README.md): HP misses its p99 target; BE
+        // meets its share of HP's idle time.
         let missed = summary(
             &hp(2090.0, 2398.6, 0.42),
             &be(1.002),

@@ -136,8 +136,8 @@ fn lab_on(
 }
 
 /// Runs `clients` for `run_for` under HPF with scheduler-wide hints `global` (`scheduled`), or
-/// natively, on a device whose context switch costs 200 µs, as a hand-over between
-/// time-sliced contexts does on an H200 (~0.2-0.4 ms).
+/// natively, on a device whose context switch costs 200 µs, of the order of a hand-over
+/// between time-sliced contexts on a GPU (docs/benchmarks/matrix/README.md).
 pub fn lab_costly_switch(
     run_for: Nanos,
     global: Vec<GlobalHint>,
