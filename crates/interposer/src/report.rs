@@ -261,13 +261,9 @@ impl Queue {
     /// The queue of `e` now, if it ever took a command.
     fn of(e: &StreamEntry) -> Option<Queue> {
         let c = &e.counts;
-        let [commands, deferred, behind, held_with_gil] = [
-            &c.commands,
-            &c.deferred,
-            &c.behind,
-            &c.held_with_gil,
-        ]
-        .map(|n| n.load(Ordering::Relaxed));
+        let [commands, deferred, behind, held_with_gil] =
+            [&c.commands, &c.deferred, &c.behind, &c.held_with_gil]
+                .map(|n| n.load(Ordering::Relaxed));
         if commands == 0 {
             return None;
         }
