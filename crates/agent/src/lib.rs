@@ -22,7 +22,7 @@ mod socket;
 pub use baton_policies::{DeviceId, QueueHints, Readiness};
 pub use baton_protocol::{Backend, DeviceRef, Hint as WireHint, HintKind as WireHintKind, MAX_SMS};
 pub use baton_scheduler::{QueueMeta, SchedulerThread};
-pub use config::{AgentConfig, SchedulerMode, SmShare};
+pub use config::{AgentConfig, SchedulerMode, Setting, SettingDefault, SmShare};
 pub use daemon_client::{ClientConfig, DaemonClient, LinkTraffic, QueueInfo};
 pub use scheduler::{AgentScheduler, Registration, StartError};
 pub use socket::{
