@@ -1,8 +1,8 @@
 //! The core's wake-ups, to the microsecond.
 //!
 //! tokio's timer counts whole milliseconds and rounds a deadline up to the next one, so a
-//! 500 µs linger handed the GPU back to the job 1–2 ms after the service's work ended (measured
-//! on an H200, `hold_lag.py`: hand-back p50 2.2 ms). A `timerfd` on the monotonic clock fires
+//! 500 µs linger handed the GPU back to the job milliseconds after the service's work ended
+//! (docs/BENCHMARKS.md, "When the holds land"). A `timerfd` on the monotonic clock fires
 //! within the kernel's timer slack (tens of µs) and wakes tokio's reactor like any socket.
 
 use std::io;

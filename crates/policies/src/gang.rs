@@ -32,8 +32,8 @@ use crate::{Decision, GangId, Policy, QueuePlan, QueueView, Snapshot};
 /// urgent work keeps that device busy), and keeps the answer the wrapped policy gives it
 /// there. Told that it may be suspended because another rank is outranked
 /// elsewhere, it would give its own device away (a short slice, fewer SMs) to whatever runs
-/// beside it there, lower work included — measured on two H200s, a priority −10 GEMM flood
-/// beside rank 1 cut a two-rank job to 0.14 of its steps (`docs/MULTI_GPU.md`).
+/// beside it there, lower work included: a low-priority flood beside one rank cut the whole
+/// job's steps (measured in `docs/MULTI_GPU.md`).
 ///
 /// Queues without a gang are decided as the wrapped policy decides them (step 3 only frees
 /// their devices of held gangs). The wrapped policy is asked twice in a decision that holds a
@@ -75,7 +75,7 @@ fn held(snap: &Snapshot<'_>, d: &Decision) -> BTreeSet<GangId> {
 /// Whether a gang hold reaches `q`: it does not yield by time slice, confine its kernels or
 /// run isolated (see [`Gangs`]).
 fn holdable(q: &QueueView) -> bool {
-    !crate::hpf::spared_across(q) && q.hints.yielding.is_none()
+    q.hints.isolated.is_none() && q.hints.confining.is_none() && q.hints.yielding.is_none()
 }
 
 /// The gang of `queue`, when a gang hold reaches it.
@@ -219,14 +219,21 @@ mod tests {
 
     #[test]
     fn ranks_that_give_way_by_themselves_do_so_on_their_own_device_only() {
-        // Every process yields by time slice (the default on a time-sliced GPU): the service
-        // outranks rank 0 on device 0; on device 1 rank 1 outranks a priority -10 filler.
+        // Every process yields by time slice (the default on a time-sliced GPU), each measured
+        // bound by its own launching: the service outranks rank 0 on device 0; on device 1
+        // rank 1 outranks a priority -10 filler.
+        let bound = Some(crate::Readiness {
+            ready: 950,
+            waiting: 40,
+        });
         let yielding = |mut q: QueueView| {
             q.hints.yielding = Some(Nanos::from_micros(100));
+            q.hints.readiness = bound;
             q
         };
         let mut hp = QueueView::new(1, 10, 0, true);
         hp.hints.priority = Priority::new(10).unwrap();
+        hp.hints.readiness = bound;
         let mut filler = yielding(QueueView::new(4, 30, 1, true));
         filler.hints.priority = Priority::new(-10).unwrap();
         let queues = [
@@ -261,6 +268,7 @@ mod tests {
         // with its gang, and the yielding one never makes the gang held.
         let mut held_rank = rank(3, 21, 1, true);
         held_rank.hints.priority = Priority::new(0).unwrap();
+        held_rank.hints.readiness = bound;
         let queues = [hp, yielding(rank(2, 20, 0, true)), held_rank, filler];
         let snap = Snapshot::new(Nanos::ZERO, &queues);
         assert!(g.decide(&snap).suspend.is_empty());

@@ -100,20 +100,6 @@ impl Readiness {
     pub fn launch_bound(self) -> bool {
         self.ready >= Self::LAUNCH_BOUND_READY && self.waiting <= Self::LAUNCH_BOUND_WAITING
     }
-
-    /// [`Readiness::launch_bound`] with each bound moved by [`Readiness::MARGIN`] towards
-    /// "bound": what a queue must fall below to stop counting as launch-bound once lower work
-    /// runs beside it, so that a service near the bounds does not flip lower work between held
-    /// and running with every measurement (lower work running beside it also lengthens its
-    /// waits a little).
-    pub fn still_launch_bound(self) -> bool {
-        self.ready >= Self::LAUNCH_BOUND_READY - Self::MARGIN
-            && self.waiting <= Self::LAUNCH_BOUND_WAITING + Self::MARGIN
-    }
-
-    /// The hysteresis between [`Readiness::launch_bound`] and
-    /// [`Readiness::still_launch_bound`], in ‰.
-    pub const MARGIN: u16 = 100;
 }
 
 /// A laxity hint: a job may wait `laxity` after it is released; then its queue runs at
