@@ -16,6 +16,17 @@ use baton_cuda::core::locks;
 
 use crate::registry::{Registry, StreamEntry};
 
+/// Launch calls whose thread a queue held back.
+#[derive(Debug, Default)]
+pub(crate) struct HeldCounts {
+    /// How many.
+    pub(crate) calls: AtomicU64,
+    /// For how long in all (ns).
+    pub(crate) ns: AtomicU64,
+    /// How many of them while the thread held Python's interpreter lock.
+    pub(crate) with_gil: AtomicU64,
+}
+
 /// Counters reported at exit when `BATON_REPORT` names a file.
 #[derive(Default)]
 pub(crate) struct Stats {
@@ -43,9 +54,8 @@ pub(crate) struct Stats {
     pub(crate) releases: [AtomicU64; Release::ALL.len()],
     /// The first attribute changes that launched held work: what changed, from what to what.
     pub(crate) attribute_flush_samples: Mutex<Vec<AttributeFlush>>,
-    /// Launch calls whose thread a queue held back, for how long in all (ns), and how many of
-    /// them while the thread held Python's interpreter lock.
-    pub(crate) held: [AtomicU64; 3],
+    /// Launch calls whose thread a queue held back.
+    pub(crate) held: HeldCounts,
     /// The busiest queues whose streams or contexts were destroyed before exit, as they ended
     /// (kept only when `BATON_REPORT` asks for a report).
     retired: Mutex<Vec<Queue>>,
@@ -372,9 +382,9 @@ impl Report {
                 .map(|(r, c)| (r.name(), n(c)))
                 .collect(),
             hooks,
-            submitter_held: n(&s.held[0]),
-            submitter_held_ms: n(&s.held[1]) as f64 / 1e6,
-            held_with_python_lock: n(&s.held[2]),
+            submitter_held: n(&s.held.calls),
+            submitter_held_ms: n(&s.held.ns) as f64 / 1e6,
+            held_with_python_lock: n(&s.held.with_gil),
             sync_points: reg.sync_points(),
             level: cfg.level.to_string(),
             level3_contexts,

@@ -55,7 +55,73 @@ pub(crate) enum Count {
     Other,
 }
 
+/// How a call on a stream opens ([`Runtime::open`]).
+pub(super) enum Opening {
+    /// Baton does not schedule the stream: the call goes to the driver as the application
+    /// named it.
+    Unscheduled,
+    /// The stream records into a graph: the call goes to the driver on this handle, outside
+    /// the queue.
+    Recording(CUstream),
+    /// It becomes a command of this entry's queue, on this handle.
+    Queued(Arc<StreamEntry>, CUstream),
+}
+
+/// What enters a queue ([`Runtime::enter`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Entering {
+    /// A command of the stream: its thread's priority followed, and counted for the stream.
+    Command,
+    /// A call that returns once done (a synchronous copy), run in its turn.
+    Synchronous,
+}
+
 impl Runtime {
+    /// The opening of a call on `stream` that Baton runs in its queue's order; see
+    /// [`Opening`]. A call bypassed for a capture is counted as such.
+    pub(super) fn open(&self, stream: CUstream, api: Api) -> Opening {
+        let Some(e) = self.scheduled_entry(stream, api) else {
+            return Opening::Unscheduled;
+        };
+        let handle = Self::handle_for(&e, stream);
+        if self.capturing(&e, handle) {
+            self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
+            return Opening::Recording(handle);
+        }
+        Opening::Queued(e, handle)
+    }
+
+    /// What every call entering `e`'s queue does first, its stream known not to be recording:
+    /// the thread is noted as the queue's submitter (a context-wide synchronization it makes
+    /// later is held if this queue is) and, for a command, its priority followed; the
+    /// legacy-stream rules' dependencies join `deps`; the call is counted. Returns what the
+    /// call must follow.
+    pub(super) fn enter(
+        &self,
+        e: &StreamEntry,
+        mut deps: Vec<Dependency>,
+        entering: Entering,
+    ) -> Vec<Dependency> {
+        if entering == Entering::Command {
+            self.follow_thread(e);
+        }
+        crate::queues::note_submitter(e);
+        let implicit = self.implicit_deps(e);
+        if deps.is_empty() {
+            deps = implicit;
+        } else {
+            deps.extend(implicit);
+        }
+        self.hot.commands.fetch_add(1, Ordering::Relaxed);
+        if entering == Entering::Command {
+            e.counts.commands.fetch_add(1, Ordering::Relaxed);
+            if !deps.is_empty() {
+                e.counts.behind.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        deps
+    }
+
     /// The handle to pass to the driver for `e` when the application named `stream`: the
     /// application's own, except for per-thread default streams (Baton's stand-in stream).
     pub(super) fn handle_for(e: &StreamEntry, stream: CUstream) -> CUstream {
@@ -128,7 +194,7 @@ impl Runtime {
         e: &Arc<StreamEntry>,
         stream: CUstream,
         count: Count,
-        mut deps: Vec<Dependency>,
+        deps: Vec<Dependency>,
         op: Op<'_>,
     ) -> (CUresult, Option<CommandSeq>) {
         match count {
@@ -155,19 +221,7 @@ impl Runtime {
             self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
             return (launch.outside_queue(self.driver), None);
         }
-        self.follow_thread(e);
-        crate::queues::note_submitter(e);
-        let implicit = self.implicit_deps(e);
-        if deps.is_empty() {
-            deps = implicit;
-        } else {
-            deps.extend(implicit);
-        }
-        self.hot.commands.fetch_add(1, Ordering::Relaxed);
-        e.counts.commands.fetch_add(1, Ordering::Relaxed);
-        if !deps.is_empty() {
-            e.counts.behind.fetch_add(1, Ordering::Relaxed);
-        }
+        let deps = self.enter(e, deps, Entering::Command);
         let s = match e.xq.submit_after(deps, launch) {
             Ok(s) => s,
             Err(x) => return (status(&x), None),
@@ -193,10 +247,10 @@ impl Runtime {
         }
         if let Some(held) = held {
             let h = &self.stats.held;
-            h[0].fetch_add(1, Ordering::Relaxed);
-            h[1].fetch_add(held.0, Ordering::Relaxed);
+            h.calls.fetch_add(1, Ordering::Relaxed);
+            h.ns.fetch_add(held.0, Ordering::Relaxed);
             if crate::python::holds_gil() {
-                h[2].fetch_add(1, Ordering::Relaxed);
+                h.with_gil.fetch_add(1, Ordering::Relaxed);
                 e.counts.held_with_gil.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -211,22 +265,12 @@ impl Runtime {
         api: Api,
         call: impl FnOnce(CUstream) -> CUresult,
     ) -> CUresult {
-        let Some(e) = self.scheduled_entry(stream, api) else {
-            return call(stream);
+        let (e, handle) = match self.open(stream, api) {
+            Opening::Unscheduled => return call(stream),
+            Opening::Recording(handle) => return call(handle),
+            Opening::Queued(e, handle) => (e, handle),
         };
-        let handle = Self::handle_for(&e, stream);
-        if self.capturing(&e, handle) {
-            self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
-            return call(handle);
-        }
-        self.follow_thread(&e);
-        crate::queues::note_submitter(&e);
-        let deps = self.implicit_deps(&e);
-        self.hot.commands.fetch_add(1, Ordering::Relaxed);
-        e.counts.commands.fetch_add(1, Ordering::Relaxed);
-        if !deps.is_empty() {
-            e.counts.behind.fetch_add(1, Ordering::Relaxed);
-        }
+        let deps = self.enter(&e, Vec::new(), Entering::Command);
         let turn = match e.xq.in_turn(deps) {
             Ok(t) => t,
             Err(x) => return status(&x),

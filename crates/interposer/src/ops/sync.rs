@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use baton_cuda::core::{IdleQuery, locks};
 use baton_cuda::sys::{CUfunction, CUresult, CUstream};
 
+use super::{Entering, Opening};
 use crate::ffi::status;
 use crate::registry::{Api, StreamEntry, StreamKind};
 use crate::report::{ATTRIBUTE_FLUSH_SAMPLES, ATTRIBUTE_SLOTS, AttributeFlush, Release};
@@ -24,18 +25,13 @@ impl Runtime {
         api: Api,
         call: impl FnOnce(CUstream) -> CUresult,
     ) -> CUresult {
-        let Some(e) = self.scheduled_entry(stream, api) else {
-            return call(stream);
+        let (e, handle) = match self.open(stream, api) {
+            Opening::Unscheduled => return call(stream),
+            Opening::Recording(handle) => return call(handle),
+            Opening::Queued(e, handle) => (e, handle),
         };
-        let handle = Self::handle_for(&e, stream);
-        if self.capturing(&e, handle) {
-            self.stats.bypassed.fetch_add(1, Ordering::Relaxed);
-            return call(handle);
-        }
-        self.hot.commands.fetch_add(1, Ordering::Relaxed);
         self.stats.in_order.fetch_add(1, Ordering::Relaxed);
-        crate::queues::note_submitter(&e);
-        let deps = self.implicit_deps(&e);
+        let deps = self.enter(&e, Vec::new(), Entering::Synchronous);
         let turn = match e.xq.in_turn(deps) {
             Ok(t) => t,
             Err(x) => return status(&x),
