@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use baton_agent::{DeviceId, QueueHints};
 use baton_agent::{QueueMeta, Registration};
 use baton_cuda::core::locks;
-use baton_cuda::core::{HeldBackCount, XQueue};
+use baton_cuda::core::{HeldBackCount, Level, XQueue};
 use baton_cuda::sys::{
     CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD, CUcontext, CUstream,
 };
@@ -174,7 +174,7 @@ impl Runtime {
             return Some(s.clone());
         }
         let device = self.context_device(ctx);
-        let level3 = self.cfg.level == baton_cuda::core::Level::L3;
+        let level3 = self.cfg.level == Level::L3;
         let slice = if level3 || self.cfg.yields_to_others() {
             self.start_slice(ctx, level3)
         } else {
@@ -295,9 +295,14 @@ impl Runtime {
             state.pool.clone(),
             self.gate.clone(),
         );
+        // The context's slice serves Level 3 and yielding to other programs (the default
+        // under `baton run`); Level 2 is the gate, which a queue needs whether or not its
+        // context's slice is controlled. (Given the slice instead of the gate, a Level-2 queue
+        // could not be built and its stream went unscheduled.)
         if let Some(slice) = &state.slice {
             hw = hw.with_slice(slice.clone());
-        } else if self.cfg.level == baton_cuda::core::Level::L2 {
+        }
+        if self.cfg.level == Level::L2 {
             // SAFETY: the registry's contexts are live while they have streams.
             match unsafe { baton_cuda::Gate::new(self.driver, state.ctx) } {
                 Ok(g) => hw = hw.with_gate(g),
@@ -332,10 +337,9 @@ impl Runtime {
                 ),
             }
         }
-        let level = self
-            .cfg
-            .level
-            .min(baton_cuda::core::HwQueue::max_level(&hw));
+        let level = supported_level(self.cfg.level, |l| {
+            baton_cuda::core::HwQueue::supports(&hw, l)
+        });
         let mut b = XQueue::builder(hw)
             .level(level)
             .config(self.cfg.launch)
@@ -356,7 +360,16 @@ impl Runtime {
             StreamKind::Legacy => b = b.held_back_count(state.legacy_held_back.clone()),
             StreamKind::Regular { blocking: false } => {}
         }
-        let xq = Arc::new(b.build().ok()?);
+        let xq = match b.build() {
+            Ok(q) => Arc::new(q),
+            Err(e) => {
+                tracing::warn!(
+                    "stream {:#x} is not scheduled: its queue cannot be made: {e}",
+                    handle as usize
+                );
+                return None;
+            }
+        };
         let priority = self.default_priority(cuda_priority);
         if let Some(s) = &self.link.sched {
             let now = baton_cuda::core::Clock::now(&*self.clock);
@@ -426,5 +439,38 @@ impl Runtime {
             id: uuid.unwrap_or_else(|| format!("cuda-{ordinal}")),
             ordinal: u32::try_from(ordinal).unwrap_or(0),
         }
+    }
+}
+
+/// The level a new queue runs at: the highest up to `requested` that its hardware queue
+/// `supports`. Level 2 needs the stream's gate and Level 3 its context's slice, so a queue may
+/// support Level 3 but not Level 2 (a context whose slice is controlled, its gate not made):
+/// capping the request at the highest level supported would ask such a queue for a level it
+/// cannot have, and the queue could not be made.
+fn supported_level(requested: Level, supports: impl Fn(Level) -> bool) -> Level {
+    Level::ALL
+        .into_iter()
+        .rev()
+        .find(|&l| l <= requested && supports(l))
+        .unwrap_or(Level::L1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Level, supported_level};
+
+    #[test]
+    fn a_queue_runs_at_the_highest_level_it_supports_up_to_the_one_asked() {
+        let all = |_: Level| true;
+        assert_eq!(supported_level(Level::L2, all), Level::L2);
+        assert_eq!(supported_level(Level::L3, all), Level::L3);
+        assert_eq!(supported_level(Level::L1, all), Level::L1);
+        // A context's slice without the stream's gate: Levels 1 and 3 only.
+        let slice_only = |l: Level| l != Level::L2;
+        assert_eq!(supported_level(Level::L2, slice_only), Level::L1);
+        assert_eq!(supported_level(Level::L3, slice_only), Level::L3);
+        // A gate without a slice.
+        let gate_only = |l: Level| l != Level::L3;
+        assert_eq!(supported_level(Level::L3, gate_only), Level::L2);
     }
 }
