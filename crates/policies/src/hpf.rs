@@ -1,6 +1,6 @@
 //! Highest priority first, per device: the default policy, stated as one model in
-//! docs/POLICIES.md ("hpf") and written here as that statement ([`Hpf`], [`GivesWay`],
-//! [`holds_back`]).
+//! docs/POLICIES.md ("hpf") and written here as that statement ([`Hpf`], `GivesWay`,
+//! `holds_back`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -9,7 +9,7 @@ use baton_core::{Nanos, Priority};
 use crate::{Decision, DeviceId, Policy, QueuePlan, QueueView, Snapshot};
 
 /// The bound under which another process's queue counts as giving way by its short commands
-/// ([`GivesWay::ShortCommands`]), unless
+/// (`GivesWay::ShortCommands`), unless
 /// [`GlobalHint::ShortCommand`](crate::GlobalHint::ShortCommand) sets another
 /// (`baton daemon --short-command-us`). Zero: no command is short. Kernel length is not what
 /// a more urgent program waits for: between time-sliced contexts it waits for the job's slice
@@ -84,8 +84,8 @@ pub(crate) fn holds_back(above: &QueueView, queue: &QueueView, way: GivesWay) ->
 ///
 /// 1. **Held.** On each device a queue is held back (suspended) while a queue that outranks it
 ///    has work (is ready, lingers after a job, or announced work: [`PrePreempt`]) and needs it
-///    off the device ([`holds_back`]): a queue of its own process always does; another
-///    process's does unless the queue gives way by itself ([`GivesWay`]): its kernels keep
+///    off the device (`holds_back`): a queue of its own process always does; another
+///    process's does unless the queue gives way by itself (`GivesWay`): its kernels keep
 ///    off that work's SMs, its commands are short (only where a bound is set), or its context
 ///    hands the GPU over by its slice and the more urgent program does not keep the device
 ///    busy while it has work. Nothing else is held: some ready queue on each device always
