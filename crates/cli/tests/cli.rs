@@ -241,3 +241,97 @@ fn doctor_without_a_driver_claims_no_way_of_sharing() {
     let how = v["sharing"]["how"].as_str().unwrap_or_default();
     assert!(how.starts_with("none"), "{v}");
 }
+
+/// A stand-in for `nvidia-cuda-mps-control`: `-d` makes the control pipe and a process that
+/// stands for the control daemon; its client mode answers `get_server_list` and `quit`.
+const FAKE_MPS_CONTROL: &str = r#"#!/bin/sh
+pipe="${CUDA_MPS_PIPE_DIRECTORY:?}"
+if [ "$1" = "-d" ]; then
+    mkfifo "$pipe/control" || exit 1
+    sleep 100000 </dev/null >/dev/null 2>&1 &
+    echo $! >"$pipe/daemon.pid"
+    exit 0
+fi
+read -r cmd
+pid=$(cat "$pipe/daemon.pid" 2>/dev/null)
+state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -c1)
+if [ -z "$pid" ] || [ -z "$state" ] || [ "$state" = Z ]; then exit 1; fi
+case "$cmd" in
+quit) kill "$pid"; rm -f "$pipe/control" "$pipe/daemon.pid" ;;
+esac
+exit 0
+"#;
+
+#[test]
+fn a_daemon_with_its_own_mps_server_puts_baton_run_programs_on_it_and_cleans_up() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = std::env::temp_dir().join(format!("baton-cli-mps-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let control = dir.join("nvidia-cuda-mps-control");
+    std::fs::write(&control, FAKE_MPS_CONTROL).unwrap();
+    std::fs::set_permissions(&control, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let socket = dir.join("baton.sock");
+    let s = socket.to_str().unwrap();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["--socket", s, "daemon", "--mps-server", "--mps-control"])
+        .arg(&control)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the daemon starts");
+    let pipe = dir.join("baton.sock.mps/pipe");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !(socket.exists() && pipe.join("control").exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no daemon and MPS server"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["--socket", s, "run", "--", "sh", "-c"])
+        .arg("echo \"$CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY $BATON_SOCKET\"")
+        .env("BATON_INTERPOSER", interposer())
+        .env_remove("CUDA_MPS_PIPE_DIRECTORY")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert_eq!(
+        seen,
+        format!(
+            "{} {} {s}",
+            pipe.display(),
+            dir.join("baton.sock.mps/log").display()
+        )
+    );
+    // A program that names an MPS of its own keeps it.
+    let o = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args([
+            "--socket",
+            s,
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo $CUDA_MPS_PIPE_DIRECTORY",
+        ])
+        .env("BATON_INTERPOSER", interposer())
+        .env("CUDA_MPS_PIPE_DIRECTORY", "/elsewhere")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "/elsewhere");
+    let stop = baton(&["--socket", s, "daemon", "--stop"]);
+    assert!(stop.status.success(), "{}", stderr(&stop));
+    let status = daemon.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut daemon.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("started an MPS server"), "{err}");
+    assert!(
+        !dir.join("baton.sock.mps").exists(),
+        "the MPS folders are removed: {err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

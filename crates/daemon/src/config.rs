@@ -75,6 +75,11 @@ pub struct DaemonConfig {
     /// ([`GlobalHint::Linger`](baton_policies::GlobalHint::Linger)). `None`:
     /// [`DEFAULT_LINGER`](crate::DEFAULT_LINGER); zero: none.
     pub linger: Option<Duration>,
+    /// Own an MPS server for the programs `baton run` starts against this daemon
+    /// ([`MpsServer`](crate::MpsServer)), through this control program
+    /// (`nvidia-cuda-mps-control`). `None`: none (programs share the GPU as the machine is set
+    /// up).
+    pub mps_server: Option<PathBuf>,
 }
 
 /// How the daemon treats gangs: the processes of one multi-process job (same `BATON_GANG`,
@@ -145,6 +150,7 @@ impl DaemonConfig {
             gang: GangMode::Independent,
             short_command: None,
             linger: None,
+            mps_server: None,
         }
     }
 }

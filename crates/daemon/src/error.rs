@@ -15,6 +15,9 @@ pub enum DaemonError {
         /// The socket it serves.
         socket: PathBuf,
     },
+    /// The daemon's MPS server (`--mps-server`) could not be started.
+    #[error("the daemon's MPS server: {0}")]
+    Mps(String),
     /// The socket could not be created.
     #[error(
         "cannot listen on {path}: {source}; choose another path with --socket, or check the \

@@ -37,6 +37,7 @@ mod hints;
 mod latency;
 mod listen;
 mod metrics;
+mod mps;
 mod peer;
 mod proxy;
 mod server;
@@ -49,4 +50,5 @@ pub use config::{
     DEFAULT_LEASE, DEFAULT_LINGER, DEFAULT_STALL, DEFAULT_STATS_INTERVAL_MS, DaemonConfig, GangMode,
 };
 pub use error::DaemonError;
+pub use mps::{HEALTH_EVERY, MPS_CONTROL, MpsDirs, MpsServer, find_control};
 pub use server::Daemon;

@@ -17,6 +17,7 @@ use crate::conn::{self, Shared};
 use crate::core::{Core, Identity};
 use crate::event::Event;
 use crate::listen::{self, Bound};
+use crate::mps::{MpsDirs, MpsServer};
 use crate::timer::Timer;
 use crate::{DaemonConfig, DaemonError};
 
@@ -35,6 +36,8 @@ pub struct Daemon {
     global: Vec<baton_policies::GlobalHint>,
     /// The API server to take pods' priorities from (`--kubernetes`).
     pods: Option<ApiServer>,
+    /// Its MPS server (`--mps-server`), started once the socket is bound.
+    mps: Option<MpsServer>,
 }
 
 impl Daemon {
@@ -78,6 +81,12 @@ impl Daemon {
             }
         };
         let bound = listen::bind(&cfg)?;
+        // After the socket: its folders are the socket's, and a second daemon, refused the
+        // socket, must not touch the first one's server.
+        let mps = match &cfg.mps_server {
+            None => None,
+            Some(program) => Some(MpsServer::start(program, MpsDirs::for_socket(&bound.path))?),
+        };
         let metrics = match cfg.metrics {
             None => None,
             Some(addr) => {
@@ -96,12 +105,18 @@ impl Daemon {
             policy,
             global,
             pods,
+            mps,
         })
     }
 
     /// The socket it listens on.
     pub fn socket(&self) -> &Path {
         &self.bound.path
+    }
+
+    /// Its MPS server, if it owns one.
+    pub fn mps(&self) -> Option<&MpsServer> {
+        self.mps.as_ref()
     }
 
     /// The metrics endpoint's address, if it serves one.
@@ -140,7 +155,11 @@ impl Daemon {
             policy,
             global,
             pods,
+            mut mps,
         } = self;
+        if let Some(m) = &mut mps {
+            m.watch(crate::HEALTH_EVERY)?;
+        }
         bound
             .listener
             .set_nonblocking(true)
@@ -250,6 +269,10 @@ impl Daemon {
         drop(core);
         // Let writers deliver the releases (and the shutdown's reply) before the runtime ends.
         shared.drain(Duration::from_secs(1)).await;
+        if let Some(m) = mps {
+            // Before the socket goes: a daemon started meanwhile finds this one still running.
+            m.stop();
+        }
         tracing::info!("Baton daemon stopped");
         drop(bound);
         Ok(())

@@ -75,7 +75,7 @@ pub struct DaemonArgs {
     gang: String,
     /// Commands measured shorter than this many µs are short: HPF does not hold a program's
     /// stream of short commands back for other programs (0: none is short, every stream is
-    /// held back as any other) [default: $BATON_SHORT_COMMAND_US, else 250].
+    /// held back as any other) [default: $BATON_SHORT_COMMAND_US, else 0].
     #[arg(long, value_name = "US")]
     short_command_us: Option<u64>,
     /// How long (µs) a program's queue that finished its work still holds less urgent work
@@ -91,6 +91,18 @@ pub struct DaemonArgs {
     /// asked for it before it was).
     #[arg(long, hide = true)]
     metrics_no_commands: bool,
+    /// Own an MPS server for the programs `baton run` starts against this daemon, so that they
+    /// share one hardware context (no context switch between them): started with the daemon,
+    /// its pipe and log folders beside the socket (SOCKET.mps/), checked every 5 s and started
+    /// again if it died, adopted by the next daemon if this one is killed, and asked to quit at
+    /// exit unless programs still run on it. `baton run` points programs at it unless they
+    /// name an MPS of their own (CUDA_MPS_PIPE_DIRECTORY). Off by default: measured so far,
+    /// Baton protects a service better between time-sliced contexts (docs/BENCHMARKS.md).
+    #[arg(long)]
+    mps_server: bool,
+    /// The MPS control program for --mps-server [default: nvidia-cuda-mps-control on PATH].
+    #[arg(long, value_name = "PATH", requires = "mps_server")]
+    mps_control: Option<PathBuf>,
     /// Exit once no program has been scheduled for this many seconds (how `baton run`
     /// starts the daemon it needs).
     #[arg(long, value_name = "S", hide = true)]
@@ -165,6 +177,9 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
         cfg.kubernetes = Some(k);
     }
     cfg.slurm = args.slurm_steps.map(baton_daemon::SlurmConfig::new);
+    if args.mps_server {
+        cfg.mps_server = Some(baton_daemon::find_control(args.mps_control.as_deref())?);
+    }
     let d = Daemon::bind(cfg)?;
     eprintln!(
         "baton: daemon listening on {}{}",
@@ -173,6 +188,17 @@ pub fn run(args: DaemonArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
             .map(|a| format!(", metrics on http://{a}/metrics"))
             .unwrap_or_default()
     );
+    if let Some(m) = d.mps() {
+        eprintln!(
+            "baton: {} MPS server, pipe {}",
+            if m.adopted() {
+                "adopted the"
+            } else {
+                "started an"
+            },
+            m.dirs().pipe.display()
+        );
+    }
     d.run()?;
     Ok(ExitCode::SUCCESS)
 }

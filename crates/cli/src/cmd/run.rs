@@ -289,6 +289,20 @@ fn ensure_daemon(socket: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// The environment that points a program at the MPS server of the daemon on `socket`
+/// (`baton daemon --mps-server`), when it runs one and the program names no MPS of its own
+/// (`named`: its environment has `CUDA_MPS_PIPE_DIRECTORY`).
+fn daemon_mps(socket: &Path, named: bool) -> Vec<(&'static str, OsString)> {
+    let dirs = baton_daemon::MpsDirs::for_socket(socket);
+    if named || !dirs.control().exists() {
+        return Vec::new();
+    }
+    vec![
+        ("CUDA_MPS_PIPE_DIRECTORY", dirs.pipe.into()),
+        ("CUDA_MPS_LOG_DIRECTORY", dirs.log.into()),
+    ]
+}
+
 /// The MPS client priority level a program gets when its environment names none.
 const MPS_CLIENT_PRIORITY: &str = "CUDA_MPS_CLIENT_PRIORITY";
 
@@ -325,6 +339,10 @@ pub fn run(args: RunArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> {
     if !args.local && !scheduler_set {
         match ensure_daemon(socket) {
             Ok(path) => {
+                env.extend(daemon_mps(
+                    &path,
+                    std::env::var_os("CUDA_MPS_PIPE_DIRECTORY").is_some(),
+                ));
                 env.push(("BATON_SCHEDULER", "global".into()));
                 env.push(("BATON_SOCKET", path.into()));
             }
@@ -364,6 +382,25 @@ mod tests {
         use clap::Parser;
         let argv = ["baton"].iter().chain(args).chain(&["--", "prog"]);
         Cli::try_parse_from(argv).unwrap().run.env().unwrap()
+    }
+
+    #[test]
+    fn programs_are_pointed_at_the_daemons_mps_server_unless_they_name_their_own() {
+        let dir = std::env::temp_dir().join(format!("baton-run-mps-{}", std::process::id()));
+        let socket = dir.join("baton.sock");
+        assert!(daemon_mps(&socket, false).is_empty(), "no server");
+        let dirs = baton_daemon::MpsDirs::for_socket(&socket);
+        std::fs::create_dir_all(&dirs.pipe).unwrap();
+        std::fs::write(dirs.control(), "").unwrap();
+        let env = daemon_mps(&socket, false);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            env,
+            [
+                ("CUDA_MPS_PIPE_DIRECTORY", dirs.pipe.clone().into()),
+                ("CUDA_MPS_LOG_DIRECTORY", dirs.log.clone().into()),
+            ]
+        );
     }
 
     #[test]

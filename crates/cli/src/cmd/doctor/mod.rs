@@ -175,6 +175,10 @@ fn sharing(get: impl Fn(&str) -> Option<String>) -> SharingFindings {
     let why = match cfg.mps {
         Some(true) => "BATON_MPS=on".to_string(),
         Some(false) => "BATON_MPS=off".to_string(),
+        None if mps && is_daemons(&cfg.mps_pipe) => format!(
+            "the Baton daemon's own MPS server (`baton daemon --mps-server`), its control pipe {}",
+            pipe.display()
+        ),
         None if mps => format!("its control pipe {} exists", pipe.display()),
         None => format!("no MPS control pipe at {}", pipe.display()),
     };
@@ -217,6 +221,15 @@ fn sharing(get: impl Fn(&str) -> Option<String>) -> SharingFindings {
         )
     };
     SharingFindings { mps, how }
+}
+
+/// Whether `pipe` is the pipe folder of a Baton daemon's MPS server (`SOCKET.mps/pipe`).
+fn is_daemons(pipe: &Path) -> bool {
+    pipe.file_name().is_some_and(|n| n == "pipe")
+        && pipe
+            .parent()
+            .and_then(|r| r.file_name())
+            .is_some_and(|n| n.to_string_lossy().ends_with(".mps"))
 }
 
 /// Where no driver was found: no GPU for programs to share.
@@ -272,7 +285,19 @@ pub fn run(args: DoctorArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
         !args.no_self_test,
     );
     let sharing = if driver.found.found {
-        sharing(|k| std::env::var(k).ok())
+        // As `baton run` sets it up: a daemon's own MPS server where the environment names none.
+        let daemon_pipe = baton_agent::socket_candidates(socket)
+            .iter()
+            .map(|s| baton_daemon::MpsDirs::for_socket(s))
+            .find(|d| d.control().exists())
+            .map(|d| d.pipe.display().to_string());
+        sharing(|k| {
+            std::env::var(k).ok().or_else(|| {
+                daemon_pipe
+                    .clone()
+                    .filter(|_| k == "CUDA_MPS_PIPE_DIRECTORY")
+            })
+        })
     } else {
         no_sharing()
     };
@@ -384,6 +409,24 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn sharing_names_the_daemons_own_mps_server() {
+        let dir = std::env::temp_dir().join(format!("baton-doctor-mps-{}", std::process::id()));
+        let dirs = baton_daemon::MpsDirs::for_socket(&dir.join("baton.sock"));
+        std::fs::create_dir_all(&dirs.pipe).unwrap();
+        std::fs::write(dirs.control(), "").unwrap();
+        let pipe = dirs.pipe.display().to_string();
+        let own = sharing(set(&[("CUDA_MPS_PIPE_DIRECTORY", pipe.as_str())]));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(own.mps);
+        assert!(
+            own.how.contains("the Baton daemon's own MPS server"),
+            "{}",
+            own.how
+        );
+        assert!(is_daemons(&dirs.pipe) && !is_daemons(Path::new("/tmp/nvidia-mps")));
     }
 
     #[test]
