@@ -14,11 +14,22 @@ use baton_protocol::{
 
 use super::*;
 
-fn temp_socket(tag: &str) -> PathBuf {
+/// A folder of the test's own, removed when the test ends (passed or failed).
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A socket path in a fresh folder, and the folder's guard.
+fn temp_socket(tag: &str) -> (Scratch, PathBuf) {
     let dir = std::env::temp_dir().join(format!("baton-agent-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir.join("s")
+    let path = dir.join("s");
+    (Scratch(dir), path)
 }
 
 /// A daemon that accepts one agent and welcomes it.
@@ -105,7 +116,7 @@ fn wait_until(what: &str, f: impl Fn() -> bool) {
 
 #[test]
 fn announces_relays_and_applies_operations() {
-    let path = temp_socket("relay");
+    let (_scratch, path) = temp_socket("relay");
     let d = FakeDaemon::bind(&path);
     let c = client(&path);
     let (hw, q) = queue(&c);
@@ -207,7 +218,7 @@ fn queues_launch_without_their_window_only_while_no_daemon_schedules_them() {
     // answers: the queue is bounded again before it is announced, as the daemon assumes of
     // a new queue. The daemon unbounds it; the daemon goes: unbounded still; it returns:
     // bounded again.
-    let path = temp_socket("window");
+    let (_scratch, path) = temp_socket("window");
     let c = client(&path);
     let (_hw, q) = queue(&c);
     let rec = Arc::new(Recording {
@@ -291,7 +302,7 @@ fn every_queue_registered_while_a_connection_is_made_is_announced() {
     // registered before the link is installed (announced by the installation) or after it
     // (announced by the registration). One registered between the installation's reading of
     // the queues' statuses and its taking the client's lock used to be announced by neither.
-    let path = temp_socket("race");
+    let (_scratch, path) = temp_socket("race");
     let c = Arc::new(client(&path));
     // Registering from before the daemon answers until well after the connection.
     let registering = {
@@ -328,7 +339,7 @@ fn every_queue_registered_while_a_connection_is_made_is_announced() {
 
 #[test]
 fn reconnects_with_current_state_after_the_daemon_returns() {
-    let path = temp_socket("reconnect");
+    let (_scratch, path) = temp_socket("reconnect");
     let d = FakeDaemon::bind(&path);
     let c = client(&path);
     let (hw, q) = queue(&c);
@@ -362,7 +373,7 @@ fn reconnects_with_current_state_after_the_daemon_returns() {
 
 #[test]
 fn hints_are_checked_and_kept() {
-    let path = temp_socket("hints");
+    let (_scratch, path) = temp_socket("hints");
     let d = FakeDaemon::bind(&path);
     let c = client(&path);
     let (_hw, q) = queue(&c);
@@ -398,7 +409,7 @@ fn hints_are_checked_and_kept() {
 
 #[test]
 fn a_released_process_runs_unscheduled() {
-    let path = temp_socket("release");
+    let (_scratch, path) = temp_socket("release");
     let d = FakeDaemon::bind(&path);
     let c = client(&path);
     let (_hw, q) = queue(&c);
