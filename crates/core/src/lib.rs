@@ -48,6 +48,6 @@ pub use level::Level;
 pub use stats::percentile;
 pub use submission::{Owned, Submission, SubmitPath, Submitted};
 pub use xqueue::{
-    Asking, Attention, DEFAULT_MAX_BUFFERED, Drive, IdleQuery, QueueControl, ResumeFlags,
-    SuspendFlags, Synchronizing, Turn, Usage, XQueue, XQueueBuilder, XQueueStatus,
+    Asking, Attention, DEFAULT_MAX_BUFFERED, Drive, IdleQuery, InflightAtSuspend, QueueControl,
+    ResumeFlags, SuspendFlags, Synchronizing, Turn, Usage, XQueue, XQueueBuilder, XQueueStatus,
 };

@@ -60,6 +60,7 @@ pub use completion::{Asking, IdleQuery};
 pub use options::{Drive, ResumeFlags, SuspendFlags};
 pub use order::Synchronizing;
 pub use queue::XQueue;
+pub use shared::InflightAtSuspend;
 pub use status::{Attention, QueueControl, XQueueStatus};
 pub use submit::Turn;
 pub use usage::Usage;

@@ -61,7 +61,7 @@ fn every_scenario_suspended_and_resumed_at_random_gives_the_native_result() {
         .to_str()
         .expect("a UTF-8 path")
         .to_owned();
-    let (mut deferred, mut refilled) = (0, 0);
+    let (mut deferred, mut refilled, mut suspensions) = (0, 0, 0);
     for scenario in scenarios() {
         let native = native(scenario);
         let expected = native.line().to_owned();
@@ -96,6 +96,16 @@ fn every_scenario_suspended_and_resumed_at_random_gives_the_native_result() {
                 check_log(&what, &b.log, &native.log);
                 let r = report(&report_path);
                 deferred += r["deferred"].as_u64().unwrap_or(0);
+                // Each suspension says what it found in flight (a queue the chaos let run
+                // unbounded may have had more than its window).
+                for q in r["queues"].as_array().into_iter().flatten() {
+                    let at = &q["inflight_at_suspend"];
+                    suspensions += at["suspensions"].as_u64().unwrap_or(0);
+                    assert!(
+                        at.is_null() || at["mean_commands"].as_f64().is_some(),
+                        "{what}: {at}"
+                    );
+                }
                 if refill == "on" {
                     // A measured command time is what early refill places sync points by.
                     refilled += r["queues"]
@@ -123,6 +133,10 @@ fn every_scenario_suspended_and_resumed_at_random_gives_the_native_result() {
     assert!(
         refilled > 0,
         "no queue of the early-refill runs measured its command time: early refill never acted"
+    );
+    assert!(
+        suspensions > 100,
+        "the reports name only {suspensions} suspensions"
     );
 }
 

@@ -253,6 +253,10 @@ struct Queue {
     sync_points: u64,
     /// Commands launched while it was suspended, because a call or another queue needed them.
     released_while_suspended: u64,
+    /// What its suspensions found in flight: what a more urgent program's work could find
+    /// on the GPU when the hold came (absent if it was never suspended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inflight_at_suspend: Option<AtSuspend>,
     /// How long one of its commands took on the GPU while it kept the GPU busy (µs, a moving
     /// average), if measured.
     command_us: Option<f64>,
@@ -265,6 +269,43 @@ struct Queue {
     /// Which queue it was kept for, while retired (its id: never reused in the process).
     #[serde(skip)]
     key: u64,
+}
+
+/// A queue's suspensions and what they found in flight ([`baton_cuda::core::InflightAtSuspend`]).
+#[derive(Clone, Serialize)]
+struct AtSuspend {
+    suspensions: u64,
+    /// Suspensions that found its command time not measured yet (its window bounded by count).
+    unmeasured: u64,
+    /// Suspensions that found it bounded by the device-time budget (`BATON_INFLIGHT_US`).
+    budgeted: u64,
+    mean_commands: f64,
+    max_commands: u64,
+    /// By its measured command time, over the measured suspensions.
+    mean_us: f64,
+    max_us: f64,
+}
+
+impl AtSuspend {
+    fn of(a: baton_cuda::core::InflightAtSuspend) -> Option<AtSuspend> {
+        if a.suspensions == 0 {
+            return None;
+        }
+        let measured = a.suspensions - a.unmeasured;
+        Some(AtSuspend {
+            suspensions: a.suspensions,
+            unmeasured: a.unmeasured,
+            budgeted: a.budgeted,
+            mean_commands: a.commands as f64 / a.suspensions as f64,
+            max_commands: a.max_commands,
+            mean_us: if measured == 0 {
+                0.0
+            } else {
+                a.device_ns as f64 / measured as f64 / 1e3
+            },
+            max_us: a.max_device_ns as f64 / 1e3,
+        })
+    }
 }
 
 impl Queue {
@@ -292,6 +333,7 @@ impl Queue {
             confined_kernels: e.xq.hw().confined_kernels(),
             sync_points: e.xq.hw().sync_points(),
             released_while_suspended: e.xq.released_while_suspended(),
+            inflight_at_suspend: AtSuspend::of(e.xq.inflight_at_suspend()),
             command_us: e.xq.command_time().map(|t| t.0 as f64 / 1e3),
             ready_permille: told.map(|r| r.ready),
             waiting_permille: told.map(|r| r.waiting),

@@ -193,6 +193,7 @@ impl<H: HwQueue> XQueueBuilder<H> {
                 observed: false,
                 released: 0,
                 launched_at_suspend: 0,
+                at_suspend: super::shared::InflightAtSuspend::default(),
                 counted_held_back: false,
                 quiet: (0, crate::Nanos::ZERO),
                 pace_mark: None,

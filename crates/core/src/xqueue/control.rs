@@ -27,6 +27,9 @@ impl<H: HwQueue> XQueue<H> {
             st.suspended = true;
             st.usage.suspended(|| sh.clock.now());
             st.launched_at_suspend = st.launched;
+            let work = st.inflight().saturating_sub(st.markers.len() as u64);
+            let (pace, budgeted) = (st.pace_ns, st.budget() > 0 && !st.unbounded);
+            st.at_suspend.note(work, pace, budgeted && pace > 0);
             if st.level != Level::L1 {
                 // The device stops working on what is in flight: the time until it resumes is
                 // no measure of its commands' length.

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::options::{ResumeFlags, SuspendFlags};
+use super::shared::InflightAtSuspend;
 use super::shared::{Shared, State};
 use super::status::{Attention, QueueControl, XQueueStatus};
 use super::usage::Usage;
@@ -46,6 +47,11 @@ impl<H: HwQueue> XQueue<H> {
             0
         };
         st.released + now
+    }
+
+    /// What its suspensions found in flight.
+    pub fn inflight_at_suspend(&self) -> InflightAtSuspend {
+        sync::lock(&self.shared.state).at_suspend
     }
 
     /// How often a submitting thread was held back by this queue (waiting for room in its

@@ -164,6 +164,50 @@ pub(super) struct State<H: HwQueue> {
     /// began. Counted at suspend and resume, off the launch path.
     pub(super) released: u64,
     pub(super) launched_at_suspend: u64,
+    /// What the suspensions found in flight ([`XQueue::inflight_at_suspend`](crate::XQueue::inflight_at_suspend)).
+    pub(super) at_suspend: InflightAtSuspend,
+}
+
+/// What a queue's suspensions found in flight: the commands launched and not known complete
+/// when each began (the device may have finished some already; a sync point would say), and
+/// the device time they would take by the queue's measured command time. It is what a more
+/// urgent queue's work may find on the device when the suspension comes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InflightAtSuspend {
+    /// Suspensions so far.
+    pub suspensions: u64,
+    /// Of them, those that found the queue's command time not measured yet: in-flight time
+    /// unknown, its window bounded by count alone.
+    pub unmeasured: u64,
+    /// Of them, those whose queue was bounded by the device-time budget then (a scheduler
+    /// could hold it, [`XQueue::set_holdable`](crate::XQueue::set_holdable), and it had a
+    /// budget and a measure).
+    pub budgeted: u64,
+    /// Commands in flight, summed over the suspensions, and the most at one.
+    pub commands: u64,
+    pub max_commands: u64,
+    /// Their device time by the measured command time (ns), summed over the measured
+    /// suspensions, and the most at one.
+    pub device_ns: u64,
+    pub max_device_ns: u64,
+}
+
+impl InflightAtSuspend {
+    /// Takes in a suspension that found `commands` taking device time in flight, each taking
+    /// `pace_ns` by the queue's measure (0: none yet), `budgeted` or not.
+    pub(super) fn note(&mut self, commands: u64, pace_ns: u64, budgeted: bool) {
+        self.suspensions += 1;
+        self.commands += commands;
+        self.max_commands = self.max_commands.max(commands);
+        if pace_ns == 0 {
+            self.unmeasured += 1;
+            return;
+        }
+        self.budgeted += u64::from(budgeted);
+        let ns = commands.saturating_mul(pace_ns);
+        self.device_ns = self.device_ns.saturating_add(ns);
+        self.max_device_ns = self.max_device_ns.max(ns);
+    }
 }
 
 impl<H: HwQueue> State<H> {

@@ -1310,6 +1310,53 @@ fn a_queue_its_scheduler_will_not_hold_keeps_its_count_window_without_the_budget
     finish_in_order(&hw, &q, 160);
 }
 
+#[test]
+fn suspensions_record_what_they_found_in_flight() {
+    // Unmeasured: sixteen commands in flight, their time unknown.
+    let (hw, clock, builder) = budgeted_500(16, 8);
+    let q = builder.build().unwrap();
+    submit_n(&q, 0, 160);
+    q.suspend(SuspendFlags::default()).unwrap();
+    let first = q.inflight_at_suspend();
+    assert_eq!(
+        (
+            first.suspensions,
+            first.unmeasured,
+            first.budgeted,
+            first.max_commands
+        ),
+        (1, 1, 0, 16)
+    );
+    q.resume(ResumeFlags::default()).unwrap();
+    // Measured at 1.5 ms under the 500 µs budget: one command in flight, 1.5 ms of work.
+    run_commands(&hw, &q, &clock, 32, 8, Nanos::from_micros(1_500));
+    q.suspend(SuspendFlags::default()).unwrap();
+    let a = q.inflight_at_suspend();
+    assert_eq!(
+        (a.suspensions, a.unmeasured, a.budgeted),
+        (2, 1, 1),
+        "{a:?}"
+    );
+    assert_eq!(a.commands, 17);
+    assert_eq!(a.max_device_ns, Nanos::from_micros(1_500).0, "{a:?}");
+    q.resume(ResumeFlags::default()).unwrap();
+    // Not holdable: the count window again, measured but not budgeted.
+    q.set_holdable(false);
+    q.suspend(SuspendFlags::default()).unwrap();
+    let b = q.inflight_at_suspend();
+    assert_eq!(
+        (b.suspensions, b.budgeted, b.max_commands),
+        (3, 1, 16),
+        "{b:?}"
+    );
+    // Sixteen commands at the measure then.
+    let pace = q.command_time().unwrap().0;
+    assert_eq!(b.max_device_ns, 16 * pace, "{b:?}");
+    assert!(pace >= Nanos::from_micros(1_500).0, "{pace}");
+    q.resume(ResumeFlags::default()).unwrap();
+    finish_in_order(&hw, &q, 160);
+}
+
 /// A queue of `each`-long commands bound to 500 µs of device time in flight (five commands of
 /// 110 µs), window 16 with a sync point every 8: measured, then run for 200 commands with the
 /// device taking one command each `each` and the host looking after each completion. Returns
