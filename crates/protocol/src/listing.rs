@@ -119,6 +119,9 @@ pub struct QueueRow {
     /// Whether the policy may hold it back, not only keep it suspendable (`Attention`'s
     /// `hold`): its window then also bounds its work in flight by device time.
     pub hold: bool,
+    /// Whether it leads its device (`Attention`'s `leading`): it outranks other work there
+    /// and nothing can suspend it, so a time-sliced context keeps the GPU longer for it.
+    pub leading: bool,
     /// Hints in force for this queue.
     pub hints: Vec<Hint>,
 }

@@ -269,6 +269,7 @@ pub fn queue_row() -> QueueRow {
         unbounded: true,
         remeasure: false,
         hold: true,
+        leading: false,
         hints: vec![Hint::Priority(WirePriority(10))],
     }
 }

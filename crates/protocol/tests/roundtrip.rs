@@ -319,6 +319,7 @@ fn largest_replies_fit() {
         unbounded: true,
         remeasure: true,
         hold: true,
+        leading: false,
         hints: max_hints(Scope::Queue),
     };
     let per = MAX_LIST_QUEUES / MAX_LIST_PROCESSES;

@@ -91,12 +91,14 @@ pub fn hints_text(h: &[Hint]) -> String {
 /// bounded by device time too, as any queue a decision may hold back), `count` (the window
 /// by count alone: suspendable, but not held back, as a job that yields by its time slice
 /// beside a program bound by its launching), `off` (without them: nothing can suspend it
-/// now), or `measured` (off only because its commands were measured short, so it keeps the
-/// window now and then to be measured again).
+/// now), `lead` (off, and it leads its device: it outranks other work there, which gives the
+/// GPU up to it), or `measured` (off only because its commands were measured short, so it
+/// keeps the window now and then to be measured again).
 fn window_text(q: &QueueRow) -> &'static str {
     match (q.unbounded, q.remeasure, q.hold) {
         (false, _, true) => "kept",
         (false, _, false) => "count",
+        (true, false, _) if q.leading => "lead",
         (true, false, _) => "off",
         (true, true, _) => "measured",
     }
@@ -361,6 +363,7 @@ mod tests {
             unbounded: false,
             remeasure: false,
             hold: true,
+            leading: false,
             hints: vec![],
         }
     }
@@ -450,11 +453,13 @@ mod tests {
         free.unbounded = true;
         let mut yielding = queue(4, uuid, 0, true);
         yielding.hold = false;
+        let mut service = queue(5, uuid, 0, true);
+        (service.unbounded, service.leading) = (true, true);
         let list = ProcessList {
             processes: vec![process(
                 10,
                 vec![],
-                vec![queue(1, uuid, 0, true), spared, free, yielding],
+                vec![queue(1, uuid, 0, true), spared, free, yielding, service],
             )],
             truncated: false,
             others: vec![],
@@ -470,7 +475,7 @@ mod tests {
             .skip(1)
             .map(|l| l.chars().skip(at).take_while(|c| *c != ' ').collect())
             .collect();
-        assert_eq!(column, ["kept", "measured", "off", "count"], "{t}");
+        assert_eq!(column, ["kept", "measured", "off", "count", "lead"], "{t}");
     }
 
     #[test]

@@ -308,6 +308,7 @@ mod tests {
             unbounded: false,
             hold: true,
             remeasure: false,
+            leading: false,
             hints: vec![],
         }
     }

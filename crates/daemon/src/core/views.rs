@@ -81,6 +81,7 @@ impl QueueRec {
             unbounded: attention.unbounded,
             remeasure: attention.remeasure,
             hold: attention.hold,
+            leading: attention.leading,
             hints: self.hints.to_vec(),
         }
     }
