@@ -17,7 +17,7 @@ pub enum DaemonError {
     },
     /// The daemon's MPS server (`--mps-server`) could not be started.
     #[error("the daemon's MPS server: {0}")]
-    Mps(String),
+    Mps(#[from] crate::mps::MpsError),
     /// The socket could not be created.
     #[error(
         "cannot listen on {path}: {source}; choose another path with --socket, or check the \

@@ -50,5 +50,5 @@ pub use config::{
     DEFAULT_LEASE, DEFAULT_LINGER, DEFAULT_STALL, DEFAULT_STATS_INTERVAL_MS, DaemonConfig, GangMode,
 };
 pub use error::DaemonError;
-pub use mps::{HEALTH_EVERY, MPS_CONTROL, MpsDirs, MpsServer, find_control};
+pub use mps::{HEALTH_EVERY, MPS_CONTROL, MpsDirs, MpsError, MpsServer, find_control};
 pub use server::Daemon;

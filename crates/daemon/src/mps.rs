@@ -17,7 +17,80 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::DaemonError;
+/// Why the MPS control daemon could not be started, asked or found.
+#[derive(Debug, thiserror::Error)]
+pub enum MpsError {
+    /// The control program could not be run.
+    #[error("cannot run {program}: {source}")]
+    Run {
+        /// The control program.
+        program: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// A folder could not be made or cleared.
+    #[error("cannot make or clear {dir}: {source}")]
+    Folder {
+        /// The folder.
+        dir: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// `-d` failed.
+    #[error("{program} -d failed ({status}): {stderr}")]
+    Start {
+        /// The control program.
+        program: PathBuf,
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// What it printed.
+        stderr: String,
+    },
+    /// `-d` returned but nothing answered.
+    #[error("{program} -d started but did not answer within {within:?} (its log: {log})")]
+    NoAnswer {
+        /// The control program.
+        program: PathBuf,
+        /// How long it was given.
+        within: Duration,
+        /// The control daemon's log.
+        log: PathBuf,
+    },
+    /// A control command had no answer in time.
+    #[error("`{command}` had no answer within {within:?}")]
+    Timeout {
+        /// The command.
+        command: String,
+        /// How long it was given.
+        within: Duration,
+    },
+    /// A control command was refused (no control daemon answers, or it refused the command).
+    #[error("`{command}` failed ({status}): {output}")]
+    Refused {
+        /// The command.
+        command: String,
+        /// How the control program ended.
+        status: std::process::ExitStatus,
+        /// What it printed.
+        output: String,
+    },
+    /// Waiting for a control command failed.
+    #[error("`{command}`: {source}")]
+    Wait {
+        /// The command.
+        command: String,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// The health check's thread could not be started.
+    #[error("cannot start the MPS health check: {0}")]
+    Thread(std::io::Error),
+    /// No control program was given and none is on `PATH`.
+    #[error(
+        "{MPS_CONTROL} is not on PATH: install NVIDIA's driver utilities, or give --mps-control PATH"
+    )]
+    NotFound,
+}
 
 /// How often the daemon asks its control daemon whether it is alive.
 pub const HEALTH_EVERY: Duration = Duration::from_secs(5);
@@ -77,13 +150,12 @@ pub struct MpsServer {
 
 impl MpsServer {
     /// Adopts the control daemon that answers in `dirs`, or starts one with `program`.
-    pub fn start(program: &Path, dirs: MpsDirs) -> Result<MpsServer, DaemonError> {
-        let fail = |what: String| DaemonError::Mps(what);
+    pub fn start(program: &Path, dirs: MpsDirs) -> Result<MpsServer, MpsError> {
         let adopted = answers(program, &dirs);
         if adopted {
             tracing::info!(pipe = %dirs.pipe.display(), "adopted the MPS control daemon left running here");
         } else {
-            launch(program, &dirs).map_err(fail)?;
+            launch(program, &dirs)?;
             tracing::info!(pipe = %dirs.pipe.display(), "MPS control daemon started");
         }
         Ok(MpsServer {
@@ -112,7 +184,7 @@ impl MpsServer {
 
     /// Checks it every `every` on a thread of its own, starting it again when it stopped
     /// answering (a crash, or someone told it to quit), until [`MpsServer::stop`].
-    pub fn watch(&mut self, every: Duration) -> Result<(), DaemonError> {
+    pub fn watch(&mut self, every: Duration) -> Result<(), MpsError> {
         let (program, dirs, stopping) = (
             self.program.clone(),
             self.dirs.clone(),
@@ -137,7 +209,7 @@ impl MpsServer {
                     }
                 }
             })
-            .map_err(DaemonError::Runtime)?;
+            .map_err(MpsError::Thread)?;
         self.health = Some(t);
         Ok(())
     }
@@ -195,7 +267,7 @@ impl Drop for MpsServer {
 }
 
 /// The control program: `explicit`, else [`MPS_CONTROL`] on `PATH`.
-pub fn find_control(explicit: Option<&Path>) -> Result<PathBuf, DaemonError> {
+pub fn find_control(explicit: Option<&Path>) -> Result<PathBuf, MpsError> {
     if let Some(p) = explicit {
         return Ok(p.to_path_buf());
     }
@@ -203,38 +275,39 @@ pub fn find_control(explicit: Option<&Path>) -> Result<PathBuf, DaemonError> {
     std::env::split_paths(&path)
         .map(|d| d.join(MPS_CONTROL))
         .find(|p| p.is_file())
-        .ok_or_else(|| {
-            DaemonError::Mps(format!(
-                "{MPS_CONTROL} is not on PATH: install NVIDIA's driver utilities, or give \
-                 --mps-control PATH"
-            ))
-        })
+        .ok_or(MpsError::NotFound)
 }
 
 /// Starts a control daemon in `dirs`, clearing what a dead one left, and waits until it
 /// answers.
-fn launch(program: &Path, dirs: &MpsDirs) -> Result<(), String> {
+fn launch(program: &Path, dirs: &MpsDirs) -> Result<(), MpsError> {
+    let folder = |dir: &Path| {
+        let dir = dir.to_path_buf();
+        move |source| MpsError::Folder { dir, source }
+    };
     // Whatever is here belongs to a control daemon of these folders that no longer answers.
     match std::fs::remove_dir_all(&dirs.pipe) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("cannot clear {}: {e}", dirs.pipe.display())),
+        Err(e) => return Err(folder(&dirs.pipe)(e)),
     }
     for d in [&dirs.pipe, &dirs.log] {
-        std::fs::create_dir_all(d).map_err(|e| format!("cannot make {}: {e}", d.display()))?;
+        std::fs::create_dir_all(d).map_err(folder(d))?;
     }
     let out = command(program, dirs)
         .arg("-d")
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+        .map_err(|source| MpsError::Run {
+            program: program.to_path_buf(),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "{} -d failed ({}): {}",
-            program.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(MpsError::Start {
+            program: program.to_path_buf(),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     let deadline = Instant::now() + SETTLE_WITHIN;
     while Instant::now() < deadline {
@@ -243,15 +316,15 @@ fn launch(program: &Path, dirs: &MpsDirs) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    Err(format!(
-        "{} -d started but did not answer within {SETTLE_WITHIN:?} (its log: {})",
-        program.display(),
-        dirs.log.join("control.log").display()
-    ))
+    Err(MpsError::NoAnswer {
+        program: program.to_path_buf(),
+        within: SETTLE_WITHIN,
+        log: dirs.log.join("control.log"),
+    })
 }
 
 /// How many client processes the control daemon's servers have.
-fn clients(program: &Path, dirs: &MpsDirs) -> Result<usize, String> {
+fn clients(program: &Path, dirs: &MpsDirs) -> Result<usize, MpsError> {
     let servers = control(program, dirs, "get_server_list")?;
     let mut n = 0;
     for pid in servers.split_whitespace() {
@@ -268,13 +341,20 @@ fn answers(program: &Path, dirs: &MpsDirs) -> bool {
 
 /// Sends one command to the control daemon of `dirs` (the control program's client mode
 /// reads it on its standard input), within [`ANSWER_WITHIN`].
-fn control(program: &Path, dirs: &MpsDirs, what: &str) -> Result<String, String> {
+fn control(program: &Path, dirs: &MpsDirs, what: &str) -> Result<String, MpsError> {
+    let wait = |source| MpsError::Wait {
+        command: what.to_string(),
+        source,
+    };
     let mut child = command(program, dirs)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+        .map_err(|source| MpsError::Run {
+            program: program.to_path_buf(),
+            source,
+        })?;
     if let Some(mut stdin) = child.stdin.take() {
         // A control daemon that is gone may close the pipe first: the status says.
         let _ = writeln!(stdin, "{what}");
@@ -287,22 +367,23 @@ fn control(program: &Path, dirs: &MpsDirs, what: &str) -> Result<String, String>
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("`{what}` had no answer within {ANSWER_WITHIN:?}"));
+                return Err(MpsError::Timeout {
+                    command: what.to_string(),
+                    within: ANSWER_WITHIN,
+                });
             }
-            Err(e) => return Err(format!("`{what}`: {e}")),
+            Err(e) => return Err(wait(e)),
         }
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("`{what}`: {e}"))?;
+    let out = child.wait_with_output().map_err(wait)?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(format!(
-            "`{what}` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout).trim()
-        ))
+        Err(MpsError::Refused {
+            command: what.to_string(),
+            status: out.status,
+            output: String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        })
     }
 }
 
