@@ -35,6 +35,23 @@ def serve(hp, n):
     }
 
 
+def write_report():
+    """At exit, as the interposer does with BATON_REPORT ending in a slash: one file per
+    process, its queues and what their suspensions found in flight."""
+    where = os.environ.get("BATON_REPORT", "")
+    if "BATON_SHIM" not in os.environ or not where.endswith("/"):
+        return
+    os.makedirs(where, exist_ok=True)
+    suspended = {"suspensions": 4, "unmeasured": 1, "budgeted": 3, "mean_commands": 1.5}
+    suspended.update({"max_commands": 2, "mean_us": 300.0, "max_us": 450.0})
+    queues = [
+        {"stream": "Regular 0x1", "priority": 10, "commands": 100},
+        {"stream": "Regular 0x2", "priority": 0, "commands": 900, "inflight_at_suspend": suspended},
+    ]
+    with open(os.path.join(where, f"baton-report-{os.getpid()}.json"), "w") as f:
+        json.dump({"schema": "baton.interposer-report/1", "queues": queues}, f)
+
+
 def main():
     stop, state = threading.Event(), {}
     answer(
@@ -52,6 +69,7 @@ def main():
         req = json.loads(line)
         cmd = req["cmd"]
         if cmd == "quit":
+            write_report()
             answer({"ok": True})
             return
         if cmd == "time":

@@ -38,7 +38,9 @@ the offset that maps the records' CLOCK_MONOTONIC times onto its wall-clock time
 the GPU ran slower beside a job (beside the GEMM flood an H200 sits at its power cap). With
 MATRIX_GPU_TIME=1 the workers also time each one-request service's request on the GPU
 (services.py's GpuSpan; with MATRIX_GPU_START=1 its start too), which analyze.py splits as it
-splits the service times.
+splits the service times. Every Baton worker writes its interposer report at exit
+(BATON_REPORT); the raw file keeps each queue's counts as `reports` by SETUP/MODE-ROLE, and the
+log says what each stream's suspensions found in flight (inflight_at_suspend).
 """
 
 import argparse
@@ -413,6 +415,9 @@ class Part:
             # The interposer's own account in workers.log: its slices, and each time a stream's
             # readiness turns launch-bound or not (what decides whether a yielding job is held).
             env.setdefault("BATON_LOG", "info")
+            # Its report at exit, one file per process: what each stream's suspensions found
+            # in flight, among the rest (summarized into the raw file as `reports`).
+            env.setdefault("BATON_REPORT", os.path.join(self.tmp, "reports", f"{mode}-{role}") + "/")
         return Worker(f"{self.setup}/{mode}/{role}", cmd, env, self.m.log)
 
     def start(self, env):
@@ -773,7 +778,45 @@ class Part:
                     p.kill()
             if self.setup == "M":
                 mps(self.tmp, self.env, False)
+            self.collect_reports()
             self.m.save()
+
+    def collect_reports(self):
+        """The workers' exit reports (BATON_REPORT), kept in the raw file by `SETUP/MODE-ROLE`,
+        and what the job's suspensions found in flight said in the log."""
+        base = os.path.join(self.tmp, "reports")
+        for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+            summary = report_summary(os.path.join(base, name))
+            self.m.raw.setdefault("reports", {})[f"{self.setup}/{name}"] = summary
+            for q in summary:
+                at = q.get("inflight_at_suspend")
+                if at:
+                    self.m.say(
+                        f"{self.setup}/{name} {q['stream']}: {at['suspensions']} suspensions "
+                        f"({at['unmeasured']} unmeasured, {at['budgeted']} budgeted) found "
+                        f"{at['mean_commands']:.1f} commands in flight on average "
+                        f"({at['mean_us']:.0f} µs), at most {at['max_commands']} ({at['max_us']:.0f} µs)"
+                    )
+
+
+def report_summary(folder):
+    """From the interposer's reports in FOLDER (one per process), each queue that took
+    commands: its stream, priority, commands, sync points, commands released while suspended and
+    what its suspensions found in flight."""
+    keep = ("stream", "priority", "commands", "sync_points", "released_while_suspended", "inflight_at_suspend")
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(folder, name)) as f:
+                report = json.load(f)
+        except (OSError, ValueError) as e:
+            out.append({"file": name, "error": str(e)})
+            continue
+        for q in report.get("queues") or []:
+            out.append({"file": name, **{k: q[k] for k in keep if k in q}})
+    return out
 
 
 class Matrix:

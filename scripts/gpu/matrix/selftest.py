@@ -111,6 +111,12 @@ def main():
     assert {r["pinned"] for r in raw["records"]} == {True, False}
     assert all(w["builds"] == ["Be,Dg,Rg", "G,T"] for w in raw["workers"].values()), raw["workers"]
     assert os.path.exists(os.path.join(out, "table.md"))
+    # BATON_REPORT: each Baton worker's exit report, summarized; natively there is none.
+    reports = raw["reports"]
+    assert {k.split("/")[0] for k in reports} == {"S", "P"}, sorted(reports)
+    assert all("/native" not in k for k in reports), sorted(reports)
+    job = [q for q in reports["S/baton-be"] if q.get("inflight_at_suspend")]
+    assert job and job[0]["inflight_at_suspend"]["suspensions"] == 4, reports["S/baton-be"]
     # MATRIX_LIST: the Baton modes' listings, the queues that never launched left out.
     listing = open(os.path.join(out, "list-S.txt")).read()
     assert "s baton\n" in listing and "LAUNCHED" in listing, listing[:300]
