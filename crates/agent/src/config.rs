@@ -595,7 +595,7 @@ impl AgentConfig {
                 "off" | "0" | "no" => c.mps = Some(false),
                 "auto" | "" => c.mps = None,
                 _ => c.warnings.push(format!(
-                    "ignoring {name}={v:?}: use on, off or auto; looking for the MPS control pipe"
+                    "baton: ignoring {name}={v:?}: use on, off or auto; looking for the MPS control pipe"
                 )),
             }
         }

@@ -432,3 +432,16 @@ fn the_table_holds_the_defaults_the_settings_use() {
     assert_eq!(YIELD_SMS.default.documented(), " `85%`");
     assert_eq!(RUN_SLICE_US.default.documented(), ": the driver's");
 }
+
+#[test]
+fn every_warning_says_it_comes_from_baton() {
+    let bad = cfg(&[
+        ("BATON_MPS", "sometimes"),
+        ("BATON_YIELD", "sometimes"),
+        ("BATON_THRESHOLD", "lots"),
+    ]);
+    assert_eq!(bad.warnings().len(), 3, "{:?}", bad.warnings());
+    for w in bad.warnings() {
+        assert!(w.starts_with("baton: "), "{w}");
+    }
+}
