@@ -316,11 +316,22 @@ def main():
             nondet = len(set(digests)) != 1 or None in digests
             rec["native_digest"] = digests[0] if digests else None
             rec["nondeterministic_natively"] = nondet
-            rec["identical"] = (not nondet) and rec["rc"] == 0 and rec["digest"] == rec["native_digest"]
+            # A run through which no command went under Baton tested nothing (at 46efb34 every
+            # Level-2 run did so, its queues refused, and read as identical).
+            rec["scheduled"] = scheduled(rec)
+            rec["identical"] = (
+                (not nondet) and rec["rc"] == 0 and rec["scheduled"] and rec["digest"] == rec["native_digest"]
+            )
             r.emit(rec)
             contended.append(rec)
     write_summary(a.out, workloads, roles, levels, native, contended)
     shutil.rmtree(r.work, ignore_errors=True)
+
+
+def scheduled(rec):
+    """Whether commands of the run went through Baton, as its interposer's report says (no
+    report: it cannot say, which counts as not)."""
+    return bool((rec.get("baton_report") or {}).get("commands"))
 
 
 def write_summary(out, workloads, roles, levels, native, contended):
@@ -336,8 +347,11 @@ def write_summary(out, workloads, roles, levels, native, contended):
             for lv in levels:
                 rs = [x for x in contended if x["workload"] == w and x["role"] == ro and x["level"] == lv]
                 ok = sum(1 for x in rs if x.get("identical"))
+                unscheduled = sum(1 for x in rs if x["rc"] == 0 and not x.get("scheduled"))
                 cells.append(
-                    f"{ok}/{len(rs)}" + ("" if all(x.get("other_ran_throughout", True) for x in rs) else " (overlap?)")
+                    f"{ok}/{len(rs)}"
+                    + ("" if all(x.get("other_ran_throughout", True) for x in rs) else " (overlap?)")
+                    + (f" ({unscheduled} unscheduled)" if unscheduled else "")
                 )
         lines.append(f"| {w} | {'nondeterministic' if nondet else (d[0] if d else '-')} | " + " | ".join(cells) + " |")
     with open(os.path.join(out, "summary.md"), "w") as f:

@@ -8,8 +8,10 @@ Each file is judged against its own native runs (a workload whose native digests
 nondeterministic and not counted). A cell (workload, role, level) counts its identical runs over
 all the runs it had, and says apart those that differ from native or failed (a bug) and those
 that outlasted run.py's --timeout (a program that got too little of the GPU to finish: no
-result either way), and those whose other program did not run throughout (not contended: no
-result for the role), so a cell re-run after a timeout shows both.
+result either way), those whose other program did not run throughout (not contended: no
+result for the role), and those through which no command went under Baton (unscheduled, its
+report says no commands: the run tested nothing, a failure of the suite), so a cell re-run
+after a timeout shows both.
 """
 
 import argparse
@@ -24,8 +26,8 @@ ROLES = ["alone", "higher", "suspended", "suspended-graph"]
 
 
 def judge(records):
-    """(workload, role, level, verdict) per contended record: ok, differs, failed, timeout or
-    uncontended."""
+    """(workload, role, level, verdict) per contended record: ok, differs, failed, timeout,
+    uncontended or unscheduled."""
     native = {}
     for r in records:
         if r["role"] == "native":
@@ -43,6 +45,8 @@ def judge(records):
             verdict = "timeout"
         elif r["rc"] != 0:
             verdict = "failed"
+        elif not (r.get("baton_report") or {}).get("commands"):
+            verdict = "unscheduled"
         elif r["digest"] != digests[0]:
             verdict = "differs"
         else:
@@ -65,7 +69,8 @@ def table(judged):
                 v = [j[3] for j in judged if j[0] == w and j[1] == ro and j[2] == lv]
                 ok = v.count("ok")
                 cell = f"{ok}/{len(v)}" if v else "-"
-                extra = [f"{v.count(k)} {k}" for k in ("differs", "failed", "timeout", "uncontended") if v.count(k)]
+                kinds = ("differs", "failed", "timeout", "uncontended", "unscheduled")
+                extra = [f"{v.count(k)} {k}" for k in kinds if v.count(k)]
                 cells.append(cell + (f" ({', '.join(extra)})" if extra else ""))
         lines.append(f"| {w} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -73,7 +78,8 @@ def table(judged):
 
 def self_test():
     def rec(w, role, level, rc, digest):
-        return {"workload": w, "role": role, "level": level, "rc": rc, "digest": digest}
+        report = {"commands": 12}
+        return {"workload": w, "role": role, "level": level, "rc": rc, "digest": digest, "baton_report": report}
 
     a = [
         rec("x", "native", None, 0, "d"),
@@ -86,6 +92,11 @@ def self_test():
     assert "| x | 0/1 (1 differs) | 0/1 (1 uncontended) | 1/1 | 1/2 (1 timeout) |" in t, t
     n = [rec("y", "native", None, 0, "a"), rec("y", "native", None, 0, "b"), rec("y", "alone", 1, 0, "a")]
     assert judge(n) == [("y", "alone", 1, "nondeterministic")]
+    # Identical, but nothing went through Baton: no result.
+    idle = dict(rec("x", "alone", 2, 0, "d"), baton_report={"commands": 0})
+    gone = dict(rec("x", "alone", 2, 0, "d"), baton_report=None)
+    assert [j[3] for j in judge([b[0], idle, gone])] == ["unscheduled", "unscheduled"]
+    assert "0/2 (2 unscheduled)" in table(judge([b[0], idle, gone]))
     print("summarize self-test ok")
 
 
