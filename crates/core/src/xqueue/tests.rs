@@ -460,6 +460,11 @@ fn suspend_with_sync_waits_for_inflight_work() {
             .unwrap(),
     );
     submit_n_worker(&q, 10);
+    // The window full first: a suspension that came earlier would find fewer than four in
+    // flight, and the device below would wait for ever for the fourth.
+    while hw.script().launched.len() < 4 {
+        std::thread::yield_now();
+    }
     let device = {
         let hw = hw.clone();
         std::thread::spawn(move || {
