@@ -460,14 +460,19 @@ fn suspend_with_sync_waits_for_inflight_work() {
             .unwrap(),
     );
     submit_n_worker(&q, 10);
-    // The window full first: a suspension that came earlier would find fewer than four in
-    // flight, and the device below would wait for ever for the fourth.
+    // The window full first, and nothing completed before the suspension begins: a
+    // suspension that came earlier would find fewer than four in flight, and a completion
+    // before it would let the worker launch a fifth; either way the device below would wait for
+    // ever for a completion that never comes.
     while hw.script().launched.len() < 4 {
         std::thread::yield_now();
     }
     let device = {
-        let hw = hw.clone();
+        let (hw, q) = (hw.clone(), StdArc::clone(&q));
         std::thread::spawn(move || {
+            while !q.status().suspended {
+                std::thread::yield_now();
+            }
             while hw.script().done < 4 {
                 hw.complete(1);
                 std::thread::yield_now();
