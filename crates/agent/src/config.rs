@@ -166,6 +166,10 @@ const INFLIGHT_US: Setting = Setting::new(
     "BATON_INFLIGHT_US",
     Number(AgentConfig::DEFAULT_INFLIGHT_BUDGET_US as i64),
 );
+const GEMM_PIECE_US: Setting = Setting::new(
+    "BATON_GEMM_PIECE_US",
+    Number(AgentConfig::DEFAULT_GEMM_PIECE_US as i64),
+);
 const EARLY_REFILL: Setting = Setting::new(
     "BATON_EARLY_REFILL",
     Switch(AgentConfig::DEFAULT_EARLY_REFILL),
@@ -319,6 +323,9 @@ pub struct AgentConfig {
     /// The device time a queue's work in flight may take while a more urgent queue could
     /// hold it, in µs (0: no bound); see [`AgentConfig::inflight_budget_us`].
     pub inflight_budget: Option<u64>,
+    /// The device time each piece of a split cuBLAS GEMM should take, in µs (0: never split);
+    /// see [`AgentConfig::gemm_piece_us`].
+    pub gemm_piece: Option<u64>,
     /// Sync points every half of what the in-flight budget admits (`BATON_EARLY_REFILL`;
     /// [`XQueueBuilder::early_refill`](baton_core::XQueueBuilder::early_refill)).
     pub early_refill: bool,
@@ -378,6 +385,7 @@ impl Default for AgentConfig {
             run_slice_us: None,
             lead_slice: None,
             inflight_budget: None,
+            gemm_piece: None,
             early_refill: Self::DEFAULT_EARLY_REFILL,
             l3_off: Self::DEFAULT_L3_OFF,
             yield_to_others: None,
@@ -414,6 +422,7 @@ impl AgentConfig {
         LEAD_SLICE_US,
         RUN_SLICE_US,
         INFLIGHT_US,
+        GEMM_PIECE_US,
         EARLY_REFILL,
         COMMAND_TIME,
         MAX_BUFFERED,
@@ -451,6 +460,8 @@ impl AgentConfig {
     /// The device time a queue's commands in flight may take while a more urgent queue could
     /// hold it, in µs (`BATON_INFLIGHT_US`).
     pub const DEFAULT_INFLIGHT_BUDGET_US: u64 = 250;
+    /// The device time a piece of a split GEMM should take, in µs (`BATON_GEMM_PIECE_US`).
+    pub const DEFAULT_GEMM_PIECE_US: u64 = 100;
     /// Whether sync points split what the in-flight budget admits (`BATON_EARLY_REFILL`).
     pub const DEFAULT_EARLY_REFILL: bool = true;
     /// Whether a context suspended at Level 3 also leaves the run list (`BATON_L3_OFF`).
@@ -548,6 +559,14 @@ impl AgentConfig {
                 "use a whole number of µs from 0 (no bound) to 10000000",
             )
             .or(c.inflight_budget);
+        c.gemm_piece = c
+            .whole(
+                &env,
+                &GEMM_PIECE_US,
+                0..=1_000_000,
+                "use a whole number of µs from 0 (never split) to 1000000",
+            )
+            .or(c.gemm_piece);
         if let Some((name, v)) = env.setting(&YIELD) {
             c.yield_to_others = match v.trim().to_ascii_lowercase().as_str() {
                 "auto" | "" => None,
@@ -744,6 +763,15 @@ impl AgentConfig {
     pub fn inflight_budget_us(&self) -> u64 {
         self.inflight_budget
             .unwrap_or(Self::DEFAULT_INFLIGHT_BUDGET_US)
+    }
+
+    /// The device time each piece of a cuBLAS GEMM should take when Baton splits it, in µs:
+    /// `BATON_GEMM_PIECE_US`, else [`AgentConfig::DEFAULT_GEMM_PIECE_US`]; 0: never split.
+    /// GEMMs are split only while a scheduler may hold their stream back (its work in flight
+    /// bounded by [`AgentConfig::inflight_budget_us`]), and only shapes whose pieces were
+    /// found bit-identical to the whole call on the device.
+    pub fn gemm_piece_us(&self) -> u64 {
+        self.gemm_piece.unwrap_or(Self::DEFAULT_GEMM_PIECE_US)
     }
 
     /// Whether the process gives way to more urgent processes by its contexts' time slices

@@ -29,11 +29,17 @@ fn unreachable(tried: &[(PathBuf, String)]) -> anyhow::Error {
     )
 }
 
+/// The socket named by `--socket`, else by `BATON_SOCKET`: then the only one tried.
+pub fn explicit_socket(socket: Option<&Path>) -> Option<PathBuf> {
+    socket
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("BATON_SOCKET").map(PathBuf::from))
+}
+
 impl Client {
     /// Connects to `socket`, or to the first of the usual sockets that answers.
     pub fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
-        let env = std::env::var_os("BATON_SOCKET").map(PathBuf::from);
-        let explicit = socket.map(Path::to_path_buf).or(env);
+        let explicit = explicit_socket(socket);
         let mut tried = Vec::new();
         for path in baton_agent::socket_candidates(explicit.as_deref()) {
             match Client::connect_to(&path) {

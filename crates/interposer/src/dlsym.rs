@@ -3,7 +3,8 @@
 //! `dlsym(RTLD_NEXT, …)` depends on the *caller's* position in the link order, so that path
 //! must not go through a Rust frame: a naked function compares the handle and tail-jumps to the
 //! real `dlsym` with the caller's return address intact. Every other lookup calls the real
-//! `dlsym` and, for names starting with `cu`, swaps a real driver function for its hook.
+//! `dlsym` and, for names starting with `cu`, swaps a real driver function (or a cuBLAS GEMM,
+//! `blas/`) for its hook.
 //!
 //! The real `dlsym` comes from `libdl.rs`.
 
@@ -29,7 +30,14 @@ unsafe extern "C" fn dlsym_slow(handle: *mut c_void, symbol: *const c_char) -> *
     }
     // SAFETY: as above; the name is a C string.
     let name = unsafe { std::ffi::CStr::from_ptr(symbol) };
-    std::panic::catch_unwind(|| crate::hooks::substitute(name, found)).unwrap_or(found)
+    std::panic::catch_unwind(|| {
+        if name.to_bytes().starts_with(b"cublas") {
+            crate::blas::substitute(name, found)
+        } else {
+            crate::hooks::substitute(name, found)
+        }
+    })
+    .unwrap_or(found)
 }
 
 /// The exported `dlsym`. `RTLD_NEXT` (`-1`) jumps to the real one untouched; everything else

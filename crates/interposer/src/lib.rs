@@ -30,6 +30,7 @@
 //! unless `BATON_LOG` asks, and never to stdout; a child after `fork` starts with
 //! fresh state; buffered work is launched before exit and before its context is destroyed.
 
+mod blas;
 mod capi;
 mod channel;
 mod dlsym;

@@ -184,6 +184,8 @@ pub(crate) struct Report {
     /// Queues whose held work a call launched from their suspension, by the call's kind.
     held_releases: std::collections::BTreeMap<&'static str, u64>,
     hooks: Vec<Hook>,
+    /// cuBLAS GEMMs: how many were split, and what the checks of their shapes found.
+    gemm: crate::blas::GemmReport,
     submitter_held: u64,
     submitter_held_ms: f64,
     held_with_python_lock: u64,
@@ -424,6 +426,7 @@ impl Report {
                 .map(|(r, c)| (r.name(), n(c)))
                 .collect(),
             hooks,
+            gemm: crate::blas::report(),
             submitter_held: n(&s.held.calls),
             submitter_held_ms: n(&s.held.ns) as f64 / 1e6,
             held_with_python_lock: n(&s.held.with_gil),

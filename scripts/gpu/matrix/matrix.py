@@ -88,6 +88,9 @@ BATON_MODES = {
 # today's defaults ran at 52a8af1, where this table held them; each raw file records the
 # definition of every mode it ran.)
 EXTRA_MODES = {
+    # The job's cuBLAS GEMMs never split (BATON_GEMM_PIECE_US=0): the defaults before
+    # splitting, to measure what the pieces do against what the hold alone did.
+    "whole": {"be": ["--priority", "0"], "be_env": {"BATON_GEMM_PIECE_US": "0"}},
     # The job held back whenever the service has work (`--hold`), without MPS too.
     "hold": {"be": ["--priority", "0", "--hold"]},
     # The job yielding (`--yield`): under MPS, its kernels on 85 % of the SMs while outranked.

@@ -61,6 +61,7 @@ PYTHON_WORKLOADS = [
     "cupy",
     "jax",
     "triton",
+    "gemm",
 ]
 ALL = PYTHON_WORKLOADS + ["cuda-legacy", "cuda-ptds"]
 
@@ -220,6 +221,7 @@ class Runner:
                     "submitter_held",
                     "liveness_releases",
                     "level",
+                    "gemm",
                 )
             }
         except (OSError, ValueError, IndexError):

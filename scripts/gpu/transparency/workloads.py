@@ -26,6 +26,10 @@ too early changes it.
                   kernel, pinned asynchronous copies
   jax             JAX: an MLP trained by jitted SGD steps (XLA command buffers, cuGraphLaunch)
   triton          Triton: a vector kernel and a blocked matrix product, accumulated in a loop
+  gemm            PyTorch GEMMs of the shapes and types Baton splits (bf16 8192³ and 4096³,
+                  fp16, fp32 with and without TF32, transposed operands, an operand at an
+                  offset, a batched product, sizes no multiple of 128) and one it leaves to
+                  cuBLASLt (addmm with a bias), on a side stream, each fed by the last
 
   python3 workloads.py serve-graph SEED SECONDS [RATE]
 
@@ -282,6 +286,42 @@ def cupy():
     return d.hex()
 
 
+def gemm():
+    torch = torch_setup()
+
+    g = torch.Generator(device="cuda").manual_seed(5)
+
+    def rand(*shape, dtype=torch.bfloat16):
+        return torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    d = Digest()
+    outs = []
+    with torch.cuda.stream(s):
+        for dtype, n, reps in [(torch.bfloat16, 8192, 4), (torch.bfloat16, 4096, 6), (torch.float16, 4096, 6)]:
+            a, b = rand(n, n, dtype=dtype), rand(n, n, dtype=dtype)
+            for _ in range(reps):
+                c = a @ b
+                a = (c * (1.0 / n)).to(dtype)
+            outs.append(a)
+            outs.append(b.t() @ a)
+            outs.append(a[1:] @ b[:, 3:])
+        for tf32 in (False, True):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            a, b = rand(4096, 3000, dtype=torch.float32), rand(3000, 5000, dtype=torch.float32)
+            outs.append(a @ b)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        x, w = rand(16, 1024, 2048), rand(16, 2048, 1024)
+        outs.append(torch.bmm(x, w))
+        lin = torch.nn.Linear(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        outs.append(lin(rand(2048, 4096)).detach())
+    torch.cuda.synchronize()
+    for o in outs:
+        d.add(host(o.cpu()))
+    return d.hex()
+
+
 def jax():
     import jax as jx
     import jax.numpy as jnp
@@ -390,6 +430,7 @@ WORKLOADS = {
     "cupy": cupy,
     "jax": jax,
     "triton": triton,
+    "gemm": gemm,
 }
 
 if __name__ == "__main__":

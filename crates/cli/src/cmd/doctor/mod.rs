@@ -286,7 +286,8 @@ pub fn run(args: DoctorArgs, socket: Option<&Path>) -> anyhow::Result<ExitCode> 
     );
     let sharing = if driver.found.found {
         // As `baton run` sets it up: a daemon's own MPS server where the environment names none.
-        let daemon_pipe = baton_agent::socket_candidates(socket)
+        let explicit = crate::client::explicit_socket(socket);
+        let daemon_pipe = baton_agent::socket_candidates(explicit.as_deref())
             .iter()
             .map(|s| baton_daemon::MpsDirs::for_socket(s))
             .find(|d| d.control().exists())

@@ -1,0 +1,194 @@
+//! cuBLAS GEMMs split into pieces under Baton (the interposer's `blas` module), against a fake
+//! cuBLAS (`tests/data/fake_cublas.c`) over the fake driver: the result is the native one's,
+//! bit for bit, whether the calls are split, left whole because pieces would differ, or left
+//! alone because nothing could hold the stream back; reached by linking (as PyTorch and CuPy
+//! reach cuBLAS) and by `dlsym` (as JAX does).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use support::{Run, compile_c, driver_dir, interposer_library, run, temp_dir};
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+/// A directory holding the fake cuBLAS as `libcublas.so.13` and `libcublas.so`.
+fn cublas_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let lib = compile_c(
+            "fake_cublas.c",
+            "libcublas.so.13",
+            &[
+                "-shared",
+                "-fPIC",
+                "-Wl,-soname,libcublas.so.13",
+                "-L",
+                path(driver_dir()),
+                "-lcuda",
+            ],
+        );
+        let dir = lib.parent().expect("its directory").to_path_buf();
+        std::os::unix::fs::symlink(&lib, dir.join("libcublas.so")).expect("link libcublas.so");
+        dir
+    })
+}
+
+/// `gemm_app.c`, linked with `-lcublas` or (`linked` false) looking cuBLAS up with `dlsym`.
+fn app(linked: bool) -> PathBuf {
+    static APPS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    let (l, d) = APPS.get_or_init(|| {
+        let driver = path(driver_dir()).to_owned();
+        let cublas = path(cublas_dir()).to_owned();
+        let linked = compile_c(
+            "gemm_app.c",
+            "gemm_app_linked",
+            &[
+                "-DLINKED", "-L", &cublas, "-lcublas", "-L", &driver, "-lcuda",
+            ],
+        );
+        let looked_up = compile_c("gemm_app.c", "gemm_app", &["-L", &driver, "-lcuda", "-ldl"]);
+        (linked, looked_up)
+    });
+    if linked { l.clone() } else { d.clone() }
+}
+
+struct Gemms {
+    run: Run,
+    /// The interposer's report (`Null` natively).
+    report: Value,
+}
+
+/// Runs the app (natively unless `baton`) with `args` and `env`, the fake cuBLAS taking 20 µs
+/// of device time per column of C (20 ms for a 1024-column call, beyond its arithmetic), in
+/// pieces of 5 ms.
+fn gemms(linked: bool, baton: bool, args: &[&str], env: &[(&str, &str)]) -> Gemms {
+    let libs = format!("{}:{}", path(cublas_dir()), path(driver_dir()));
+    let report_path = temp_dir("gemm-report").join("report.json");
+    let preload = path(interposer_library()).to_owned();
+    let report = path(&report_path).to_owned();
+    let mut all: Vec<(&str, &str)> = vec![
+        ("LD_LIBRARY_PATH", &libs),
+        ("FAKE_CUBLAS_NS_PER_COLUMN", "20000"),
+        ("BATON_GEMM_PIECE_US", "5000"),
+    ];
+    if baton {
+        all.push(("LD_PRELOAD", &preload));
+        all.push(("BATON_REPORT", &report));
+    }
+    all.extend_from_slice(env);
+    let exe = app(linked);
+    let run = run(path(&exe), args, &all);
+    let report = std::fs::read_to_string(&report_path)
+        .ok()
+        .and_then(|t| t.lines().last().map(str::to_owned))
+        .map_or(Value::Null, |l| {
+            serde_json::from_str(&l).expect("a JSON report")
+        });
+    Gemms { run, report }
+}
+
+fn gemm_counts(report: &Value) -> (u64, u64, u64, u64) {
+    let g = &report["gemm"];
+    let n = |k: &str| g[k].as_u64().unwrap_or_else(|| panic!("gemm.{k} in {g}"));
+    (n("calls"), n("split_calls"), n("pieces"), n("checks"))
+}
+
+fn verdicts(report: &Value) -> Vec<String> {
+    shapes(report)
+        .iter()
+        .map(|s| {
+            s["verdict"]["verdict"]
+                .as_str()
+                .expect("a verdict")
+                .to_owned()
+        })
+        .collect()
+}
+
+fn shapes(report: &Value) -> &[Value] {
+    report["gemm"]["shapes"].as_array().expect("gemm.shapes")
+}
+
+#[test]
+fn beside_a_more_urgent_stream_gemms_are_split_and_their_results_are_the_native_ones() {
+    for linked in [true, false] {
+        let native = gemms(linked, false, &["service"], &[]);
+        let expected = native.run.line().to_owned();
+        let baton = gemms(linked, true, &["service"], &[]);
+        assert_eq!(baton.run.line(), expected, "linked {linked}");
+        let (calls, split, pieces, checks) = gemm_counts(&baton.report);
+        // Three shapes (one per entry point), each checked once and split every time.
+        assert_eq!((calls, checks), (9, 3), "{}", baton.report["gemm"]);
+        assert_eq!(split, 9, "{}", baton.report["gemm"]);
+        assert_eq!(verdicts(&baton.report), ["split"; 3]);
+        // Each call in as many pieces as its check chose, from its measured time: 20 ms and
+        // more (40 ms for the batch of two) in 5 ms pieces, at most 8 of 1024 columns.
+        let per_shape: Vec<u64> = shapes(&baton.report)
+            .iter()
+            .map(|s| s["verdict"]["pieces"].as_u64().expect("pieces"))
+            .collect();
+        assert!(
+            per_shape.iter().all(|p| (4..=8).contains(p)),
+            "{per_shape:?}"
+        );
+        assert_eq!(
+            pieces,
+            3 * per_shape.iter().sum::<u64>(),
+            "{}",
+            baton.report["gemm"]
+        );
+        baton.run.log.assert_streams_fifo();
+        baton.run.log.assert_no_errors();
+    }
+}
+
+#[test]
+fn a_shape_whose_pieces_would_round_differently_is_never_split() {
+    // Calls narrower than 1 000 columns sum k in two halves: a 256-column piece of a
+    // 1024-column call would not give the whole call's bits.
+    let env = [("FAKE_CUBLAS_SPLITK_BELOW_N", "1000")];
+    let native = gemms(true, false, &["service"], &env);
+    let baton = gemms(true, true, &["service"], &env);
+    assert_eq!(baton.run.line(), native.run.line());
+    let (calls, split, pieces, checks) = gemm_counts(&baton.report);
+    assert_eq!(
+        (calls, split, pieces, checks),
+        (9, 0, 0, 3),
+        "{}",
+        baton.report["gemm"]
+    );
+    assert_eq!(verdicts(&baton.report), ["differs"; 3]);
+}
+
+#[test]
+fn alone_nothing_is_split_or_checked() {
+    let native = gemms(true, false, &[], &[]);
+    let baton = gemms(true, true, &[], &[]);
+    assert_eq!(baton.run.line(), native.run.line());
+    let (calls, split, _, checks) = gemm_counts(&baton.report);
+    assert_eq!(
+        (calls, split, checks),
+        (9, 0, 0),
+        "{}",
+        baton.report["gemm"]
+    );
+}
+
+#[test]
+fn splitting_turned_off_leaves_every_call_whole() {
+    let baton = gemms(true, true, &["service"], &[("BATON_GEMM_PIECE_US", "0")]);
+    let native = gemms(true, false, &["service"], &[]);
+    assert_eq!(baton.run.line(), native.run.line());
+    let (calls, split, _, checks) = gemm_counts(&baton.report);
+    assert_eq!(
+        (calls, split, checks),
+        (0, 0, 0),
+        "{}",
+        baton.report["gemm"]
+    );
+}
