@@ -35,16 +35,22 @@ declare -A step
 wait_progress() { # FILE MIN [SECONDS]
     local t=0
     until [ -f "$1" ] && [ "$(cat "$1" 2>/dev/null || echo 0)" -ge "$2" ]; do
-        sleep 0.1; t=$((t + 1)); [ "$t" -ge "${3:-1200}" ] && return 1
+        sleep 0.1; t=$((t + 1))
+        if [ "$t" -ge "${3:-1200}" ]; then return 1; fi
     done
+    return 0
 }
-control_pids() { pgrep -f '^nvidia-cuda-mps-control -d' | sort | tr '\n' ' '; }
+control_pids() { pgrep -f 'nvidia-cuda-mps-control -d' | sort | tr '\n' ' '; }
 server_list() { CUDA_MPS_PIPE_DIRECTORY="$pipe" timeout 10 nvidia-cuda-mps-control <<< get_server_list 2>&1 | tr '\n' ' '; }
 start_daemon() { # LOG
     "$BATON_BIN" daemon --mps-server > "$1" 2>&1 &
     DAEMON=$!
     local t=0
-    until "$BATON_BIN" list --json > /dev/null 2>&1; do sleep 0.1; t=$((t + 1)); [ "$t" -ge 300 ] && return 1; done
+    until "$BATON_BIN" list --json > /dev/null 2>&1; do
+        sleep 0.1; t=$((t + 1))
+        if [ "$t" -ge 300 ]; then return 1; fi
+    done
+    return 0
 }
 
 echo "native service for the reference digest..." >&2
@@ -58,17 +64,17 @@ sleep 1
 first=$(control_pids)
 [ -d "$pipe" ] && step[pipe_folder]=ok || step[pipe_folder]=fail
 "$BATON_BIN" doctor > "$out/doctor.txt" 2>&1 || true
-grep -qi mps "$out/doctor.txt" && step[doctor]=ok || step[doctor]=fail
+grep -q "own MPS server" "$out/doctor.txt" && step[doctor]=ok || step[doctor]=fail
 
 echo "2. service and job under baton run on it" >&2
 "$BATON_BIN" run --priority 0 -- python3 "$here/workload.py" train --steps 100000 \
     --out "$out/train.json" --progress "$work/train.progress" > "$out/train.log" 2>&1 &
 train=$!
-wait_progress "$work/train.progress" 5 1200 || step[train_started]=fail
+wait_progress "$work/train.progress" 5 1200 && step[train_started]=ok || step[train_started]=fail
 "$BATON_BIN" run --priority 10 -- python3 "$here/workload.py" infer --requests 3000 \
     --out "$out/infer.json" --progress "$work/infer.progress" > "$out/infer.log" 2>&1 &
 infer=$!
-wait_progress "$work/infer.progress" 50 1200 || step[infer_started]=fail
+wait_progress "$work/infer.progress" 50 1200 && step[infer_started]=ok || step[infer_started]=fail
 servers=$(server_list)
 "$BATON_BIN" list > "$out/list-before-kill.txt" 2>&1 || true
 [ -n "$(echo "$servers" | tr -d ' ')" ] && step[clients_on_server]=ok || step[clients_on_server]=fail
@@ -77,10 +83,10 @@ nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 echo "3. kill -9 of the daemon; a new one adopts the control daemon" >&2
 kill -9 "$DAEMON"; wait "$DAEMON" 2>/dev/null
 sleep 1
-start_daemon "$out/daemon2.log" || step[restart]=fail
+start_daemon "$out/daemon2.log" && step[restart]=ok || step[restart]=fail
 sleep 2
 second=$(control_pids)
-grep -q "adopted the MPS control daemon" "$out/daemon2.log" && [ "$first" = "$second" ] \
+grep -q "adopted the MPS" "$out/daemon2.log" && [ "$first" = "$second" ] \
     && step[adopted]=ok || step[adopted]=fail
 "$BATON_BIN" list > "$out/list-after-adopt.txt" 2>&1 || true
 
@@ -117,7 +123,7 @@ third=$(control_pids)
 [ ! -e "$BATON_SOCKET.mps" ] && step[folders_removed]=ok || step[folders_removed]=fail
 
 status=0
-for k in start pipe_folder doctor clients_on_server adopted service_survives_kill control_stopped folders_removed; do
+for k in start pipe_folder doctor train_started infer_started clients_on_server restart adopted service_survives_kill control_stopped folders_removed; do
     [ "${step[$k]:-fail}" = ok ] || status=1
 done
 python3 - "$out/summary.json" <<EOF
