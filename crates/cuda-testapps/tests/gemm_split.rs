@@ -24,6 +24,7 @@ fn cublas_dir() -> &'static Path {
             "fake_cublas.c",
             "libcublas.so.13",
             &[
+                "-O2",
                 "-shared",
                 "-fPIC",
                 "-Wl,-soname,libcublas.so.13",
@@ -65,7 +66,8 @@ struct Gemms {
 
 /// Runs the app (natively unless `baton`) with `args` and `env`, the fake cuBLAS taking 20 µs
 /// of device time per column of C (20 ms for a 1024-column call, beyond its arithmetic), in
-/// pieces of 5 ms.
+/// pieces of 5 ms, on a device of 4 SMs (so that a piece that fills it twice with 128 × 128
+/// tiles of a 256-row result, 512 columns, leaves room for two).
 fn gemms(linked: bool, baton: bool, args: &[&str], env: &[(&str, &str)]) -> Gemms {
     let libs = format!("{}:{}", path(cublas_dir()), path(driver_dir()));
     let report_path = temp_dir("gemm-report").join("report.json");
@@ -75,6 +77,7 @@ fn gemms(linked: bool, baton: bool, args: &[&str], env: &[(&str, &str)]) -> Gemm
         ("LD_LIBRARY_PATH", &libs),
         ("FAKE_CUBLAS_NS_PER_COLUMN", "20000"),
         ("BATON_GEMM_PIECE_US", "5000"),
+        ("FAKE_CUDA_SMS", "4"),
     ];
     if baton {
         all.push(("LD_PRELOAD", &preload));
@@ -101,12 +104,7 @@ fn gemm_counts(report: &Value) -> (u64, u64, u64, u64) {
 fn verdicts(report: &Value) -> Vec<String> {
     shapes(report)
         .iter()
-        .map(|s| {
-            s["verdict"]["verdict"]
-                .as_str()
-                .expect("a verdict")
-                .to_owned()
-        })
+        .map(|s| s["verdict"].as_str().expect("a verdict").to_owned())
         .collect()
 }
 
@@ -126,16 +124,14 @@ fn beside_a_more_urgent_stream_gemms_are_split_and_their_results_are_the_native_
         assert_eq!((calls, checks), (9, 3), "{}", baton.report["gemm"]);
         assert_eq!(split, 9, "{}", baton.report["gemm"]);
         assert_eq!(verdicts(&baton.report), ["split"; 3]);
-        // Each call in as many pieces as its check chose, from its measured time: 20 ms and
-        // more (40 ms for the batch of two) in 5 ms pieces, at most 8 of 1024 columns.
+        // Each call in as many pieces as its check chose, from its measured time (20 ms and
+        // more, 40 ms for the batch of two, in 5 ms pieces) and the narrowest piece that fills
+        // 4 SMs twice (512 columns; 256 for the batch of two): two pieces, four for the batch.
         let per_shape: Vec<u64> = shapes(&baton.report)
             .iter()
-            .map(|s| s["verdict"]["pieces"].as_u64().expect("pieces"))
+            .map(|s| s["pieces"].as_u64().expect("pieces"))
             .collect();
-        assert!(
-            per_shape.iter().all(|p| (4..=8).contains(p)),
-            "{per_shape:?}"
-        );
+        assert_eq!(per_shape, [2, 2, 4]);
         assert_eq!(
             pieces,
             3 * per_shape.iter().sum::<u64>(),
@@ -149,7 +145,7 @@ fn beside_a_more_urgent_stream_gemms_are_split_and_their_results_are_the_native_
 
 #[test]
 fn a_shape_whose_pieces_would_round_differently_is_never_split() {
-    // Calls narrower than 1 000 columns sum k in two halves: a 256-column piece of a
+    // Calls narrower than 1 000 columns sum k in two halves: a 512-column piece of a
     // 1024-column call would not give the whole call's bits.
     let env = [("FAKE_CUBLAS_SPLITK_BELOW_N", "1000")];
     let native = gemms(true, false, &["service"], &env);

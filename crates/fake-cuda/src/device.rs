@@ -28,7 +28,7 @@ use baton_cuda_sys::{
 
 use crate::devices::Physical;
 use crate::entry::exports;
-use crate::kernels::DEVICE_SMS;
+use crate::kernels::device_sms;
 use crate::machine::machine;
 use crate::memory::TOTAL_MEMORY;
 use crate::result::{CuResult, put, put_opt};
@@ -62,7 +62,7 @@ fn attribute(attrib: CUdevice_attribute, device: Physical) -> c_int {
         CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK
         | CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR => 65536,
         CU_DEVICE_ATTRIBUTE_CLOCK_RATE => 1_980_000,
-        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => DEVICE_SMS as i32,
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => device_sms() as i32,
         CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE => 50 << 20,
         CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR => 2048,
         CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT => 3,

@@ -17,7 +17,7 @@ use crate::device::physical;
 use crate::entry::exports;
 use crate::green::Green;
 use crate::handle::{Kind, raw_of, to_ptr};
-use crate::kernels::DEVICE_SMS;
+use crate::kernels::device_sms;
 use crate::result::{CuResult, put};
 use crate::state::initialized;
 use crate::stream::{self, GREATEST_PRIORITY, Stream, StreamKind};
@@ -40,7 +40,7 @@ unsafe fn get_resource(dev: CUdevice, out: *mut CUdevResource, kind: c_uint) -> 
         return Err(CUresult::INVALID_VALUE);
     }
     // SAFETY: the caller's out-pointer.
-    unsafe { put(out, sm_resource(DEVICE_SMS)) }
+    unsafe { put(out, sm_resource(device_sms())) }
 }
 
 unsafe fn split(
@@ -110,7 +110,7 @@ unsafe fn create(
     let g = initialized()?;
     physical(dev)?;
     let sms = u32::try_from(raw_of(desc)).map_err(|_| CUresult::INVALID_VALUE)?;
-    if sms == 0 || sms > DEVICE_SMS || flags != CU_GREEN_CTX_DEFAULT_STREAM {
+    if sms == 0 || sms > device_sms() || flags != CU_GREEN_CTX_DEFAULT_STREAM {
         return Err(CUresult::INVALID_VALUE);
     }
     let green = Arc::new(Green {

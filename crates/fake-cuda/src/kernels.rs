@@ -4,7 +4,7 @@
 //! validated at launch but do not change what it computes. Parameters are laid out as a C
 //! compiler lays out the kernel's arguments (each at the next multiple of its alignment), which
 //! is what `cuFuncGetParamInfo` reports and what a packed `extra` buffer must follow. A launch
-//! may use all the device's [`DEVICE_SMS`] SMs, or only those of its green context (what
+//! may use all the device's SMs ([`device_sms`]), or only those of its green context (what
 //! `baton_smid` reports).
 //!
 //! | kernel | parameters | effect |
@@ -28,8 +28,21 @@ use serde_json::Value;
 use crate::memory::MemoryTable;
 use crate::result::CuResult;
 
-/// The device's SMs: a launch runs on all of them unless its stream is a green context's.
+/// The device's SMs unless `FAKE_CUDA_SMS` says otherwise: a launch runs on all of them unless
+/// its stream is a green context's.
 pub(crate) const DEVICE_SMS: u32 = 132;
+
+/// The device's SMs: `FAKE_CUDA_SMS` (a whole number from 1), else [`DEVICE_SMS`]. Read once.
+pub(crate) fn device_sms() -> u32 {
+    static SMS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *SMS.get_or_init(|| {
+        std::env::var("FAKE_CUDA_SMS")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|n| *n >= 1)
+            .unwrap_or(DEVICE_SMS)
+    })
+}
 
 /// The C type of one kernel parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,7 +132,7 @@ impl<'a> Args<'a> {
         Self {
             def,
             bytes,
-            sms: DEVICE_SMS,
+            sms: device_sms(),
         }
     }
 

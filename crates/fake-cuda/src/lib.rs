@@ -25,6 +25,7 @@
 //! - `cuGetProcAddress` with versioned and per-thread symbol selection (`procaddr.rs`);
 //! - a JSON-lines log of every call and every executed command (`FAKE_CUDA_LOG`, `log.rs`);
 //! - `FAKE_CUDA_KERNEL_US` adds a fixed duration to every kernel, to create in-flight work;
+//!   `FAKE_CUDA_SMS` gives the device that many SMs (default 132);
 //!   `FAKE_CUDA_LAZY_LOADING` makes each function's first launch wait for all pending work of
 //!   its context, as CUDA's lazy module loading does.
 //!

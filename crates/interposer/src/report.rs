@@ -27,6 +27,78 @@ pub(crate) struct HeldCounts {
     pub(crate) with_gil: AtomicU64,
 }
 
+/// What the report says of cuBLAS GEMMs (`blas/`).
+#[derive(Default)]
+pub(crate) struct GemmStats {
+    /// GEMM calls made through the hooks while Baton schedules.
+    pub(crate) calls: AtomicU64,
+    /// Of them, those made in pieces, and the pieces.
+    pub(crate) split_calls: AtomicU64,
+    pub(crate) pieces: AtomicU64,
+    /// Shapes checked on the device, and the time the checks took on the calling threads.
+    pub(crate) checks: AtomicU64,
+    pub(crate) check_ns: AtomicU64,
+    /// The first [`GEMM_SHAPES`] checked shapes and what was found.
+    pub(crate) shapes: Mutex<Vec<GemmShape>>,
+}
+
+/// How many checked GEMM shapes the report lists.
+pub(crate) const GEMM_SHAPES: usize = 32;
+
+/// One checked GEMM shape: the entry point, its dimensions and types (`Atype`, `Btype`,
+/// `Ctype`, `computeType`, `algo`; zeros for the typed calls), and what the check found.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct GemmShape {
+    pub(crate) entry: &'static str,
+    pub(crate) m: i32,
+    pub(crate) n: i32,
+    pub(crate) k: i32,
+    pub(crate) batch: i32,
+    pub(crate) types: [i32; 5],
+    /// `short`, `split`, `differs`, `costly` or `unchecked`.
+    pub(crate) verdict: &'static str,
+    pub(crate) pieces: u32,
+    pub(crate) whole_us: f64,
+    pub(crate) split_us: f64,
+    /// For `unchecked`: the driver's error, or 10 000 plus cuBLAS's status.
+    pub(crate) code: u32,
+}
+
+impl GemmStats {
+    /// Keeps `shape` for the report, if there is room.
+    pub(crate) fn checked(&self, shape: GemmShape) {
+        let mut s = baton_cuda::core::locks::lock(&self.shapes);
+        if s.len() < GEMM_SHAPES {
+            s.push(shape);
+        }
+    }
+}
+
+/// The report's `gemm` section.
+#[derive(Serialize)]
+struct GemmReport {
+    calls: u64,
+    split_calls: u64,
+    pieces: u64,
+    checks: u64,
+    check_ms: f64,
+    shapes: Vec<GemmShape>,
+}
+
+impl GemmReport {
+    fn of(g: &GemmStats) -> GemmReport {
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        GemmReport {
+            calls: n(&g.calls),
+            split_calls: n(&g.split_calls),
+            pieces: n(&g.pieces),
+            checks: n(&g.checks),
+            check_ms: n(&g.check_ns) as f64 / 1e6,
+            shapes: baton_cuda::core::locks::lock(&g.shapes).clone(),
+        }
+    }
+}
+
 /// Counters reported at exit when `BATON_REPORT` names a file.
 #[derive(Default)]
 pub(crate) struct Stats {
@@ -56,6 +128,8 @@ pub(crate) struct Stats {
     pub(crate) attribute_flush_samples: Mutex<Vec<AttributeFlush>>,
     /// Launch calls whose thread a queue held back.
     pub(crate) held: HeldCounts,
+    /// cuBLAS GEMMs split into pieces, and the checks of their shapes (`blas/`).
+    pub(crate) gemm: GemmStats,
     /// The busiest queues whose streams or contexts were destroyed before exit, as they ended
     /// (kept only when `BATON_REPORT` asks for a report).
     retired: Mutex<Vec<Queue>>,
@@ -185,7 +259,7 @@ pub(crate) struct Report {
     held_releases: std::collections::BTreeMap<&'static str, u64>,
     hooks: Vec<Hook>,
     /// cuBLAS GEMMs: how many were split, and what the checks of their shapes found.
-    gemm: crate::blas::GemmReport,
+    gemm: GemmReport,
     submitter_held: u64,
     submitter_held_ms: f64,
     held_with_python_lock: u64,
@@ -426,7 +500,7 @@ impl Report {
                 .map(|(r, c)| (r.name(), n(c)))
                 .collect(),
             hooks,
-            gemm: crate::blas::report(),
+            gemm: GemmReport::of(&s.gemm),
             submitter_held: n(&s.held.calls),
             submitter_held_ms: n(&s.held.ns) as f64 / 1e6,
             held_with_python_lock: n(&s.held.with_gil),

@@ -792,6 +792,16 @@ class Part:
             summary = report_summary(os.path.join(base, name))
             self.m.raw.setdefault("reports", {})[f"{self.setup}/{name}"] = summary
             for q in summary:
+                g = q.get("gemm")
+                if g:
+                    verdicts = ", ".join(
+                        f"{s['m']}x{s['n']}x{s['k']} {s['verdict']} {s['pieces']} ({s['whole_us']:.0f}/{s['split_us']:.0f} µs)"
+                        for s in g.get("shapes", [])
+                    )
+                    self.m.say(
+                        f"{self.setup}/{name}: {g['calls']} GEMMs, {g['split_calls']} split into "
+                        f"{g['pieces']} pieces; checked: {verdicts}"
+                    )
                 at = q.get("inflight_at_suspend")
                 if at:
                     self.m.say(
@@ -805,7 +815,8 @@ class Part:
 def report_summary(folder):
     """From the interposer's reports in FOLDER (one per process), each queue that took
     commands: its stream, priority, commands, sync points, commands released while suspended and
-    what its suspensions found in flight."""
+    what its suspensions found in flight; and each process's cuBLAS GEMMs that went through
+    Baton (`gemm`: calls, how many were split and into how many pieces, the checked shapes)."""
     keep = ("stream", "priority", "commands", "sync_points", "released_while_suspended", "inflight_at_suspend")
     out = []
     for name in sorted(os.listdir(folder)):
@@ -819,6 +830,8 @@ def report_summary(folder):
             continue
         for q in report.get("queues") or []:
             out.append({"file": name, **{k: q[k] for k in keep if k in q}})
+        if (report.get("gemm") or {}).get("calls"):
+            out.append({"file": name, "gemm": report["gemm"]})
     return out
 
 

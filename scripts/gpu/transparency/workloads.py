@@ -289,6 +289,7 @@ def cupy():
 def gemm():
     torch = torch_setup()
 
+    torch.manual_seed(0)
     g = torch.Generator(device="cuda").manual_seed(5)
 
     def rand(*shape, dtype=torch.bfloat16):

@@ -4,10 +4,10 @@
  * priority and launches a kernel on it first, so that a scheduler sees a more urgent queue
  * beside the GEMMs' stream.
  *
- * On its own stream it makes a chain of GEMMs through each entry point (cublasGemmEx,
- * cublasSgemm_v2 with a transposed operand, cublasSgemmStridedBatched), each fed by the last,
- * then prints one line with a checksum of every result: the same bits natively and under
- * Baton, whether Baton splits the calls or not. */
+ * On its own stream it makes rounds of GEMMs through each entry point (cublasGemmEx,
+ * cublasSgemm_v2 with a transposed operand and a result it adds to, cublasSgemmStridedBatched
+ * adding to both results), then prints one line with a checksum of every round's results:
+ * the same bits natively and under Baton, whether Baton splits the calls or not. */
 #define _DEFAULT_SOURCE
 #include <dlfcn.h>
 #include <unistd.h>
@@ -47,13 +47,13 @@ int cublasSgemmStridedBatched(void *, int, int, int, int, int, const float *, co
         }                                                                        \
     } while (0)
 
-/* C is M x N, A is M x K, B is K x N; with M == K a result can feed the next call as B. */
-#define M 32
-#define K 32
+/* A is M x K, B holds two K x N matrices, Bt the first transposed (N x K), C two M x N. */
+#define M 256
+#define K 4
 #define N 1024
 #define BATCH 2
 
-static float host_a[M * K], host_b[K * N * BATCH], host_c[M * N * BATCH];
+static float host_a[M * K], host_b[K * N * BATCH], host_bt[N * K], host_c[M * N * BATCH];
 
 static unsigned long long fnv(const void *p, size_t n, unsigned long long h) {
     const unsigned char *b = p;
@@ -129,23 +129,30 @@ int main(int argc, char **argv) {
         seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
         host_b[i] = (float)((seed >> 40) % 2001) / 1000.0f - 1.0f;
     }
-    CUdeviceptr a, b, c;
+    for (int row = 0; row < K; row++)
+        for (int col = 0; col < N; col++) host_bt[row * N + col] = host_b[col * K + row];
+    CUdeviceptr a, b, bt, c;
     CHECK(cuMemAlloc_v2(&a, sizeof host_a));
     CHECK(cuMemAlloc_v2(&b, sizeof host_b));
+    CHECK(cuMemAlloc_v2(&bt, sizeof host_bt));
     CHECK(cuMemAlloc_v2(&c, sizeof host_c));
     CHECK(cuMemcpyHtoD_v2(a, host_a, sizeof host_a));
     CHECK(cuMemcpyHtoD_v2(b, host_b, sizeof host_b));
+    CHECK(cuMemcpyHtoD_v2(bt, host_bt, sizeof host_bt));
+    CHECK(cuMemsetD32_v2(c, 0, M * N * BATCH));
     void *h;
     CHECK(create(&h));
     CHECK(set_stream(h, s));
-    const float one = 1.0f, zero = 0.0f, scale = 0.0625f;
+    const float one = 1.0f, zero = 0.0f, half = 0.5f;
+    CUdeviceptr c1 = c + sizeof(float) * M * N;
     unsigned long long sum = 1469598103934665603ULL;
     for (int round = 0; round < 3; round++) {
-        /* C = A B; B = scale A^T C (A is square); C = A B, batched over two Bs. */
-        CHECK(gemm_ex(h, 0, 0, M, N, K, &one, (void *)a, 0, M, (void *)b, 0, K, &zero, (void *)c, 0, M, 68, -1));
-        CHECK(sgemm(h, 1, 0, K, N, M, &scale, (float *)a, M, (float *)c, M, &zero, (float *)b, K));
-        CHECK(strided(h, 0, 0, M, N, K, &scale, (float *)a, M, 0, (float *)b, K, (long long)K * N, &one, (float *)c,
-                      M, (long long)M * N, BATCH));
+        const float alpha = 1.0f + (float)round / 3.0f;
+        /* C0 = alpha A B; C1 = alpha A (Bt)^T + C1 / 2; each Ci += A Bi, as one batch. */
+        CHECK(gemm_ex(h, 0, 0, M, N, K, &alpha, (void *)a, 0, M, (void *)b, 0, K, &zero, (void *)c, 0, M, 68, -1));
+        CHECK(sgemm(h, 0, 1, M, N, K, &alpha, (float *)a, M, (float *)bt, N, &half, (float *)c1, M));
+        CHECK(strided(h, 0, 0, M, N, K, &one, (float *)a, M, 0, (float *)b, K, (long long)K * N, &one, (float *)c, M,
+                      (long long)M * N, BATCH));
         CHECK(cuStreamSynchronize(s));
         CHECK(cuMemcpyDtoH_v2(host_c, c, sizeof host_c));
         sum = fnv(host_c, sizeof host_c, sum);

@@ -3,9 +3,13 @@
 //!
 //! It runs on the application's thread, in the application's call, on its stream and through
 //! Baton's own hooks (so it is ordered with what the stream holds back): the stream is
-//! synchronized, `C` copied twice into scratch memory aligned as `C` is, the whole call made
-//! into one copy between two events, the pieces into the other, both read back. The number of
-//! pieces comes from the whole call's device time; the pieces' time says what splitting costs.
+//! synchronized, `C` copied into scratch memory aligned as `C` is, the whole call made there
+//! once to warm it up (a first call loads its kernels) and once between two events, then the
+//! same for the pieces into a second copy, and both results read back. A timing during which
+//! the stream was held counts the hold, so it is made again (and the check left for a later
+//! call if every try was held). The number of pieces comes from the whole call's device time,
+//! none narrower than two waves of tiles on the device's SMs; the pieces' time says what
+//! splitting costs.
 
 // Device pointers are 64-bit integers, sizes `usize` and dimensions `int` (at most 2³¹); Baton
 // runs on 64-bit Linux only, where the conversions between them are exact.
@@ -14,24 +18,33 @@
 use std::ffi::c_void;
 
 use baton_cuda::sys::{CUdeviceptr, CUevent, CUresult, CUstream};
-use serde::Serialize;
 
-use super::plan::Split;
-use super::{CUBLAS_STATUS_SUCCESS, Call};
+use baton_cuda::CudaHwQueue;
+use baton_cuda::core::XQueue;
+
+use super::call::{CUBLAS_STATUS_SUCCESS, Call};
+use super::plan::{Gemm, Split};
+use crate::report::GemmShape;
 use crate::runtime::Runtime;
 
 /// Pieces may take this much more device time than the whole call, in all.
-const MAX_COST: f64 = 1.25;
+const MAX_COST: f64 = 1.15;
+
+/// Timings made before the check gives up for now because the stream was held in each.
+const TRIES: u32 = 3;
+
+/// A piece gives the device at least this many rounds of tiles ([`Gemm::min_width`]).
+const WAVES: u32 = 2;
+/// The side of the tile that rounds count (cuBLAS's tiles are 64 to 256 a side).
+const TILE: u32 = 128;
 
 /// What the check of a shape found.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(tag = "verdict", rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Verdict {
     /// One piece's worth of device time or less: made whole.
     Short { whole_us: f64 },
     /// Split: the pieces were bit-identical and cost `split_us` against `whole_us`.
     Split {
-        #[serde(skip)]
         split: Split,
         pieces: u32,
         whole_us: f64,
@@ -54,12 +67,60 @@ pub(crate) enum Verdict {
     Unchecked { code: u32 },
 }
 
-/// Checks `call`'s shape on `stream` for pieces of about `piece_ns` of device time each.
-pub(crate) fn check(rt: &Runtime, call: &Call, stream: CUstream, piece_ns: u64) -> Verdict {
-    let mut scratch = Scratch::new(rt, stream);
-    match scratch.run(call, stream, piece_ns) {
+impl Verdict {
+    /// The report's record of `call`'s shape and this verdict.
+    pub(crate) fn shape(&self, call: &Call) -> GemmShape {
+        let (verdict, pieces, whole_us, split_us, code) = match *self {
+            Verdict::Short { whole_us } => ("short", 1, whole_us, 0.0, 0),
+            Verdict::Split {
+                pieces,
+                whole_us,
+                split_us,
+                ..
+            } => ("split", pieces, whole_us, split_us, 0),
+            Verdict::Differs {
+                pieces,
+                whole_us,
+                split_us,
+            } => ("differs", pieces, whole_us, split_us, 0),
+            Verdict::Costly {
+                pieces,
+                whole_us,
+                split_us,
+            } => ("costly", pieces, whole_us, split_us, 0),
+            Verdict::Unchecked { code } => ("unchecked", 0, 0.0, 0.0, code),
+        };
+        let g = &call.gemm;
+        GemmShape {
+            entry: call.entry.name(),
+            m: g.m,
+            n: g.n,
+            k: g.k,
+            batch: g.batch,
+            types: call.types,
+            verdict,
+            pieces,
+            whole_us,
+            split_us,
+            code,
+        }
+    }
+}
+
+/// Where the check runs: the application's stream, its queue, the device's SMs.
+pub(crate) struct On<'a> {
+    pub(crate) stream: CUstream,
+    pub(crate) queue: &'a XQueue<CudaHwQueue>,
+    pub(crate) sms: u32,
+}
+
+/// Checks `call`'s shape on `on` for pieces of about `piece_ns` of device time each; `None`
+/// if the stream was held through every timing (check again at a later call).
+pub(crate) fn check(rt: &Runtime, call: &Call, on: &On<'_>, piece_ns: u64) -> Option<Verdict> {
+    let mut scratch = Scratch::new(rt, on.stream);
+    match scratch.run(call, on, piece_ns) {
         Ok(v) => v,
-        Err(code) => Verdict::Unchecked { code },
+        Err(code) => Some(Verdict::Unchecked { code }),
     }
 }
 
@@ -100,60 +161,94 @@ impl<'a> Scratch<'a> {
         }
     }
 
-    fn run(&mut self, call: &Call, stream: CUstream, piece_ns: u64) -> Result<Verdict, Failed> {
+    fn run(&mut self, call: &Call, on: &On<'_>, piece_ns: u64) -> Result<Option<Verdict>, Failed> {
         let g = call.gemm;
         let bytes = g.c_extent();
         // SAFETY: Baton's own hook, on the application's stream.
-        ok(unsafe { crate::hooks::cuStreamSynchronize(stream) })?;
+        ok(unsafe { crate::hooks::cuStreamSynchronize(on.stream) })?;
         // Copies aligned as C is, so that cuBLAS chooses for them what it chooses for C.
         let offset = (g.c % 256) as CUdeviceptr;
         let whole_c = self.alloc(bytes + 256)? + offset;
         let split_c = self.alloc(bytes + 256)? + offset;
-        for dst in [whole_c, split_c] {
-            // SAFETY: Baton's hook; `dst` holds `bytes`, and `C` spans `bytes` from `g.c`
-            // (the extent the call itself reads and writes).
-            ok(unsafe {
-                crate::hooks::cuMemcpyDtoDAsync_v2(dst, g.c as CUdeviceptr, bytes, stream)
-            })?;
-        }
-        let [start, mid, end] = [self.event()?, self.event()?, self.event()?];
-        self.record(start, stream)?;
-        blas_ok(call.run(&g.with_c(whole_c as usize)))?;
-        self.record(mid, stream)?;
-        self.wait(mid)?;
-        let whole_ns = self.elapsed(start, mid)?;
+        let whole = [g.with_c(whole_c as usize)];
+        let Some(whole_ns) = self.timed(call, on, whole_c, &whole)? else {
+            return Ok(None);
+        };
         let whole_us = whole_ns as f64 / 1e3;
-        let Some(split) = g.split(whole_ns.div_ceil(piece_ns.max(1)) as u32) else {
-            return Ok(Verdict::Short { whole_us });
+        let min_width = g.min_width(on.sms, WAVES, TILE);
+        let Some(split) = g.split(whole_ns.div_ceil(piece_ns.max(1)) as u32, min_width) else {
+            return Ok(Some(Verdict::Short { whole_us }));
         };
         let in_pieces = g.with_c(split_c as usize);
-        for (s, w) in split.bands(&in_pieces) {
-            blas_ok(call.run(&in_pieces.piece(split.axis, s, w)))?;
-        }
-        self.record(end, stream)?;
-        self.wait(end)?;
-        let split_us = self.elapsed(mid, end)? as f64 / 1e3;
+        let pieces: Vec<Gemm> = split
+            .bands(&in_pieces)
+            .map(|(s, w)| in_pieces.piece(split.axis, s, w))
+            .collect();
+        let Some(split_ns) = self.timed(call, on, split_c, &pieces)? else {
+            return Ok(None);
+        };
+        let split_us = split_ns as f64 / 1e3;
         let pieces = split.pieces(&g);
         if self.read(whole_c, bytes)? != self.read(split_c, bytes)? {
-            return Ok(Verdict::Differs {
+            return Ok(Some(Verdict::Differs {
                 pieces,
                 whole_us,
                 split_us,
-            });
+            }));
         }
         if split_us > whole_us * MAX_COST {
-            return Ok(Verdict::Costly {
+            return Ok(Some(Verdict::Costly {
                 pieces,
                 whole_us,
                 split_us,
-            });
+            }));
         }
-        Ok(Verdict::Split {
+        Ok(Some(Verdict::Split {
             split,
             pieces,
             whole_us,
             split_us,
-        })
+        }))
+    }
+
+    /// The device time of `calls` (the whole call or its pieces, writing into `into`), warmed
+    /// up first and each time made on a fresh copy of `C`, so that `into` ends holding their
+    /// result; `None` if the stream was held in every try.
+    fn timed(
+        &mut self,
+        call: &Call,
+        on: &On<'_>,
+        into: CUdeviceptr,
+        calls: &[Gemm],
+    ) -> Result<Option<u64>, Failed> {
+        let g = call.gemm;
+        let (start, end) = (self.event()?, self.event()?);
+        for attempt in 0..=TRIES {
+            // SAFETY: Baton's hook; `into` holds C's extent, and `C` spans it from `g.c` (the
+            // extent the call itself reads and writes).
+            ok(unsafe {
+                crate::hooks::cuMemcpyDtoDAsync_v2(
+                    into,
+                    g.c as CUdeviceptr,
+                    g.c_extent(),
+                    on.stream,
+                )
+            })?;
+            let held_before = on.queue.inflight_at_suspend().suspensions;
+            let suspended = on.queue.status().suspended;
+            self.record(start, on.stream)?;
+            for piece in calls {
+                blas_ok(call.run(piece))?;
+            }
+            self.record(end, on.stream)?;
+            self.wait(end)?;
+            let held = suspended || on.queue.inflight_at_suspend().suspensions != held_before;
+            // The first round warms up: its kernels are loaded as they are first launched.
+            if attempt > 0 && !held {
+                return Ok(Some(self.elapsed(start, end)?));
+            }
+        }
+        Ok(None)
     }
 
     fn alloc(&mut self, bytes: usize) -> Result<CUdeviceptr, Failed> {

@@ -5,12 +5,13 @@
 //! the job back. While the stream's queue is bounded by device time (some scheduler may
 //! suspend and hold it: [`XQueue::may_run_unbounded`] off, [`XQueue::holdable`] on), each
 //! GEMM call is made as several calls, each computing a band of the result's columns (or
-//! rows) whole, about `BATON_GEMM_PIECE_US` of device time each ([`plan`]). Then the budget of
+//! rows) whole, about `BATON_GEMM_PIECE_US` of device time each and none too narrow to fill
+//! the device ([`plan`]). Then the budget of
 //! work in flight holds a few pieces, and what a hold waits for is one piece.
 //!
 //! The pieces must give the bits the whole call gives: before a shape is split the first time,
 //! both are computed on the device into copies of `C` and compared byte for byte, and a shape
-//! whose pieces differ, or cost more than a quarter more device time, is never split
+//! whose pieces differ, or cost more than 15 % more device time, is never split
 //! ([`check`]). Alone (no scheduler can suspend the stream) nothing is split, checked or added
 //! but one `cublasGetStream` per call.
 //!
@@ -27,172 +28,27 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, c_int, c_void};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 use baton_cuda::core::locks;
 use baton_cuda::sys::CUstream;
-use serde::Serialize;
 
 use crate::registry::Api;
 
+mod call;
 mod check;
 mod plan;
 
+use call::{
+    CUBLAS_STATUS_SUCCESS, Call, Entry, GET_MATH_MODE, GET_STREAM, GetMathModeFn, GetStreamFn,
+    Handle, NAMES, REAL, real, type_bytes,
+};
 use check::Verdict;
 use plan::Gemm;
 
-/// cuBLAS's status codes Baton returns itself.
-const CUBLAS_STATUS_SUCCESS: c_int = 0;
-const CUBLAS_STATUS_NOT_INITIALIZED: c_int = 1;
-
-type Handle = *mut c_void;
-type GemmExFn = unsafe extern "C" fn(
-    Handle,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    *const c_void,
-    *const c_void,
-    c_int,
-    c_int,
-    *const c_void,
-    c_int,
-    c_int,
-    *const c_void,
-    *mut c_void,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-) -> c_int;
-type StridedExFn = unsafe extern "C" fn(
-    Handle,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    *const c_void,
-    *const c_void,
-    c_int,
-    c_int,
-    i64,
-    *const c_void,
-    c_int,
-    c_int,
-    i64,
-    *const c_void,
-    *mut c_void,
-    c_int,
-    c_int,
-    i64,
-    c_int,
-    c_int,
-    c_int,
-) -> c_int;
-type TypedFn = unsafe extern "C" fn(
-    Handle,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    *const c_void,
-    *const c_void,
-    c_int,
-    *const c_void,
-    c_int,
-    *const c_void,
-    *mut c_void,
-    c_int,
-) -> c_int;
-type TypedStridedFn = unsafe extern "C" fn(
-    Handle,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    *const c_void,
-    *const c_void,
-    c_int,
-    i64,
-    *const c_void,
-    c_int,
-    i64,
-    *const c_void,
-    *mut c_void,
-    c_int,
-    i64,
-    c_int,
-) -> c_int;
-type GetStreamFn = unsafe extern "C" fn(Handle, *mut CUstream) -> c_int;
-type GetMathModeFn = unsafe extern "C" fn(Handle, *mut c_int) -> c_int;
-
-/// The cuBLAS functions Baton hooks or calls, in [`NAMES`]'s order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Entry {
-    GemmEx,
-    GemmStridedBatchedEx,
-    Sgemm,
-    Dgemm,
-    Hgemm,
-    SgemmStridedBatched,
-    DgemmStridedBatched,
-    HgemmStridedBatched,
-}
-
-/// Hooked entry points, then the two helpers Baton calls.
-const NAMES: [&CStr; 10] = [
-    c"cublasGemmEx",
-    c"cublasGemmStridedBatchedEx",
-    c"cublasSgemm_v2",
-    c"cublasDgemm_v2",
-    c"cublasHgemm",
-    c"cublasSgemmStridedBatched",
-    c"cublasDgemmStridedBatched",
-    c"cublasHgemmStridedBatched",
-    c"cublasGetStream_v2",
-    c"cublasGetMathMode",
-];
-const GET_STREAM: usize = 8;
-const GET_MATH_MODE: usize = 9;
-/// How cuBLAS's library is named, newest first: the one loaded is found by its soname.
-const SONAMES: [&CStr; 4] = [
-    c"libcublas.so.13",
-    c"libcublas.so.12",
-    c"libcublas.so.11",
-    c"libcublas.so",
-];
-
-/// The real functions (0: not found yet).
-static REAL: [AtomicUsize; NAMES.len()] = [const { AtomicUsize::new(0) }; NAMES.len()];
-
-/// The real function `NAMES[i]`, found in the cuBLAS the process loaded.
-fn real(i: usize) -> Option<usize> {
-    let p = REAL[i].load(Ordering::Acquire);
-    if p != 0 {
-        return Some(p);
-    }
-    let found = SONAMES.iter().find_map(|soname| {
-        // SAFETY: RTLD_NOLOAD only looks for a library already loaded; it loads nothing and
-        // runs no initializer. The name is a C string.
-        let lib = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
-        if lib.is_null() {
-            return None;
-        }
-        let f = crate::libdl::lookup(lib, NAMES[i].as_ptr());
-        // SAFETY: `lib` came from dlopen above; this drops the reference it added.
-        unsafe { libc::dlclose(lib) };
-        (!f.is_null()).then_some(f as usize)
-    })?;
-    let _ = REAL[i].compare_exchange(0, found, Ordering::AcqRel, Ordering::Acquire);
-    Some(REAL[i].load(Ordering::Acquire))
-}
+/// SMs assumed where the driver does not say (an H100's or H200's).
+const DEFAULT_SMS: u32 = 132;
 
 /// A `dlsym` answer for a cuBLAS name: the hook in place of the real function, which is kept
 /// for the hook to call. Anything else is returned as found.
@@ -224,73 +80,6 @@ fn hooks() -> [usize; 8] {
         cublasDgemmStridedBatched as *const () as usize,
         cublasHgemmStridedBatched as *const () as usize,
     ]
-}
-
-/// One GEMM call as the application made it.
-#[derive(Clone, Copy)]
-struct Call {
-    entry: Entry,
-    handle: Handle,
-    alpha: *const c_void,
-    beta: *const c_void,
-    /// `Atype`, `Btype`, `Ctype`, `computeType` and `algo` of the `Ex` calls (0 otherwise).
-    types: [c_int; 5],
-    gemm: Gemm,
-}
-
-impl Call {
-    /// Makes the call to cuBLAS for `g` (the whole call's arguments, or a piece's).
-    fn run(&self, g: &Gemm) -> c_int {
-        let Some(f) = real(self.entry as usize) else {
-            return CUBLAS_STATUS_NOT_INITIALIZED;
-        };
-        let (h, al, be) = (self.handle, self.alpha, self.beta);
-        let (a, b, c) = (
-            g.a as *const c_void,
-            g.b as *const c_void,
-            g.c as *mut c_void,
-        );
-        let [at, bt, ct, compute, algo] = self.types;
-        // SAFETY: `f` is cuBLAS's function of this entry (found under its name), called with
-        // the application's arguments, or a piece's: the same operands moved to a band that
-        // lies inside the matrices the whole call names (`plan`), so cuBLAS reads and writes
-        // only memory the application gave it.
-        unsafe {
-            match self.entry {
-                Entry::GemmEx => std::mem::transmute::<usize, GemmExFn>(f)(
-                    h, g.transa, g.transb, g.m, g.n, g.k, al, a, at, g.lda, b, bt, g.ldb, be, c,
-                    ct, g.ldc, compute, algo,
-                ),
-                Entry::GemmStridedBatchedEx => std::mem::transmute::<usize, StridedExFn>(f)(
-                    h, g.transa, g.transb, g.m, g.n, g.k, al, a, at, g.lda, g.stride_a, b, bt,
-                    g.ldb, g.stride_b, be, c, ct, g.ldc, g.stride_c, g.batch, compute, algo,
-                ),
-                Entry::Sgemm | Entry::Dgemm | Entry::Hgemm => {
-                    std::mem::transmute::<usize, TypedFn>(f)(
-                        h, g.transa, g.transb, g.m, g.n, g.k, al, a, g.lda, b, g.ldb, be, c, g.ldc,
-                    )
-                }
-                Entry::SgemmStridedBatched
-                | Entry::DgemmStridedBatched
-                | Entry::HgemmStridedBatched => std::mem::transmute::<usize, TypedStridedFn>(f)(
-                    h, g.transa, g.transb, g.m, g.n, g.k, al, a, g.lda, g.stride_a, b, g.ldb,
-                    g.stride_b, be, c, g.ldc, g.stride_c, g.batch,
-                ),
-            }
-        }
-    }
-}
-
-/// Bytes per element of a `cudaDataType_t` (`None`: one Baton does not know, left whole).
-fn type_bytes(t: c_int) -> Option<usize> {
-    Some(match t {
-        3 | 8 | 28 | 29 => 1, // R_8I, R_8U, R_8F_E4M3, R_8F_E5M2
-        2 | 14 | 20 => 2,     // R_16F, R_16BF, R_16I
-        0 | 10 | 12 | 6 => 4, // R_32F, R_32I, R_32U, C_16F
-        1 | 4 | 24 | 26 => 8, // R_64F, C_32F, R_64I, R_64U
-        5 => 16,              // C_64F
-        _ => return None,
-    })
 }
 
 /// Everything cuBLAS may choose its kernels by: a check holds for calls equal in all of it.
@@ -337,24 +126,6 @@ fn verdicts() -> &'static Mutex<HashMap<Key, Verdict>> {
     V.get_or_init(Mutex::default)
 }
 
-/// What the report says of the GEMMs.
-#[derive(Default)]
-struct Counts {
-    calls: AtomicU64,
-    split_calls: AtomicU64,
-    pieces: AtomicU64,
-    checks: AtomicU64,
-    check_ns: AtomicU64,
-}
-
-static COUNTS: Counts = Counts {
-    calls: AtomicU64::new(0),
-    split_calls: AtomicU64::new(0),
-    pieces: AtomicU64::new(0),
-    checks: AtomicU64::new(0),
-    check_ns: AtomicU64::new(0),
-};
-
 /// A hooked GEMM: split where its stream may be held and the check allows, else as called.
 fn gemm(call: Call) -> c_int {
     let tried = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| split(&call)));
@@ -378,7 +149,7 @@ fn split(call: &Call) -> Option<c_int> {
     if !rt.hot.enabled || piece_ns == 0 {
         return None;
     }
-    COUNTS.calls.fetch_add(1, Ordering::Relaxed);
+    rt.stats.gemm.calls.fetch_add(1, Ordering::Relaxed);
     if !call.gemm.splittable() {
         return None;
     }
@@ -417,91 +188,46 @@ fn split(call: &Call) -> Option<c_int> {
         None if rt.gate.active() => return None,
         None => {
             let since = std::time::Instant::now();
-            let v = check::check(rt, call, stream, piece_ns);
-            COUNTS.checks.fetch_add(1, Ordering::Relaxed);
+            let sms = {
+                // SAFETY: the device of the stream's context, a device of this driver.
+                let n = unsafe {
+                    baton_cuda::SmPartition::device_sm_count(rt.driver, entry.ctx.device)
+                };
+                n.unwrap_or(DEFAULT_SMS)
+            };
+            let on = check::On {
+                stream,
+                queue: &entry.xq,
+                sms,
+            };
+            let v = check::check(rt, call, &on, piece_ns);
+            let g = &rt.stats.gemm;
+            g.checks.fetch_add(1, Ordering::Relaxed);
             let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            COUNTS.check_ns.fetch_add(ns, Ordering::Relaxed);
+            g.check_ns.fetch_add(ns, Ordering::Relaxed);
             tracing::debug!(?key, ?v, "GEMM shape checked");
+            // Held through every timing: checked again at a later call.
+            let v = v?;
             locks::lock(verdicts()).insert(key, v);
-            record_shape(call, v);
+            g.checked(v.shape(call));
             v
         }
     };
     let Verdict::Split { split, .. } = verdict else {
         return None;
     };
-    COUNTS.split_calls.fetch_add(1, Ordering::Relaxed);
+    rt.stats.gemm.split_calls.fetch_add(1, Ordering::Relaxed);
+    rt.stats
+        .gemm
+        .pieces
+        .fetch_add(u64::from(split.pieces(&call.gemm)), Ordering::Relaxed);
     for (start, width) in split.bands(&call.gemm) {
-        COUNTS.pieces.fetch_add(1, Ordering::Relaxed);
         let r = call.run(&call.gemm.piece(split.axis, start, width));
         if r != CUBLAS_STATUS_SUCCESS {
             return Some(r);
         }
     }
     Some(CUBLAS_STATUS_SUCCESS)
-}
-
-/// One checked shape, for the report.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub(crate) struct Shape {
-    entry: Entry,
-    m: c_int,
-    n: c_int,
-    k: c_int,
-    batch: c_int,
-    types: [c_int; 5],
-    verdict: Verdict,
-}
-
-/// How many checked shapes the report lists.
-const SHAPES: usize = 32;
-
-fn shapes() -> &'static Mutex<Vec<Shape>> {
-    static S: OnceLock<Mutex<Vec<Shape>>> = OnceLock::new();
-    S.get_or_init(Mutex::default)
-}
-
-fn record_shape(call: &Call, verdict: Verdict) {
-    let mut s = locks::lock(shapes());
-    if s.len() < SHAPES {
-        let g = &call.gemm;
-        s.push(Shape {
-            entry: call.entry,
-            m: g.m,
-            n: g.n,
-            k: g.k,
-            batch: g.batch,
-            types: call.types,
-            verdict,
-        });
-    }
-}
-
-/// The report's `gemm` section.
-#[derive(Debug, Serialize)]
-pub(crate) struct GemmReport {
-    /// GEMM calls made through the hooks while Baton schedules.
-    calls: u64,
-    /// Of them, those made in pieces, and the pieces.
-    split_calls: u64,
-    pieces: u64,
-    /// Shapes checked on the device, and the time the checks took on the calling threads.
-    checks: u64,
-    check_ms: f64,
-    /// The first checked shapes and what was found.
-    shapes: Vec<Shape>,
-}
-
-pub(crate) fn report() -> GemmReport {
-    let c = &COUNTS;
-    GemmReport {
-        calls: c.calls.load(Ordering::Relaxed),
-        split_calls: c.split_calls.load(Ordering::Relaxed),
-        pieces: c.pieces.load(Ordering::Relaxed),
-        checks: c.checks.load(Ordering::Relaxed),
-        check_ms: c.check_ns.load(Ordering::Relaxed) as f64 / 1e6,
-        shapes: locks::lock(shapes()).clone(),
-    }
 }
 
 /// Defines an exported cuBLAS hook that builds the [`Call`] and hands it to [`gemm`].

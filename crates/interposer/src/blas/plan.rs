@@ -103,9 +103,9 @@ impl Gemm {
         (len >= 2 * STEP).then_some(axis)
     }
 
-    /// The split into about `pieces` pieces, each a multiple of [`STEP`] wide; `None` if it
-    /// would make fewer than two.
-    pub(crate) fn split(&self, pieces: u32) -> Option<Split> {
+    /// The split into about `pieces` pieces, each a multiple of [`STEP`] wide and at least
+    /// `min_width`; `None` if that makes fewer than two.
+    pub(crate) fn split(&self, pieces: u32, min_width: c_int) -> Option<Split> {
         if pieces < 2 || !self.splittable() {
             return None;
         }
@@ -115,9 +115,25 @@ impl Gemm {
             Axis::M => self.m,
         };
         let per = (len as u32).div_ceil(pieces) as c_int;
-        let width = ((per + STEP - 1) / STEP).max(1) * STEP;
+        let steps = |w: c_int| ((w + STEP - 1) / STEP).max(1) * STEP;
+        let width = steps(per).max(steps(min_width));
         let split = Split { axis, width };
         (split.pieces(self) >= 2).then_some(split)
+    }
+
+    /// The narrowest piece that still gives the device `waves` rounds of work on `sms` SMs,
+    /// counting tiles of `tile × tile` of C (cuBLAS's are 64 to 256 a side): a narrower one
+    /// leaves SMs idle for the piece's whole `k` loop, and pieces cost more than the whole.
+    pub(crate) fn min_width(&self, sms: u32, waves: u32, tile: u32) -> c_int {
+        let other = match self.longest() {
+            Some(Axis::M) => self.n,
+            _ => self.m,
+        }
+        .max(1) as u64;
+        let tiles = u64::from(sms) * u64::from(waves);
+        let area = tiles * u64::from(tile) * u64::from(tile);
+        let per_batch = area.div_ceil(other * self.batch.max(1) as u64);
+        per_batch.min(i32::MAX as u64) as c_int
     }
 
     /// The piece of `g` that computes the band `[start, start + width)` along `axis`.
@@ -200,7 +216,7 @@ mod tests {
     #[test]
     fn an_8192_square_splits_along_n_in_bands_of_steps() {
         let g = gemm(OP_N, OP_N, 8192, 8192, 8192);
-        let s = g.split(16).expect("splits");
+        let s = g.split(16, 0).expect("splits");
         assert_eq!(
             s,
             Split {
@@ -218,17 +234,37 @@ mod tests {
 
     #[test]
     fn small_or_single_piece_calls_stay_whole() {
-        assert_eq!(gemm(OP_N, OP_N, 64, 200, 4096).split(8), None);
-        assert_eq!(gemm(OP_N, OP_N, 8192, 8192, 8192).split(1), None);
+        assert_eq!(gemm(OP_N, OP_N, 64, 200, 4096).split(8, 0), None);
+        assert_eq!(gemm(OP_N, OP_N, 8192, 8192, 8192).split(1, 0), None);
         let mut bad = gemm(OP_N, OP_N, 1024, 1024, 64);
         bad.ldc = 10;
-        assert_eq!(bad.split(4), None);
+        assert_eq!(bad.split(4, 0), None);
+    }
+
+    #[test]
+    fn pieces_are_wide_enough_to_fill_the_device() {
+        // 8192 rows: two waves of 128 x 128 tiles on 132 SMs need 528 columns, 640 in steps.
+        let g = gemm(OP_N, OP_N, 8192, 8192, 8192);
+        let min = g.min_width(132, 2, 128);
+        assert_eq!(min, 528);
+        let s = g.split(64, min).expect("splits");
+        assert_eq!(s.width, 640);
+        assert_eq!(s.pieces(&g), 13);
+        // 4096 rows need twice the width; a call too narrow for two such pieces stays whole.
+        assert_eq!(
+            gemm(OP_N, OP_N, 4096, 4096, 4096)
+                .split(32, 1056)
+                .map(|s| s.width),
+            Some(1152)
+        );
+        let narrow = gemm(OP_N, OP_N, 1024, 1024, 1024);
+        assert_eq!(narrow.split(8, narrow.min_width(132, 2, 128)), None);
     }
 
     #[test]
     fn a_tall_call_splits_along_m_and_moves_a_by_its_transposition() {
         let g = gemm(1, OP_N, 4096, 64, 1024);
-        let s = g.split(4).expect("splits");
+        let s = g.split(4, 0).expect("splits");
         assert_eq!(s.axis, Axis::M);
         let p = g.piece(Axis::M, 1024, 1024);
         assert_eq!(p.a, g.a + 1024 * g.lda as usize * 2);
@@ -270,7 +306,7 @@ mod tests {
         ) {
             let mut g = gemm(transa, transb, m, n, k);
             g.bytes = [ea, ea, ec];
-            let Some(split) = g.split(pieces) else {
+            let Some(split) = g.split(pieces, 0) else {
                 prop_assert!(m.max(n) < 2 * STEP || pieces < 2);
                 return Ok(());
             };
