@@ -143,17 +143,20 @@ pub(super) const NAMES: [&CStr; 10] = [
 pub(super) const GET_STREAM: usize = 8;
 pub(super) const GET_MATH_MODE: usize = 9;
 /// How cuBLAS's library is named, newest first: the one loaded is found by its soname.
-const SONAMES: [&CStr; 4] = [
+const SONAMES: [&CStr; 5] = [
     c"libcublas.so.13",
     c"libcublas.so.12",
     c"libcublas.so.11",
+    c"libcublas.so.10",
     c"libcublas.so",
 ];
 
 /// The real functions (0: not found yet).
 pub(super) static REAL: [AtomicUsize; NAMES.len()] = [const { AtomicUsize::new(0) }; NAMES.len()];
 
-/// The real function `NAMES[i]`, found in the cuBLAS the process loaded.
+/// The real function `NAMES[i]`, found in the cuBLAS the process loaded (by its soname), else
+/// the next definition after Baton's in the global scope (a cuBLAS of another name the program
+/// linked).
 pub(super) fn real(i: usize) -> Option<usize> {
     let p = REAL[i].load(Ordering::Acquire);
     if p != 0 {
@@ -169,6 +172,10 @@ pub(super) fn real(i: usize) -> Option<usize> {
         let f = crate::libdl::lookup(lib, NAMES[i].as_ptr());
         // SAFETY: `lib` came from dlopen above; this drops the reference it added.
         unsafe { libc::dlclose(lib) };
+        (!f.is_null()).then_some(f as usize)
+    });
+    let found = found.or_else(|| {
+        let f = crate::libdl::lookup(libc::RTLD_NEXT, NAMES[i].as_ptr());
         (!f.is_null()).then_some(f as usize)
     })?;
     let _ = REAL[i].compare_exchange(0, found, Ordering::AcqRel, Ordering::Acquire);
