@@ -6,8 +6,8 @@
 //! suspend and hold it: [`XQueue::may_run_unbounded`] off, [`XQueue::holdable`] on), each
 //! GEMM call is made as several calls, each computing a band of the result's columns (or
 //! rows) whole, about `BATON_GEMM_PIECE_US` of device time each and none too narrow to fill
-//! the device ([`plan`]). Then the budget of
-//! work in flight holds a few pieces, and what a hold waits for is one piece.
+//! the device ([`plan`]). Then the budget of work in flight holds a few pieces, and what a
+//! hold waits for is one piece.
 //!
 //! The pieces must give the bits the whole call gives: before a shape is split the first time,
 //! both are computed on the device into copies of `C` and compared byte for byte, and a shape
@@ -126,24 +126,32 @@ fn verdicts() -> &'static Mutex<HashMap<Key, Verdict>> {
     V.get_or_init(Mutex::default)
 }
 
-/// A hooked GEMM: split where its stream may be held and the check allows, else as called.
+/// A hooked GEMM: made in pieces where its stream may be held and the check allows, else as
+/// called. Only the choice runs under `catch_unwind`: once a piece is made, the call is never
+/// made again whole (a piece may have read and written part of C).
 fn gemm(call: Call) -> c_int {
-    let tried = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| split(&call)));
-    match tried {
-        Ok(Some(status)) => status,
-        Ok(None) => call.run(&call.gemm),
-        Err(_) => {
-            tracing::error!(
-                call = ?NAMES[call.entry as usize],
-                "internal error in Baton; making the call whole"
-            );
-            call.run(&call.gemm)
+    let chosen = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pieces(&call)));
+    let split = chosen.unwrap_or_else(|_| {
+        tracing::error!(
+            call = ?NAMES[call.entry as usize],
+            "internal error in Baton; making the call whole"
+        );
+        None
+    });
+    let Some(split) = split else {
+        return call.run(&call.gemm);
+    };
+    for (start, width) in split.bands(&call.gemm) {
+        let r = call.run(&call.gemm.piece(split.axis, start, width));
+        if r != CUBLAS_STATUS_SUCCESS {
+            return r;
         }
     }
+    CUBLAS_STATUS_SUCCESS
 }
 
-/// The call made in pieces, its status; `None` to make it whole.
-fn split(call: &Call) -> Option<c_int> {
+/// How to make the call in pieces (counted as split); `None` to make it whole.
+fn pieces(call: &Call) -> Option<plan::Split> {
     let rt = crate::runtime::get()?;
     let piece_ns = rt.cfg.gemm_piece_us().saturating_mul(1000);
     if !rt.hot.enabled || piece_ns == 0 {
@@ -221,13 +229,7 @@ fn split(call: &Call) -> Option<c_int> {
         .gemm
         .pieces
         .fetch_add(u64::from(split.pieces(&call.gemm)), Ordering::Relaxed);
-    for (start, width) in split.bands(&call.gemm) {
-        let r = call.run(&call.gemm.piece(split.axis, start, width));
-        if r != CUBLAS_STATUS_SUCCESS {
-            return Some(r);
-        }
-    }
-    Some(CUBLAS_STATUS_SUCCESS)
+    Some(split)
 }
 
 /// Defines an exported cuBLAS hook that builds the [`Call`] and hands it to [`gemm`].
