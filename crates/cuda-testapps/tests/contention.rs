@@ -418,3 +418,67 @@ fn a_side_stream_training_job_suspended_by_a_more_urgent_program_gives_the_nativ
          nothing"
     );
 }
+
+#[test]
+fn a_gemm_job_held_for_another_programs_service_has_its_gemms_split_and_gives_the_native_result() {
+    // A job whose cuBLAS GEMMs Baton makes in pieces because another process's service is
+    // registered on the device: under one daemon, the job held rather than yielding (`--hold`,
+    // as under MPS), the service a paced program with rare short bursts (so that most of the
+    // job's checks find its stream not held). The job's queue learns from the daemon that it
+    // may be held, and only then are its GEMMs split.
+    let exe = support::gemm_app(true);
+    let exe = exe.to_str().expect("a UTF-8 path");
+    let libs = format!(
+        "{}:{}",
+        support::cublas_dir().display(),
+        driver_dir().display()
+    );
+    let fake = [
+        ("LD_LIBRARY_PATH", libs.as_str()),
+        ("FAKE_CUBLAS_NS_PER_COLUMN", "100000"),
+        ("FAKE_CUDA_SMS", "4"),
+    ];
+    let native = run(exe, &[], &fake);
+    let dir = temp_dir("gemm-held");
+    let service = Contender::scenario(
+        "paced",
+        "10",
+        1,
+        &dir,
+        &[
+            ("BATON_TEST_PACED_GAP_US", "150000"),
+            ("BATON_TEST_PACED_STEP", "1"),
+            ("BATON_TEST_PACED_S", "120"),
+        ],
+    );
+    let socket = service.socket.to_str().expect("a UTF-8 path").to_owned();
+    let report_path = dir.join("report.json");
+    let interposer = interposer_library().to_str().expect("a UTF-8 path");
+    let args = [
+        "run",
+        "--interposer",
+        interposer,
+        "--priority",
+        "0",
+        "--hold",
+        "--",
+        exe,
+    ];
+    let mut env = fake.to_vec();
+    env.extend([
+        ("BATON_SOCKET", socket.as_str()),
+        ("BATON_REPORT", report_path.to_str().expect("a UTF-8 path")),
+        ("BATON_GEMM_PIECE_US", "25000"),
+    ]);
+    let baton = baton_binary().to_str().expect("a UTF-8 path").to_owned();
+    let b = run(&baton, &args, &env);
+    assert_eq!(b.line(), native.line(), "stderr:\n{}", b.stderr);
+    let r = report(&report_path);
+    let gemm = &r["gemm"];
+    assert_eq!(gemm["calls"].as_u64(), Some(9), "{gemm}");
+    assert!(
+        gemm["split_calls"].as_u64().unwrap_or(0) > 0,
+        "no GEMM was split beside the other program's service: {gemm}"
+    );
+    drop(service);
+}

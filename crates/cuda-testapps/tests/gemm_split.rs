@@ -6,56 +6,13 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
 use serde_json::Value;
-use support::{Run, compile_c, driver_dir, interposer_library, run, temp_dir};
+use support::{Run, cublas_dir, driver_dir, gemm_app as app, interposer_library, run, temp_dir};
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
-}
-
-/// A directory holding the fake cuBLAS as `libcublas.so.13` and `libcublas.so`.
-fn cublas_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let lib = compile_c(
-            "fake_cublas.c",
-            "libcublas.so.13",
-            &[
-                "-O2",
-                "-shared",
-                "-fPIC",
-                "-Wl,-soname,libcublas.so.13",
-                "-L",
-                path(driver_dir()),
-                "-lcuda",
-            ],
-        );
-        let dir = lib.parent().expect("its directory").to_path_buf();
-        std::os::unix::fs::symlink(&lib, dir.join("libcublas.so")).expect("link libcublas.so");
-        dir
-    })
-}
-
-/// `gemm_app.c`, linked with `-lcublas` or (`linked` false) looking cuBLAS up with `dlsym`.
-fn app(linked: bool) -> PathBuf {
-    static APPS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    let (l, d) = APPS.get_or_init(|| {
-        let driver = path(driver_dir()).to_owned();
-        let cublas = path(cublas_dir()).to_owned();
-        let linked = compile_c(
-            "gemm_app.c",
-            "gemm_app_linked",
-            &[
-                "-DLINKED", "-L", &cublas, "-lcublas", "-L", &driver, "-lcuda",
-            ],
-        );
-        let looked_up = compile_c("gemm_app.c", "gemm_app", &["-L", &driver, "-lcuda", "-ldl"]);
-        (linked, looked_up)
-    });
-    if linked { l.clone() } else { d.clone() }
 }
 
 struct Gemms {

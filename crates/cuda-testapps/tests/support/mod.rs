@@ -169,6 +169,53 @@ pub fn linked_program() -> &'static Path {
     })
 }
 
+fn utf8(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+/// The fake cuBLAS (`tests/data/fake_cublas.c`) as `libcublas.so.13` and `libcublas.so` in a
+/// directory of their own.
+pub fn cublas_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let lib = compile_c(
+            "fake_cublas.c",
+            "libcublas.so.13",
+            &[
+                "-O2",
+                "-shared",
+                "-fPIC",
+                "-Wl,-soname,libcublas.so.13",
+                "-L",
+                utf8(driver_dir()),
+                "-lcuda",
+            ],
+        );
+        let dir = lib.parent().expect("its directory").to_path_buf();
+        std::os::unix::fs::symlink(&lib, dir.join("libcublas.so")).expect("link libcublas.so");
+        dir
+    })
+}
+
+/// `gemm_app.c`, linked with `-lcublas` or (`linked` false) looking cuBLAS up with `dlsym`.
+pub fn gemm_app(linked: bool) -> PathBuf {
+    static APPS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    let (l, d) = APPS.get_or_init(|| {
+        let driver = utf8(driver_dir()).to_owned();
+        let cublas = utf8(cublas_dir()).to_owned();
+        let linked = compile_c(
+            "gemm_app.c",
+            "gemm_app_linked",
+            &[
+                "-DLINKED", "-L", &cublas, "-lcublas", "-L", &driver, "-lcuda",
+            ],
+        );
+        let looked_up = compile_c("gemm_app.c", "gemm_app", &["-L", &driver, "-lcuda", "-ldl"]);
+        (linked, looked_up)
+    });
+    if linked { l.clone() } else { d.clone() }
+}
+
 /// One finished run of an app.
 pub struct Run {
     pub code: Option<i32>,
