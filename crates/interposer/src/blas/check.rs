@@ -38,30 +38,26 @@ const WAVES: u32 = 2;
 /// The side of the tile that rounds count (cuBLAS's tiles are 64 to 256 a side).
 const TILE: u32 = 128;
 
+/// What a check measured of a split it tried: its pieces and the device time whole and in
+/// pieces.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Tried {
+    pub(crate) pieces: u32,
+    pub(crate) whole_us: f64,
+    pub(crate) split_us: f64,
+}
+
 /// What the check of a shape found.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Verdict {
     /// One piece's worth of device time or less: made whole.
     Short { whole_us: f64 },
-    /// Split: the pieces were bit-identical and cost `split_us` against `whole_us`.
-    Split {
-        split: Split,
-        pieces: u32,
-        whole_us: f64,
-        split_us: f64,
-    },
+    /// Split: the pieces were bit-identical and cost no more than [`MAX_COST`] times the whole.
+    Split { split: Split, tried: Tried },
     /// The pieces' result differed from the whole call's: never split.
-    Differs {
-        pieces: u32,
-        whole_us: f64,
-        split_us: f64,
-    },
+    Differs(Tried),
     /// The pieces cost more than [`MAX_COST`] times the whole call: never split.
-    Costly {
-        pieces: u32,
-        whole_us: f64,
-        split_us: f64,
-    },
+    Costly(Tried),
     /// The check could not be made (no memory for the copies, a driver or cuBLAS error): made
     /// whole.
     Unchecked { code: u32 },
@@ -70,25 +66,22 @@ pub(crate) enum Verdict {
 impl Verdict {
     /// The report's record of `call`'s shape and this verdict.
     pub(crate) fn shape(&self, call: &Call) -> GemmShape {
-        let (verdict, pieces, whole_us, split_us, code) = match *self {
-            Verdict::Short { whole_us } => ("short", 1, whole_us, 0.0, 0),
-            Verdict::Split {
-                pieces,
-                whole_us,
-                split_us,
-                ..
-            } => ("split", pieces, whole_us, split_us, 0),
-            Verdict::Differs {
-                pieces,
-                whole_us,
-                split_us,
-            } => ("differs", pieces, whole_us, split_us, 0),
-            Verdict::Costly {
-                pieces,
-                whole_us,
-                split_us,
-            } => ("costly", pieces, whole_us, split_us, 0),
-            Verdict::Unchecked { code } => ("unchecked", 0, 0.0, 0.0, code),
+        let short = |whole_us| Tried {
+            pieces: 1,
+            whole_us,
+            split_us: 0.0,
+        };
+        let none = Tried {
+            pieces: 0,
+            whole_us: 0.0,
+            split_us: 0.0,
+        };
+        let (verdict, t, code) = match *self {
+            Verdict::Short { whole_us } => ("short", short(whole_us), 0),
+            Verdict::Split { tried, .. } => ("split", tried, 0),
+            Verdict::Differs(tried) => ("differs", tried, 0),
+            Verdict::Costly(tried) => ("costly", tried, 0),
+            Verdict::Unchecked { code } => ("unchecked", none, code),
         };
         let g = &call.gemm;
         GemmShape {
@@ -99,9 +92,9 @@ impl Verdict {
             batch: g.batch,
             types: call.types,
             verdict,
-            pieces,
-            whole_us,
-            split_us,
+            pieces: t.pieces,
+            whole_us: t.whole_us,
+            split_us: t.split_us,
             code,
         }
     }
@@ -187,28 +180,20 @@ impl<'a> Scratch<'a> {
         let Some(split_ns) = self.timed(call, on, split_c, &pieces)? else {
             return Ok(None);
         };
-        let split_us = split_ns as f64 / 1e3;
-        let pieces = split.pieces(&g);
-        if self.read(whole_c, bytes)? != self.read(split_c, bytes)? {
-            return Ok(Some(Verdict::Differs {
-                pieces,
-                whole_us,
-                split_us,
-            }));
-        }
-        if split_us > whole_us * MAX_COST {
-            return Ok(Some(Verdict::Costly {
-                pieces,
-                whole_us,
-                split_us,
-            }));
-        }
-        Ok(Some(Verdict::Split {
-            split,
-            pieces,
+        let tried = Tried {
+            pieces: split.pieces(&g),
             whole_us,
-            split_us,
-        }))
+            split_us: split_ns as f64 / 1e3,
+        };
+        Ok(Some(
+            if self.read(whole_c, bytes)? != self.read(split_c, bytes)? {
+                Verdict::Differs(tried)
+            } else if tried.split_us > whole_us * MAX_COST {
+                Verdict::Costly(tried)
+            } else {
+                Verdict::Split { split, tried }
+            },
+        ))
     }
 
     /// The device time of `calls` (the whole call or its pieces, writing into `into`), warmed
