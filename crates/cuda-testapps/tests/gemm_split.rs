@@ -146,3 +146,28 @@ fn splitting_turned_off_leaves_every_call_whole() {
         baton.report["gemm"]
     );
 }
+
+#[test]
+fn a_check_slowed_once_by_another_programs_kernels_still_splits() {
+    // The fake's 5th and 6th runs are the first check's first timed pieces (after the whole
+    // call's warm-up and timing and the pieces' warm-up); four times as slow, as beside another
+    // program's kernels, they alone would make the pieces cost four times the whole.
+    let env = [("FAKE_CUBLAS_SLOW_RUNS", "5,6")];
+    let native = gemms(true, false, &["service"], &[]);
+    let baton = gemms(true, true, &["service"], &env);
+    assert_eq!(baton.run.line(), native.run.line());
+    assert_eq!(
+        verdicts(&baton.report),
+        ["split"; 3],
+        "{}",
+        baton.report["gemm"]
+    );
+    let first = &shapes(&baton.report)[0];
+    let (whole, split) = (
+        first["whole_us"].as_f64().expect("whole_us"),
+        first["split_us"].as_f64().expect("split_us"),
+    );
+    // The fastest timing of each side: the pieces cost what the whole does, not four times it.
+    assert!(split < whole * 1.15, "{first}");
+    baton.run.log.assert_no_errors();
+}

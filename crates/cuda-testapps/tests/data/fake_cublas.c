@@ -9,7 +9,9 @@
  * kernel choice that changes the result: with FAKE_CUBLAS_SPLITK_BELOW_N=T, calls with n < T
  * sum the two halves of k separately and add them, so a narrow piece of a wide call rounds
  * differently from the whole. FAKE_CUBLAS_NS_PER_COLUMN makes a call take that long per
- * column of C (so its device time, as events measure it, grows with n). */
+ * column of C (so its device time, as events measure it, grows with n); FAKE_CUBLAS_SLOW_RUNS=i,j,...
+ * makes the i-th, j-th, ... call it runs (counted from 1, in the order they run) take four
+ * times that long, as a call does beside another program's kernels. */
 #define _DEFAULT_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,21 @@ static long env_long(const char *name) {
     return v ? atol(v) : 0;
 }
 
+/* Whether the call run as number `run` is one FAKE_CUBLAS_SLOW_RUNS names. */
+static int slow_run(long run) {
+    const char *v = getenv("FAKE_CUBLAS_SLOW_RUNS");
+    while (v && *v) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (end == v) return 0;
+        if (n == run) return 1;
+        v = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
+static long runs;
+
 static float at(const float *x, int trans, int ld, int row, int col) {
     return trans ? x[(long)row * ld + col] : x[(long)col * ld + row];
 }
@@ -68,6 +85,7 @@ static void run_job(void *data) {
         }
     }
     long ns = env_long("FAKE_CUBLAS_NS_PER_COLUMN") * j->n * j->batch;
+    if (slow_run(__atomic_add_fetch(&runs, 1, __ATOMIC_RELAXED))) ns *= 4;
     if (ns > 0) usleep((useconds_t)(ns / 1000));
     free(j);
 }

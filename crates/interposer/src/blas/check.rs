@@ -5,11 +5,13 @@
 //! Baton's own hooks (so it is ordered with what the stream holds back): the stream is
 //! synchronized, `C` copied into scratch memory aligned as `C` is, the whole call made there
 //! once to warm it up (a first call loads its kernels) and once between two events, then the
-//! same for the pieces into a second copy, and both results read back. A timing during which
-//! the stream was held counts the hold, so it is made again (and the check left for a later
-//! call if every try was held). The number of pieces comes from the whole call's device time,
-//! none narrower than two waves of tiles on the device's SMs; the pieces' time says what
-//! splitting costs.
+//! same for the pieces into a second copy, then each side again in turn, and both results read
+//! back. A timing during which the stream was held counts the hold, so it is made again (and
+//! the check left for a later call if every try was held). Another program's kernels beside
+//! the stream (MPS, one process) slow whichever side runs with them, so each side counts its
+//! fastest of [`ROUNDS`] timings, taken in turn with the other side's. The number of pieces
+//! comes from the whole call's first timing, none narrower than two waves of tiles on the
+//! device's SMs; the pieces' time says what splitting costs.
 
 // Device pointers are 64-bit integers, sizes `usize` and dimensions `int` (at most 2³¹); Baton
 // runs on 64-bit Linux only, where the conversions between them are exact.
@@ -32,6 +34,9 @@ const MAX_COST: f64 = 1.15;
 
 /// Timings made before the check gives up for now because the stream was held in each.
 const TRIES: u32 = 3;
+
+/// Timings of each side, taken in turn; the fastest of each is compared.
+const ROUNDS: u32 = 3;
 
 /// A piece gives the device at least this many rounds of tiles ([`Gemm::min_width`]).
 const WAVES: u32 = 2;
@@ -164,22 +169,32 @@ impl<'a> Scratch<'a> {
         let whole_c = self.alloc(bytes + 256)? + offset;
         let split_c = self.alloc(bytes + 256)? + offset;
         let whole = [g.with_c(whole_c as usize)];
-        let Some(whole_ns) = self.timed(call, on, whole_c, &whole)? else {
+        let Some(mut whole_ns) = self.timed(call, on, whole_c, &whole, true)? else {
             return Ok(None);
         };
-        let whole_us = whole_ns as f64 / 1e3;
         let min_width = g.min_width(on.sms, WAVES, TILE);
         let Some(split) = g.split(whole_ns.div_ceil(piece_ns.max(1)) as u32, min_width) else {
-            return Ok(Some(Verdict::Short { whole_us }));
+            return Ok(Some(Verdict::Short {
+                whole_us: whole_ns as f64 / 1e3,
+            }));
         };
         let in_pieces = g.with_c(split_c as usize);
         let pieces: Vec<Gemm> = split
             .bands(&in_pieces)
             .map(|(s, w)| in_pieces.piece(split.axis, s, w))
             .collect();
-        let Some(split_ns) = self.timed(call, on, split_c, &pieces)? else {
+        let Some(mut split_ns) = self.timed(call, on, split_c, &pieces, true)? else {
             return Ok(None);
         };
+        for _ in 1..ROUNDS {
+            if let Some(ns) = self.timed(call, on, whole_c, &whole, false)? {
+                whole_ns = whole_ns.min(ns);
+            }
+            if let Some(ns) = self.timed(call, on, split_c, &pieces, false)? {
+                split_ns = split_ns.min(ns);
+            }
+        }
+        let whole_us = whole_ns as f64 / 1e3;
         let tried = Tried {
             pieces: split.pieces(&g),
             whole_us,
@@ -197,14 +212,15 @@ impl<'a> Scratch<'a> {
     }
 
     /// The device time of `calls` (the whole call or its pieces, writing into `into`), warmed
-    /// up first and each time made on a fresh copy of `C`, so that `into` ends holding their
-    /// result; `None` if the stream was held in every try.
+    /// up first when `warm_up`, each time made on a fresh copy of `C`, so that `into` ends
+    /// holding their result; `None` if the stream was held in every try.
     fn timed(
         &mut self,
         call: &Call,
         on: &On<'_>,
         into: CUdeviceptr,
         calls: &[Gemm],
+        warm_up: bool,
     ) -> Result<Option<u64>, Failed> {
         let g = call.gemm;
         let (start, end) = (self.event()?, self.event()?);
@@ -228,8 +244,8 @@ impl<'a> Scratch<'a> {
             self.record(end, on.stream)?;
             self.wait(end)?;
             let held = suspended || on.queue.inflight_at_suspend().suspensions != held_before;
-            // The first round warms up: its kernels are loaded as they are first launched.
-            if attempt > 0 && !held {
+            // A first round warms up: its kernels are loaded as they are first launched.
+            if (attempt > 0 || !warm_up) && !held {
                 return Ok(Some(self.elapsed(start, end)?));
             }
         }
