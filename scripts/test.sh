@@ -49,6 +49,7 @@ echo "== GPU-script analysis self-tests"
 python3 scripts/gpu/levels/preemption_timeline.py --self-test
 python3 scripts/gpu/matrix/analyze.py --self-test
 python3 scripts/gpu/matrix/hold_lag.py --self-test
+python3 scripts/gpu/matrix/heat.py --self-test
 python3 scripts/gpu/matrix/selftest.py
 python3 scripts/gpu/multigpu/multigpu.py --self-test
 python3 scripts/gpu/capi/summarize.py --self-test
