@@ -29,8 +29,9 @@ The rules, for every Baton mode (native is judged too, as the reference):
   no harm          where native's p99 ratio <= x1.10: the job >= 90 % of native's share
   work-conserving  otherwise: the job >= 80 % of its rate alone x (1 - the service's GPU-busy
                    share at its load)
-A bound holds when the pooled estimate meets it, fails when the whole 90 % interval is beyond
-it, and is undecided otherwise; a rule of two bounds fails if either fails and holds if both
+A bound holds when the whole 90 % interval meets it (SPEC.md), fails when the whole interval
+is beyond it, and is undecided otherwise (an estimate under the bound with its interval above
+it included); a rule of two bounds fails if either fails and holds if both
 hold. A p99 that censored samples decide (over 1 % of the samples never ran: services.py) is a
 lower bound: it can fail a bound, never hold one. A cell holds when protect and the job's rule
 that applies both hold.
@@ -171,17 +172,18 @@ def interval(draws):
 
 
 def judge(est, lo, hi, bound, upper=True, lower_bound=False):
-    """A bound's verdict: the estimate at or under BOUND (UPPER; else at or over) holds, the
-    whole interval beyond it fails; a lower-bound estimate never holds."""
+    """A bound's verdict (SPEC.md): the whole 90 % interval [LO, HI] at or under BOUND (UPPER;
+    else at or over) holds, the whole interval beyond it fails, anything else (an estimate
+    without an interval included) is undecided; a lower-bound estimate never holds."""
     if est is None:
         return UNDECIDED
     if upper:
         if lo is not None and lo > bound:
             return FAILS
-        return HOLDS if est <= bound and not lower_bound else UNDECIDED
+        return HOLDS if hi is not None and hi <= bound and not lower_bound else UNDECIDED
     if hi is not None and hi < bound:
         return FAILS
-    return HOLDS if est >= bound else UNDECIDED
+    return HOLDS if lo is not None and lo >= bound else UNDECIDED
 
 
 def both(*verdicts):
@@ -712,7 +714,10 @@ def main(argv=None):
 def self_test():
     """The statistics and the verdicts on made-up raw data, with known answers."""
     assert pct([5, 1, 3, 2, 4], 0.5) == 3 and pct(list(range(1, 101)), 0.99) == 99
-    assert judge(1.05, 1.0, 1.2, 1.10) == HOLDS and judge(1.2, 1.12, 1.3, 1.10) == FAILS
+    assert judge(1.05, 1.0, 1.08, 1.10) == HOLDS and judge(1.2, 1.12, 1.3, 1.10) == FAILS
+    # An estimate under the bound whose interval reaches above it is not a result.
+    assert judge(1.05, 1.0, 1.2, 1.10) == UNDECIDED and judge(1.05, None, None, 1.10) == UNDECIDED
+    assert judge(0.85, 0.79, 0.9, 0.8, upper=False) == UNDECIDED
     assert judge(1.2, 1.05, 1.3, 1.10) == UNDECIDED and judge(1.05, 1.0, 1.2, 1.10, lower_bound=True) == UNDECIDED
     assert judge(0.85, 0.8, 0.9, 0.8, upper=False) == HOLDS and judge(0.7, 0.6, 0.75, 0.8, upper=False) == FAILS
     assert both(HOLDS, UNDECIDED) == UNDECIDED and both(HOLDS, FAILS) == FAILS and both(HOLDS, HOLDS) == HOLDS
