@@ -700,7 +700,8 @@ impl AgentConfig {
     }
 
     /// The process-wide hints these settings give the daemon: the priority (when not the
-    /// default), the utilization share and the deadline, when set.
+    /// default), the utilization share, the deadline and the gang, when set, and under MPS
+    /// that the process shares its GPU's context (`Hint::SharedContext`, for `baton list`).
     pub fn process_hints(&self) -> Vec<Hint> {
         let mut h = Vec::new();
         if self.priority != Priority::DEFAULT {
@@ -716,6 +717,9 @@ impl AgentConfig {
             h.push(Hint::Gang {
                 id: baton_policies::GangId::of_name(g).0,
             });
+        }
+        if self.under_mps() {
+            h.push(Hint::SharedContext);
         }
         h
     }

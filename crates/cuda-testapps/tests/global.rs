@@ -128,7 +128,14 @@ fn held_beside_burst(name: &str, scenario: &str) {
 fn held_beside_burst_with(name: &str, scenario: &str, extra: &[(&str, &str)]) {
     let mut be_env = vec![("FAKE_CUDA_KERNEL_US", "10000")];
     be_env.extend_from_slice(extra);
-    beside_burst_in(&temp_dir(name), scenario, Until::Held, &[], &be_env).assert_held();
+    let beside = beside_burst_in(&temp_dir(name), scenario, Until::Held, &[], &be_env);
+    beside.assert_held();
+    // `baton list` says which path each program is on: the best-effort program shares the
+    // GPU's context under MPS (`BATON_MPS=on`; the burst is time-sliced), and nobody does
+    // without it.
+    let under_mps = extra.contains(&("BATON_MPS", "on"));
+    let shared = beside.list.to_string().matches("shared_context").count();
+    assert_eq!(shared, usize::from(under_mps), "{}", beside.list);
 }
 
 #[test]
@@ -147,7 +154,10 @@ fn a_best_effort_process_confined_under_mps_is_not_held_for_another_process() {
         &[],
         &[("BATON_SMS", "8"), ("BATON_MPS", "on")],
     );
-    assert_eq!(claimed(&list, "isolated"), r#"[{"isolated":{"sms":8}}]"#);
+    assert_eq!(
+        claimed(&list, "isolated"),
+        r#"[{"isolated":{"sms":8}},"shared_context"]"#
+    );
     assert!(
         be_calls.iter().all(|t| *t < end),
         "{} flood launches waited for the burst to end",

@@ -134,6 +134,12 @@ pub enum Hint {
     /// not read it (a program that gives the GPU up by its slice claims [`Hint::Yielding`],
     /// as `baton run` does between time-sliced processes by default). Process only.
     TimeSliced,
+    /// The process shares its GPU with other processes through MPS: one hardware context,
+    /// its kernels on the SMs beside theirs, so that no switch between contexts hands the GPU
+    /// over, and Baton holds it back rather than shortening its time slice. Informational:
+    /// told so that `baton list` shows which path each program is on; no policy reads it.
+    /// Process only.
+    SharedContext,
     /// How the queue's program used it over the last measuring period (about half a second),
     /// as its process measured it: the share of the time the queue had work (`ready_permille`)
     /// and the share its program spent blocked in waits for the queue's work
@@ -184,11 +190,13 @@ pub enum HintKind {
     Readiness,
     /// [`Hint::TimeSliced`].
     TimeSliced,
+    /// [`Hint::SharedContext`].
+    SharedContext,
 }
 
 impl HintKind {
     /// Every kind.
-    pub const ALL: [HintKind; 16] = [
+    pub const ALL: [HintKind; 17] = [
         HintKind::Priority,
         HintKind::Utilization,
         HintKind::TimeSlice,
@@ -205,6 +213,7 @@ impl HintKind {
         HintKind::ConfinedHeld,
         HintKind::Readiness,
         HintKind::TimeSliced,
+        HintKind::SharedContext,
     ];
 
     /// The scopes a hint of this kind may be given for.
@@ -215,7 +224,8 @@ impl HintKind {
             | HintKind::Gang
             | HintKind::Isolated
             | HintKind::Yielding
-            | HintKind::TimeSliced => &[Scope::Process],
+            | HintKind::TimeSliced
+            | HintKind::SharedContext => &[Scope::Process],
             HintKind::CommandTime
             | HintKind::Confining
             | HintKind::ConfinedHeld
@@ -244,6 +254,7 @@ impl fmt::Display for HintKind {
             HintKind::ConfinedHeld => "confined and held",
             HintKind::Readiness => "readiness",
             HintKind::TimeSliced => "time-sliced",
+            HintKind::SharedContext => "shared context",
         })
     }
 }
@@ -293,6 +304,7 @@ impl Hint {
             Hint::ConfinedHeld { .. } => HintKind::ConfinedHeld,
             Hint::Readiness { .. } => HintKind::Readiness,
             Hint::TimeSliced => HintKind::TimeSliced,
+            Hint::SharedContext => HintKind::SharedContext,
             Hint::Clear(kind) => *kind,
         }
     }
@@ -333,9 +345,11 @@ impl Hint {
                 }
                 Ok(())
             }
-            Hint::ActiveWindow { .. } | Hint::Gang { .. } | Hint::TimeSliced | Hint::Clear(_) => {
-                Ok(())
-            }
+            Hint::ActiveWindow { .. }
+            | Hint::Gang { .. }
+            | Hint::TimeSliced
+            | Hint::SharedContext
+            | Hint::Clear(_) => Ok(()),
             Hint::Isolated { sms } | Hint::Confining { sms } | Hint::ConfinedHeld { sms } => {
                 check::range("sms", sms, 1, MAX_SMS)
             }

@@ -42,6 +42,7 @@ pub fn hints() -> Vec<Hint> {
             waiting_permille: 40,
         },
         Hint::TimeSliced,
+        Hint::SharedContext,
     ]
 }
 
@@ -152,7 +153,8 @@ pub fn agent_messages() -> Vec<AgentMessage> {
             | Hint::Gang { .. }
             | Hint::Isolated { .. }
             | Hint::Yielding { .. }
-            | Hint::TimeSliced => AgentTarget::Process,
+            | Hint::TimeSliced
+            | Hint::SharedContext => AgentTarget::Process,
             Hint::KEdf { .. } => continue,
             _ => AgentTarget::Queue(QueueId(3)),
         };
@@ -235,7 +237,8 @@ pub fn requests() -> Vec<Request> {
             | Hint::Gang { .. }
             | Hint::Isolated { .. }
             | Hint::Yielding { .. }
-            | Hint::TimeSliced => Target::Process { pid: 4242 },
+            | Hint::TimeSliced
+            | Hint::SharedContext => Target::Process { pid: 4242 },
             Hint::KEdf { .. } => Target::Device { id: device().id },
             Hint::Clear(_) => Target::All,
             _ => Target::Queue(queue_ref()),

@@ -60,8 +60,9 @@ fn confined_kernels_under_mps_make_the_process_isolated() {
     assert_eq!(isolated(&sms), None);
     std::fs::write(dir.join("control"), b"").unwrap();
     assert_eq!(isolated(&sms), Some(112));
-    // Claimed by the interposer once confined, not at hello.
-    assert_eq!(cfg(&sms).process_hints(), []);
+    // Isolation is claimed by the interposer once confined, not at hello; sharing the
+    // GPU's context is claimed at hello.
+    assert_eq!(cfg(&sms).process_hints(), [Hint::SharedContext]);
     // MPS without confinement: nothing to claim.
     assert_eq!(isolated(&[("CUDA_MPS_PIPE_DIRECTORY", pipe)]), None);
     // BATON_MPS decides over the pipe; a bad value warns and looks.
@@ -444,4 +445,12 @@ fn every_warning_says_it_comes_from_baton() {
     for w in bad.warnings() {
         assert!(w.starts_with("baton: "), "{w}");
     }
+}
+
+#[test]
+fn a_process_under_mps_says_it_shares_the_gpus_context_and_a_time_sliced_one_does_not() {
+    let shared = |pairs: &[(&str, &str)]| cfg(pairs).process_hints().contains(&Hint::SharedContext);
+    assert!(shared(&[("BATON_MPS", "on")]));
+    assert!(shared(&[("BATON_MPS", "on"), ("BATON_YIELD", "off")]));
+    assert!(!shared(&[("BATON_MPS", "off")]));
 }

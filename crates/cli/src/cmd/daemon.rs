@@ -97,7 +97,8 @@ pub struct DaemonArgs {
     /// again if it died, adopted by the next daemon if this one is killed, and asked to quit at
     /// exit unless programs still run on it. `baton run` points programs at it unless they
     /// name an MPS of their own (CUDA_MPS_PIPE_DIRECTORY). Off by default: measured so far,
-    /// Baton protects a service better between time-sliced contexts (docs/BENCHMARKS.md).
+    /// it protects a GPU-bound service that keeps the GPU busy better than time-slicing does,
+    /// and a decoder worse (README, "How it protects a service").
     #[arg(long)]
     mps_server: bool,
     /// The MPS control program for --mps-server [default: nvidia-cuda-mps-control on PATH].

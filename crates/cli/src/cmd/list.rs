@@ -81,6 +81,7 @@ pub fn hints_text(h: &[Hint]) -> String {
                 waiting_permille,
             } => format!("ready={ready_permille}‰ waiting={waiting_permille}‰"),
             Hint::TimeSliced => "time-sliced".to_string(),
+            Hint::SharedContext => "shared-context".to_string(),
             Hint::Clear(k) => format!("clear {k}"),
         })
         .collect::<Vec<_>>()
