@@ -21,10 +21,10 @@ struct Gemms {
     report: Value,
 }
 
-/// Runs the app (natively unless `baton`) with `args` and `env`, the fake cuBLAS taking 100 µs
-/// of device time per column of C (100 ms for a 1024-column call, beyond its arithmetic: long
-/// against a loaded machine's scheduling delays, which the check's cost bound would otherwise
-/// see), in pieces of 25 ms, on a device of 4 SMs (so that a piece that fills it twice with 128 × 128
+/// Runs the app (natively unless `baton`) with `args` and `env`, the fake cuBLAS taking 250 µs
+/// of device time per column of C (256 ms for a 1024-column call, beyond its arithmetic: long
+/// against a loaded machine's scheduling delays, which the check's 5 % cost bound would
+/// otherwise see), in pieces of 25 ms, on a device of 4 SMs (so that a piece that fills it twice with 128 × 128
 /// tiles of a 256-row result, 512 columns, leaves room for two).
 fn gemms(linked: bool, baton: bool, args: &[&str], env: &[(&str, &str)]) -> Gemms {
     let libs = format!("{}:{}", path(cublas_dir()), path(driver_dir()));
@@ -33,7 +33,7 @@ fn gemms(linked: bool, baton: bool, args: &[&str], env: &[(&str, &str)]) -> Gemm
     let report = path(&report_path).to_owned();
     let mut all: Vec<(&str, &str)> = vec![
         ("LD_LIBRARY_PATH", &libs),
-        ("FAKE_CUBLAS_NS_PER_COLUMN", "100000"),
+        ("FAKE_CUBLAS_NS_PER_COLUMN", "250000"),
         ("BATON_GEMM_PIECE_US", "25000"),
         ("FAKE_CUDA_SMS", "4"),
     ];
@@ -82,8 +82,8 @@ fn beside_a_more_urgent_stream_gemms_are_split_and_their_results_are_the_native_
         assert_eq!((calls, checks), (9, 3), "{}", baton.report["gemm"]);
         assert_eq!(split, 9, "{}", baton.report["gemm"]);
         assert_eq!(verdicts(&baton.report), ["split"; 3]);
-        // Each call in as many pieces as its check chose, from its measured time (100 ms and
-        // more, 200 ms for the batch of two, in 25 ms pieces) and the narrowest piece that fills
+        // Each call in as many pieces as its check chose, from its measured time (256 ms and
+        // more, 512 ms for the batch of two, in 25 ms pieces) and the narrowest piece that fills
         // 4 SMs twice (512 columns; 256 for the batch of two): two pieces, four for the batch.
         let per_shape: Vec<u64> = shapes(&baton.report)
             .iter()
@@ -168,6 +168,6 @@ fn a_check_slowed_once_by_another_programs_kernels_still_splits() {
         first["split_us"].as_f64().expect("split_us"),
     );
     // The fastest timing of each side: the pieces cost what the whole does, not four times it.
-    assert!(split < whole * 1.15, "{first}");
+    assert!(split < whole * 1.05, "{first}");
     baton.run.log.assert_no_errors();
 }

@@ -29,8 +29,11 @@ use super::plan::{Gemm, Split};
 use crate::report::GemmShape;
 use crate::runtime::Runtime;
 
-/// Pieces may take this much more device time than the whole call, in all.
-const MAX_COST: f64 = 1.15;
+/// Pieces may take this much more device time than the whole call, in all. A job whose
+/// stream may be held is split even while the service beside it is idle, where it should
+/// keep 97 % of its speed; on an H200 every shape that split measured at most 4 % over the
+/// whole (8192³ bf16: 2–3.5 %), every shape refused 32 % or more.
+const MAX_COST: f64 = 1.05;
 
 /// Timings made before the check gives up for now because the stream was held in each.
 const TRIES: u32 = 3;

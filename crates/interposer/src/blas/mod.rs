@@ -11,7 +11,7 @@
 //!
 //! The pieces must give the bits the whole call gives: before a shape is split the first time,
 //! both are computed on the device into copies of `C` and compared byte for byte, and a shape
-//! whose pieces differ, or cost more than 15 % more device time, is never split
+//! whose pieces differ, or cost more than 5 % more device time, is never split
 //! ([`check`]). Alone (no scheduler can suspend the stream) nothing is split, checked or added
 //! but one `cublasGetStream` per call.
 //!
