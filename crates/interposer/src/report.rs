@@ -38,6 +38,8 @@ pub(crate) struct GemmStats {
     /// Shapes checked on the device, and the time the checks took on the calling threads.
     pub(crate) checks: AtomicU64,
     pub(crate) check_ns: AtomicU64,
+    /// Of the checks, those whose stream was held through every timing (checked again later).
+    pub(crate) held_checks: AtomicU64,
     /// The first [`GEMM_SHAPES`] checked shapes and what was found.
     pub(crate) shapes: Mutex<Vec<GemmShape>>,
 }
@@ -82,6 +84,7 @@ struct GemmReport {
     pieces: u64,
     checks: u64,
     check_ms: f64,
+    held_checks: u64,
     shapes: Vec<GemmShape>,
 }
 
@@ -94,6 +97,7 @@ impl GemmReport {
             pieces: n(&g.pieces),
             checks: n(&g.checks),
             check_ms: n(&g.check_ns) as f64 / 1e6,
+            held_checks: n(&g.held_checks),
             shapes: baton_cuda::core::locks::lock(&g.shapes).clone(),
         }
     }

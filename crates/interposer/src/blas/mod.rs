@@ -120,10 +120,54 @@ impl Key {
     }
 }
 
+/// What is known of a shape.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Known {
+    /// Checked: what was found.
+    Checked(Verdict),
+    /// Its last `failures` checks were held through every timing; made whole for the next
+    /// `wait` calls before it is checked again, each failure doubling the wait (up to
+    /// [`MAX_HELD_WAIT`]), so that a check that keeps finding its stream held (beside a busy
+    /// service) costs the job a bounded share of its GEMMs, not several times each call.
+    Held { failures: u32, wait: u32 },
+}
+
+/// The most calls of a shape made whole between two checks that were held.
+const MAX_HELD_WAIT: u32 = 256;
+
+impl Known {
+    /// After a held check that followed `failures` held ones.
+    fn held(failures: u32) -> Known {
+        let failures = failures.saturating_add(1);
+        Known::Held {
+            failures,
+            wait: 1u32
+                .checked_shl(failures)
+                .unwrap_or(u32::MAX)
+                .min(MAX_HELD_WAIT),
+        }
+    }
+}
+
 /// The shapes checked so far and what was found.
-fn verdicts() -> &'static Mutex<HashMap<Key, Verdict>> {
-    static V: OnceLock<Mutex<HashMap<Key, Verdict>>> = OnceLock::new();
+fn verdicts() -> &'static Mutex<HashMap<Key, Known>> {
+    static V: OnceLock<Mutex<HashMap<Key, Known>>> = OnceLock::new();
     V.get_or_init(Mutex::default)
+}
+
+/// Whether a shape is to be checked now, or what is known of it: `Ok(verdict)` when checked,
+/// `Err(None)` to check it now, `Err(Some(failures))` when its held checks make it wait (one
+/// call of the wait counted).
+fn known(key: &Key) -> Result<Verdict, Option<u32>> {
+    let mut v = locks::lock(verdicts());
+    match v.get_mut(key) {
+        Some(Known::Checked(verdict)) => Ok(*verdict),
+        Some(Known::Held { failures, wait }) if *wait > 0 => {
+            *wait -= 1;
+            Err(Some(*failures))
+        }
+        Some(Known::Held { .. }) | None => Err(None),
+    }
 }
 
 /// A hooked GEMM: made in pieces where its stream may be held and the check allows, else as
@@ -188,13 +232,14 @@ fn pieces(call: &Call) -> Option<plan::Split> {
         unsafe { std::mem::transmute::<usize, GetMathModeFn>(f)(call.handle, &mut math_mode) };
     }
     let key = Key::of(call, math_mode);
-    let known = locks::lock(verdicts()).get(&key).copied();
-    let verdict = match known {
-        Some(v) => v,
+    let verdict = match known(&key) {
+        Ok(v) => v,
+        // Waiting after held checks.
+        Err(Some(_)) => return None,
         // Never during a capture anywhere in the process: the check synchronizes and
         // allocates, which a capture in the global mode forbids.
-        None if rt.gate.active() => return None,
-        None => {
+        Err(None) if rt.gate.active() => return None,
+        Err(None) => {
             let since = std::time::Instant::now();
             let sms = {
                 // SAFETY: the device of the stream's context, a device of this driver.
@@ -214,9 +259,18 @@ fn pieces(call: &Call) -> Option<plan::Split> {
             let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
             g.check_ns.fetch_add(ns, Ordering::Relaxed);
             tracing::debug!(?key, ?v, "GEMM shape checked");
-            // Held through every timing: checked again at a later call.
-            let v = v?;
-            locks::lock(verdicts()).insert(key, v);
+            let Some(v) = v else {
+                // Held through every timing: checked again after a wait.
+                g.held_checks.fetch_add(1, Ordering::Relaxed);
+                let mut known = locks::lock(verdicts());
+                let failures = match known.get(&key) {
+                    Some(Known::Held { failures, .. }) => *failures,
+                    _ => 0,
+                };
+                known.insert(key, Known::held(failures));
+                return None;
+            };
+            locks::lock(verdicts()).insert(key, Known::Checked(v));
             g.checked(v.shape(call));
             v
         }
@@ -363,3 +417,54 @@ typed_hook!(cublasHgemm, Hgemm, 2);
 typed_strided_hook!(cublasSgemmStridedBatched, SgemmStridedBatched, 4);
 typed_strided_hook!(cublasDgemmStridedBatched, DgemmStridedBatched, 8);
 typed_strided_hook!(cublasHgemmStridedBatched, HgemmStridedBatched, 2);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(handle: usize) -> Key {
+        Key {
+            entry: Entry::GemmEx,
+            handle,
+            math_mode: 0,
+            types: [0; 5],
+            shape: [0; 12],
+            alignment: [0; 3],
+        }
+    }
+
+    #[test]
+    fn a_shape_whose_checks_are_held_waits_twice_as_long_after_each() {
+        let k = key(0x5eed_0001);
+        assert_eq!(known(&k).err(), Some(None), "never checked: check now");
+        // Each held check doubles the calls made whole before the next, up to the cap.
+        let mut failures = 0;
+        for expect_wait in [2, 4, 8, 16, 32, 64, 128, 256, 256, 256] {
+            let next = Known::held(failures);
+            let Known::Held { failures: f, wait } = next else {
+                panic!("{next:?}")
+            };
+            assert_eq!(wait, expect_wait);
+            locks::lock(verdicts()).insert(k, next);
+            for _ in 0..wait {
+                assert_eq!(known(&k).err(), Some(Some(f)), "waiting");
+            }
+            assert_eq!(
+                known(&k).err(),
+                Some(None),
+                "checked again after {wait} calls"
+            );
+            failures = f;
+        }
+        assert_eq!(Known::held(u32::MAX - 1), Known::held(u32::MAX));
+    }
+
+    #[test]
+    fn a_checked_shape_keeps_its_verdict() {
+        let k = key(0x5eed_0002);
+        let v = Verdict::Short { whole_us: 42.0 };
+        locks::lock(verdicts()).insert(k, Known::Checked(v));
+        assert_eq!(known(&k), Ok(v));
+        assert_eq!(known(&k), Ok(v));
+    }
+}
