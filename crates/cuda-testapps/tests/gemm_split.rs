@@ -1,8 +1,11 @@
-//! cuBLAS GEMMs split into pieces under Baton (the interposer's `blas` module), against a fake
-//! cuBLAS (`tests/data/fake_cublas.c`) over the fake driver: the result is the native one's,
-//! bit for bit, whether the calls are split, left whole because pieces would differ, or left
-//! alone because nothing could hold the stream back; reached by linking (as PyTorch and CuPy
-//! reach cuBLAS) and by `dlsym` (as JAX does).
+//! cuBLAS and cuBLASLt GEMMs split into pieces under Baton (the interposer's `blas` module),
+//! against a fake cuBLAS built on a fake cuBLASLt (`tests/data/fake_cublas.c`,
+//! `fake_cublaslt.c`) over the fake driver: the result is the native one's, bit for bit,
+//! whether the calls are split, left whole because pieces would differ or their arguments rule
+//! pieces out, or left alone because nothing could hold the stream back; reached by linking
+//! (as PyTorch and CuPy reach cuBLAS) and by `dlsym` (as JAX does). cuBLAS's `cublasGemmEx`
+//! reaches cuBLASLt's `cublasLtMatmul` as the real one does, so every test also shows that the
+//! call cuBLAS makes inside Baton's is made as cuBLAS made it.
 
 mod support;
 
@@ -170,4 +173,62 @@ fn a_check_slowed_once_by_another_programs_kernels_still_splits() {
     // The fastest timing of each side: the pieces cost what the whole does, not four times it.
     assert!(split < whole * 1.05, "{first}");
     baton.run.log.assert_no_errors();
+}
+
+#[test]
+fn beside_a_more_urgent_stream_cublaslt_matmuls_are_split_where_their_epilogues_allow() {
+    for linked in [true, false] {
+        let native = gemms(linked, false, &["service", "lt"], &[]);
+        let expected = native.run.line().to_owned();
+        let baton = gemms(linked, true, &["service", "lt"], &[]);
+        assert_eq!(baton.run.line(), expected, "linked {linked}");
+        let g = &baton.report["gemm"];
+        let (calls, split, pieces, checks) = gemm_counts(&baton.report);
+        // Five calls a round: a bias per row, ReLU of a transposed product, a strided batch
+        // (each checked once and split every time), the maximum of |D| and C apart from D
+        // (ruled out, never checked).
+        assert_eq!((calls, checks, split), (15, 3, 9), "{g}");
+        assert_eq!(g["ruled_out"].as_u64(), Some(6), "{g}");
+        assert_eq!(verdicts(&baton.report), ["split"; 3]);
+        let entries: Vec<&str> = shapes(&baton.report)
+            .iter()
+            .map(|s| s["entry"].as_str().expect("entry"))
+            .collect();
+        assert_eq!(entries, ["lt_matmul"; 3]);
+        let per_shape: Vec<u64> = shapes(&baton.report)
+            .iter()
+            .map(|s| s["pieces"].as_u64().expect("pieces"))
+            .collect();
+        assert_eq!(per_shape, [2, 2, 4]);
+        assert_eq!(pieces, 3 * per_shape.iter().sum::<u64>(), "{g}");
+        baton.run.log.assert_streams_fifo();
+        baton.run.log.assert_no_errors();
+    }
+}
+
+#[test]
+fn a_cublaslt_shape_whose_pieces_would_round_differently_is_never_split() {
+    let env = [("FAKE_CUBLAS_SPLITK_BELOW_N", "1000")];
+    let native = gemms(true, false, &["service", "lt"], &env);
+    let baton = gemms(true, true, &["service", "lt"], &env);
+    assert_eq!(baton.run.line(), native.run.line());
+    let (calls, split, pieces, checks) = gemm_counts(&baton.report);
+    assert_eq!(
+        (calls, split, pieces, checks),
+        (15, 0, 0, 3),
+        "{}",
+        baton.report["gemm"]
+    );
+    assert_eq!(verdicts(&baton.report), ["differs"; 3]);
+}
+
+#[test]
+fn alone_no_cublaslt_descriptor_is_even_read() {
+    let native = gemms(false, false, &["lt"], &[]);
+    let baton = gemms(false, true, &["lt"], &[]);
+    assert_eq!(baton.run.line(), native.run.line());
+    let g = &baton.report["gemm"];
+    let (calls, split, _, checks) = gemm_counts(&baton.report);
+    assert_eq!((calls, split, checks), (15, 0, 0), "{g}");
+    assert_eq!(g["ruled_out"].as_u64(), Some(0), "{g}");
 }

@@ -40,6 +40,9 @@ pub(crate) struct GemmStats {
     pub(crate) check_ns: AtomicU64,
     /// Of the checks, those whose stream was held through every timing (checked again later).
     pub(crate) held_checks: AtomicU64,
+    /// cuBLASLt calls on a stream that may be held whose arguments rule pieces out (an
+    /// epilogue, scaling or layout that spans columns, `C` apart from `D`: `blas/lt.rs`).
+    pub(crate) ruled_out: AtomicU64,
     /// The first [`GEMM_SHAPES`] checked shapes and what was found.
     pub(crate) shapes: Mutex<Vec<GemmShape>>,
 }
@@ -48,7 +51,8 @@ pub(crate) struct GemmStats {
 pub(crate) const GEMM_SHAPES: usize = 32;
 
 /// One checked GEMM shape: the entry point, its dimensions and types (`Atype`, `Btype`,
-/// `Ctype`, `computeType`, `algo`; zeros for the typed calls), and what the check found.
+/// `Ctype`, `computeType`, `algo`; zeros for the typed calls; for cuBLASLt the types of `A`,
+/// `B` and `D`, `computeType` and `scaleType`), and what the check found.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct GemmShape {
     pub(crate) entry: &'static str,
@@ -85,6 +89,7 @@ struct GemmReport {
     checks: u64,
     check_ms: f64,
     held_checks: u64,
+    ruled_out: u64,
     shapes: Vec<GemmShape>,
 }
 
@@ -98,6 +103,7 @@ impl GemmReport {
             checks: n(&g.checks),
             check_ms: n(&g.check_ns) as f64 / 1e6,
             held_checks: n(&g.held_checks),
+            ruled_out: n(&g.ruled_out),
             shapes: baton_cuda::core::locks::lock(&g.shapes).clone(),
         }
     }

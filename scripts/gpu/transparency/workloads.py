@@ -24,12 +24,15 @@ too early changes it.
                   allocator's blocks, a high-priority stream, pinned copies reused after events
   cupy            CuPy: matrix products and reductions on two streams joined by events, a raw
                   kernel, pinned asynchronous copies
-  jax             JAX: an MLP trained by jitted SGD steps (XLA command buffers, cuGraphLaunch)
+  jax             JAX: an MLP trained by jitted SGD steps (XLA command buffers, cuGraphLaunch),
+                  then a jitted bf16 8192³ product chain (XLA's cuBLAS or cuBLASLt, by dlsym)
   triton          Triton: a vector kernel and a blocked matrix product, accumulated in a loop
   gemm            PyTorch GEMMs of the shapes and types Baton splits (bf16 8192³ and 4096³,
                   fp16, fp32 with and without TF32, transposed operands, an operand at an
-                  offset, a batched product, sizes no multiple of 128) and one it leaves to
-                  cuBLASLt (addmm with a bias), on a side stream, each fed by the last
+                  offset, a batched product, sizes no multiple of 128), and cuBLASLt's: Linear
+                  layers with a bias (4096 and 8192 wide) forward and backward (the bias's
+                  gradient an epilogue Baton never splits), GELU fused with the bias
+                  (_addmm_activation), on a side stream, each fed by the last
 
   python3 workloads.py serve-graph SEED SECONDS [RATE]
 
@@ -317,6 +320,15 @@ def gemm():
         outs.append(torch.bmm(x, w))
         lin = torch.nn.Linear(4096, 4096, device="cuda", dtype=torch.bfloat16)
         outs.append(lin(rand(2048, 4096)).detach())
+        for width, tokens in [(8192, 8192), (4096, 16384)]:
+            lin = torch.nn.Linear(width, width, device="cuda", dtype=torch.bfloat16)
+            x = rand(tokens, width).requires_grad_()
+            for _ in range(3):
+                y = lin(x)
+                y.float().square().mean().backward()
+                outs.append(y.detach())
+            outs += [x.grad, lin.weight.grad, lin.bias.grad]
+            outs.append(torch._addmm_activation(lin.bias, x.detach(), lin.weight.t(), use_gelu=True))
     torch.cuda.synchronize()
     for o in outs:
         d.add(host(o.cpu()))
@@ -349,6 +361,12 @@ def jax():
         d.add(np.asarray(value))
     for p in params:
         d.add(np.asarray(p))
+    big = jx.random.normal(k1, (8192, 8192), dtype=jnp.bfloat16)
+    chain = jx.jit(lambda a, b: ((a @ b) * (1.0 / 8192)).astype(jnp.bfloat16))
+    a = big
+    for _ in range(6):
+        a = chain(a, big)
+        d.add(np.asarray(a.astype(jnp.float32)))
     return d.hex()
 
 

@@ -173,11 +173,26 @@ fn utf8(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
-/// The fake cuBLAS (`tests/data/fake_cublas.c`) as `libcublas.so.13` and `libcublas.so` in a
-/// directory of their own.
+/// The fake cuBLAS (`tests/data/fake_cublas.c`) as `libcublas.so.13` and `libcublas.so`, and
+/// the fake cuBLASLt it is built on (`tests/data/fake_cublaslt.c`) as `libcublasLt.so.13` and
+/// `libcublasLt.so`, in a directory of their own.
 pub fn cublas_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        let lt = compile_c(
+            "fake_cublaslt.c",
+            "libcublasLt.so.13",
+            &[
+                "-O2",
+                "-shared",
+                "-fPIC",
+                "-Wl,-soname,libcublasLt.so.13",
+                "-L",
+                utf8(driver_dir()),
+                "-lcuda",
+            ],
+        );
+        let lt_dir = utf8(lt.parent().expect("its directory")).to_owned();
         let lib = compile_c(
             "fake_cublas.c",
             "libcublas.so.13",
@@ -187,17 +202,27 @@ pub fn cublas_dir() -> &'static Path {
                 "-fPIC",
                 "-Wl,-soname,libcublas.so.13",
                 "-L",
+                &lt_dir,
+                "-l:libcublasLt.so.13",
+                "-L",
                 utf8(driver_dir()),
                 "-lcuda",
             ],
         );
         let dir = lib.parent().expect("its directory").to_path_buf();
-        std::os::unix::fs::symlink(&lib, dir.join("libcublas.so")).expect("link libcublas.so");
+        let link = |from: &Path, name: &str| {
+            std::os::unix::fs::symlink(from, dir.join(name))
+                .unwrap_or_else(|e| panic!("link {name}: {e}"));
+        };
+        link(&lib, "libcublas.so");
+        link(&lt, "libcublasLt.so.13");
+        link(&lt, "libcublasLt.so");
         dir
     })
 }
 
-/// `gemm_app.c`, linked with `-lcublas` or (`linked` false) looking cuBLAS up with `dlsym`.
+/// `gemm_app.c`, linked with `-lcublas -lcublasLt` or (`linked` false) looking cuBLAS and
+/// cuBLASLt up with `dlsym`.
 pub fn gemm_app(linked: bool) -> PathBuf {
     static APPS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     let (l, d) = APPS.get_or_init(|| {
@@ -207,7 +232,14 @@ pub fn gemm_app(linked: bool) -> PathBuf {
             "gemm_app.c",
             "gemm_app_linked",
             &[
-                "-DLINKED", "-L", &cublas, "-lcublas", "-L", &driver, "-lcuda",
+                "-DLINKED",
+                "-L",
+                &cublas,
+                "-lcublas",
+                "-lcublasLt",
+                "-L",
+                &driver,
+                "-lcuda",
             ],
         );
         let looked_up = compile_c("gemm_app.c", "gemm_app", &["-L", &driver, "-lcuda", "-ldl"]);

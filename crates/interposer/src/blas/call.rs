@@ -1,11 +1,12 @@
-//! The cuBLAS functions Baton calls, found in the library the process loaded, and one GEMM call
-//! as the application made it, which can be made again for any piece of it.
+//! The cuBLAS and cuBLASLt functions Baton calls, found in the libraries the process loaded, and
+//! one GEMM call as the application made it, which can be made again for any piece of it.
 
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use baton_cuda::sys::CUstream;
 
+use super::lt::{Lt, Unsplit};
 use super::plan::Gemm;
 
 /// cuBLAS's status codes Baton returns itself.
@@ -109,6 +110,7 @@ pub(super) enum Entry {
     SgemmStridedBatched,
     DgemmStridedBatched,
     HgemmStridedBatched,
+    LtMatmul,
 }
 
 impl Entry {
@@ -123,12 +125,13 @@ impl Entry {
             Entry::SgemmStridedBatched => "sgemm_strided_batched",
             Entry::DgemmStridedBatched => "dgemm_strided_batched",
             Entry::HgemmStridedBatched => "hgemm_strided_batched",
+            Entry::LtMatmul => "lt_matmul",
         }
     }
 }
 
-/// Hooked entry points, then the two helpers Baton calls.
-pub(super) const NAMES: [&CStr; 10] = [
+/// Hooked entry points, then the helpers Baton calls.
+pub(super) const NAMES: [&CStr; 16] = [
     c"cublasGemmEx",
     c"cublasGemmStridedBatchedEx",
     c"cublasSgemm_v2",
@@ -137,12 +140,24 @@ pub(super) const NAMES: [&CStr; 10] = [
     c"cublasSgemmStridedBatched",
     c"cublasDgemmStridedBatched",
     c"cublasHgemmStridedBatched",
+    c"cublasLtMatmul",
     c"cublasGetStream_v2",
     c"cublasGetMathMode",
+    c"cublasLtMatmulDescGetAttribute",
+    c"cublasLtMatrixLayoutGetAttribute",
+    c"cublasLtMatrixLayoutCreate",
+    c"cublasLtMatrixLayoutSetAttribute",
+    c"cublasLtMatrixLayoutDestroy",
 ];
-pub(super) const GET_STREAM: usize = 8;
-pub(super) const GET_MATH_MODE: usize = 9;
-/// How cuBLAS's library is named, newest first: the one loaded is found by its soname.
+pub(super) const GET_STREAM: usize = 9;
+pub(super) const GET_MATH_MODE: usize = 10;
+pub(super) const LT_DESC_GET: usize = 11;
+pub(super) const LT_LAYOUT_GET: usize = 12;
+pub(super) const LT_LAYOUT_CREATE: usize = 13;
+pub(super) const LT_LAYOUT_SET: usize = 14;
+pub(super) const LT_LAYOUT_DESTROY: usize = 15;
+/// How cuBLAS's and cuBLASLt's libraries are named, newest first: the one loaded is found by
+/// its soname.
 const SONAMES: [&CStr; 5] = [
     c"libcublas.so.13",
     c"libcublas.so.12",
@@ -150,19 +165,30 @@ const SONAMES: [&CStr; 5] = [
     c"libcublas.so.10",
     c"libcublas.so",
 ];
+const LT_SONAMES: [&CStr; 4] = [
+    c"libcublasLt.so.13",
+    c"libcublasLt.so.12",
+    c"libcublasLt.so.11",
+    c"libcublasLt.so",
+];
 
 /// The real functions (0: not found yet).
 pub(super) static REAL: [AtomicUsize; NAMES.len()] = [const { AtomicUsize::new(0) }; NAMES.len()];
 
-/// The real function `NAMES[i]`, found in the cuBLAS the process loaded (by its soname), else
-/// the next definition after Baton's in the global scope (a cuBLAS of another name the program
-/// linked).
+/// The real function `NAMES[i]`, found in the cuBLAS (or cuBLASLt) the process loaded (by its
+/// soname), else the next definition after Baton's in the global scope (a library of another
+/// name the program linked).
 pub(super) fn real(i: usize) -> Option<usize> {
     let p = REAL[i].load(Ordering::Acquire);
     if p != 0 {
         return Some(p);
     }
-    let found = SONAMES.iter().find_map(|soname| {
+    let sonames: &[&CStr] = if NAMES[i].to_bytes().starts_with(b"cublasLt") {
+        &LT_SONAMES
+    } else {
+        &SONAMES
+    };
+    let found = sonames.iter().find_map(|soname| {
         // SAFETY: RTLD_NOLOAD only looks for a library already loaded; it loads nothing and
         // runs no initializer. The name is a C string.
         let lib = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
@@ -189,14 +215,56 @@ pub(super) struct Call {
     pub(super) handle: Handle,
     pub(super) alpha: *const c_void,
     pub(super) beta: *const c_void,
-    /// `Atype`, `Btype`, `Ctype`, `computeType` and `algo` of the `Ex` calls (0 otherwise).
+    /// `Atype`, `Btype`, `Ctype`, `computeType` and `algo` of the `Ex` calls (0 for the typed
+    /// ones); for cuBLASLt the types of `A`, `B` and `D`, `computeType` and `scaleType`.
     pub(super) types: [c_int; 5],
+    /// For cuBLASLt, whatever else its kernels are chosen by ([`Lt::key`]); zeros otherwise.
+    pub(super) extra: [u64; 16],
+    /// What cuBLASLt's call names beyond the operands (`None` for cuBLAS).
+    pub(super) lt: Option<Lt>,
+    /// Where it is [`Call::parsed`]: the operands, `D` (for cuBLASLt) in the place of `C`.
     pub(super) gemm: Gemm,
 }
 
 impl Call {
-    /// Makes the call to cuBLAS for `g` (the whole call's arguments, or a piece's).
+    /// The call's stream: cuBLASLt names it, cuBLAS keeps it in the handle.
+    pub(super) fn stream(&self) -> Option<CUstream> {
+        if let Some(lt) = &self.lt {
+            return Some(lt.stream);
+        }
+        let get_stream = real(GET_STREAM)?;
+        let mut stream: CUstream = std::ptr::null_mut();
+        // SAFETY: cuBLAS's cublasGetStream_v2 on the application's handle, into a local.
+        let r = unsafe {
+            std::mem::transmute::<usize, GetStreamFn>(get_stream)(self.handle, &mut stream)
+        };
+        (r == CUBLAS_STATUS_SUCCESS).then_some(stream)
+    }
+
+    /// The call with its operands read, ready to be planned, or why a cuBLASLt call is made
+    /// whole. A cuBLAS call's operands are its arguments; a cuBLASLt call's are read from its
+    /// descriptors only here, once its stream may be held.
+    pub(super) fn parsed(&self) -> Result<Call, Unsplit> {
+        match &self.lt {
+            None => Ok(*self),
+            Some(lt) => lt.parse(self),
+        }
+    }
+
+    /// Makes the call exactly as the application made it.
+    pub(super) fn run_as_made(&self) -> c_int {
+        match &self.lt {
+            Some(lt) => lt.run_as_made(self),
+            None => self.run(&self.gemm),
+        }
+    }
+
+    /// Makes the call to cuBLAS for `g` (the whole call's arguments, or a piece's) of a
+    /// [`Call::parsed`] call.
     pub(super) fn run(&self, g: &Gemm) -> c_int {
+        if let Some(lt) = &self.lt {
+            return lt.run(self, g);
+        }
         let Some(f) = real(self.entry as usize) else {
             return CUBLAS_STATUS_NOT_INITIALIZED;
         };
@@ -232,6 +300,8 @@ impl Call {
                     h, g.transa, g.transb, g.m, g.n, g.k, al, a, g.lda, g.stride_a, b, g.ldb,
                     g.stride_b, be, c, g.ldc, g.stride_c, g.batch,
                 ),
+                // Made by `Lt::run` above.
+                Entry::LtMatmul => CUBLAS_STATUS_NOT_INITIALIZED,
             }
         }
     }

@@ -15,17 +15,24 @@
 //! ([`check`]). Alone (no scheduler can suspend the stream) nothing is split, checked or added
 //! but one `cublasGetStream` per call.
 //!
+//! cuBLASLt's `cublasLtMatmul` (PyTorch's `Linear` and `addmm` with a bias, XLA) is split the
+//! same way, by columns only, where its descriptor allows ([`lt`]).
+//!
 //! # How calls reach it
 //!
-//! The hooks are exported under cuBLAS's names. A program linked against `libcublas` binds to
-//! them first (the interposer is preloaded); one that looks them up with `dlsym` in a cuBLAS it
-//! opened itself gets them from Baton's `dlsym` ([`substitute`]). The real functions come from
-//! that lookup, else from the cuBLAS already loaded in the process (by its soname, never
-//! loading one).
+//! The hooks are exported under cuBLAS's and cuBLASLt's names. A program linked against
+//! `libcublas` or `libcublasLt` binds to them first (the interposer is preloaded); one that
+//! looks them up with `dlsym` in a library it opened itself gets them from Baton's `dlsym`
+//! ([`substitute`]). The real functions come from that lookup, else from the library already
+//! loaded in the process (by its soname, never loading one). cuBLAS makes its own GEMMs through
+//! `cublasLtMatmul`, so that hook also receives cuBLAS's calls: one made while this thread is
+//! inside a hook (a cuBLAS call Baton makes, whole or a piece, or checks) is cuBLAS's own and
+//! goes straight to cuBLASLt.
 //!
 //! [`XQueue::may_run_unbounded`]: baton_cuda::core::XQueue::may_run_unbounded
 //! [`XQueue::holdable`]: baton_cuda::core::XQueue::holdable
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::atomic::Ordering;
@@ -38,13 +45,15 @@ use crate::registry::Api;
 
 mod call;
 mod check;
+mod lt;
 mod plan;
 
 use call::{
-    CUBLAS_STATUS_SUCCESS, Call, Entry, GET_MATH_MODE, GET_STREAM, GetMathModeFn, GetStreamFn,
-    Handle, NAMES, REAL, real, type_bytes,
+    CUBLAS_STATUS_SUCCESS, Call, Entry, GET_MATH_MODE, GetMathModeFn, Handle, NAMES, REAL, real,
+    type_bytes,
 };
 use check::Verdict;
+use lt::Lt;
 use plan::Gemm;
 
 /// SMs assumed where the driver does not say (an H100's or H200's).
@@ -69,7 +78,7 @@ pub(crate) fn substitute(name: &CStr, found: *mut c_void) -> *mut c_void {
 }
 
 /// The hooks, in [`NAMES`]'s order (the helpers have none).
-fn hooks() -> [usize; 8] {
+fn hooks() -> [usize; 9] {
     [
         cublasGemmEx as *const () as usize,
         cublasGemmStridedBatchedEx as *const () as usize,
@@ -79,6 +88,7 @@ fn hooks() -> [usize; 8] {
         cublasSgemmStridedBatched as *const () as usize,
         cublasDgemmStridedBatched as *const () as usize,
         cublasHgemmStridedBatched as *const () as usize,
+        cublasLtMatmul as *const () as usize,
     ]
 }
 
@@ -91,6 +101,7 @@ struct Key {
     types: [c_int; 5],
     shape: [i64; 12],
     alignment: [u16; 3],
+    extra: [u64; 16],
 }
 
 impl Key {
@@ -116,6 +127,7 @@ impl Key {
                 g.batch.into(),
             ],
             alignment: g.alignment(),
+            extra: call.extra,
         }
     }
 }
@@ -170,10 +182,30 @@ fn known(key: &Key) -> Result<Verdict, Option<u32>> {
     }
 }
 
+thread_local! {
+    /// Whether this thread is inside a hook: cuBLAS makes its GEMMs through cuBLASLt's
+    /// `cublasLtMatmul`, which Baton hooks too, and a call cuBLAS makes for the one Baton is
+    /// making (or checking) is cuBLAS's own, made as cuBLAS made it.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Leaves the hook when dropped.
+struct Inside;
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE.with(|i| i.set(false));
+    }
+}
+
 /// A hooked GEMM: made in pieces where its stream may be held and the check allows, else as
 /// called. Only the choice runs under `catch_unwind`: once a piece is made, the call is never
 /// made again whole (a piece may have read and written part of C).
 fn gemm(call: Call) -> c_int {
+    if INSIDE.with(|i| i.replace(true)) {
+        return call.run_as_made();
+    }
+    let _inside = Inside;
     let chosen = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pieces(&call)));
     let split = chosen.unwrap_or_else(|_| {
         tracing::error!(
@@ -182,8 +214,8 @@ fn gemm(call: Call) -> c_int {
         );
         None
     });
-    let Some(split) = split else {
-        return call.run(&call.gemm);
+    let Some((call, split)) = split else {
+        return call.run_as_made();
     };
     for (start, width) in split.bands(&call.gemm) {
         let r = call.run(&call.gemm.piece(split.axis, start, width));
@@ -194,25 +226,19 @@ fn gemm(call: Call) -> c_int {
     CUBLAS_STATUS_SUCCESS
 }
 
-/// How to make the call in pieces (counted as split); `None` to make it whole.
-fn pieces(call: &Call) -> Option<plan::Split> {
+/// How to make the call in pieces (counted as split): the call with its operands read, and
+/// the split; `None` to make it whole.
+fn pieces(call: &Call) -> Option<(Call, plan::Split)> {
     let rt = crate::runtime::get()?;
     let piece_ns = rt.cfg.gemm_piece_us().saturating_mul(1000);
     if !rt.hot.enabled || piece_ns == 0 {
         return None;
     }
     rt.stats.gemm.calls.fetch_add(1, Ordering::Relaxed);
-    if !call.gemm.splittable() {
+    if call.lt.is_none() && !call.gemm.splittable() {
         return None;
     }
-    let get_stream = real(GET_STREAM)?;
-    let mut stream: CUstream = std::ptr::null_mut();
-    // SAFETY: cuBLAS's cublasGetStream_v2 on the application's handle, into a local.
-    let r =
-        unsafe { std::mem::transmute::<usize, GetStreamFn>(get_stream)(call.handle, &mut stream) };
-    if r != CUBLAS_STATUS_SUCCESS {
-        return None;
-    }
+    let stream = call.stream()?;
     let entry = rt.scheduled_entry(stream, Api::Plain)?;
     tracing::trace!(
         capturing = entry.capturing.load(Ordering::Acquire),
@@ -226,8 +252,20 @@ fn pieces(call: &Call) -> Option<plan::Split> {
     {
         return None;
     }
+    let call = match call.parsed() {
+        Ok(call) => call,
+        Err(lt::Unsplit::RuledOut) => {
+            rt.stats.gemm.ruled_out.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        Err(lt::Unsplit::Narrow) => return None,
+    };
+    if !call.gemm.splittable() {
+        return None;
+    }
+    let call = &call;
     let mut math_mode: c_int = 0;
-    if let Some(f) = real(GET_MATH_MODE) {
+    if let (None, Some(f)) = (call.lt, real(GET_MATH_MODE)) {
         // SAFETY: cuBLAS's cublasGetMathMode on the application's handle, into a local.
         unsafe { std::mem::transmute::<usize, GetMathModeFn>(f)(call.handle, &mut math_mode) };
     }
@@ -283,7 +321,7 @@ fn pieces(call: &Call) -> Option<plan::Split> {
         .gemm
         .pieces
         .fetch_add(u64::from(split.pieces(&call.gemm)), Ordering::Relaxed);
-    Some(split)
+    Some((*call, split))
 }
 
 /// Defines an exported cuBLAS hook that builds the [`Call`] and hands it to [`gemm`].
@@ -321,6 +359,8 @@ fn typed(
         alpha,
         beta,
         types: [0; 5],
+        extra: [0; 16],
+        lt: None,
         gemm: Gemm {
             transa,
             transb,
@@ -338,6 +378,7 @@ fn typed(
             stride_c,
             batch,
             bytes: [bytes; 3],
+            only_n: false,
         },
     }
 }
@@ -418,6 +459,51 @@ typed_strided_hook!(cublasSgemmStridedBatched, SgemmStridedBatched, 4);
 typed_strided_hook!(cublasDgemmStridedBatched, DgemmStridedBatched, 8);
 typed_strided_hook!(cublasHgemmStridedBatched, HgemmStridedBatched, 2);
 
+/// Baton's hook for cuBLASLt's `cublasLtMatmul` (see the module documentation and [`lt`]).
+///
+/// # Safety
+/// cuBLASLt's contract for this function.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cublasLtMatmul(
+    handle: Handle,
+    desc: *mut c_void,
+    alpha: *const c_void,
+    a: *const c_void,
+    adesc: *mut c_void,
+    b: *const c_void,
+    bdesc: *mut c_void,
+    beta: *const c_void,
+    c: *const c_void,
+    cdesc: *mut c_void,
+    d: *mut c_void,
+    ddesc: *mut c_void,
+    algo: *const c_void,
+    workspace: *mut c_void,
+    workspace_bytes: usize,
+    stream: CUstream,
+) -> c_int {
+    let lt = Lt::new(
+        desc,
+        [adesc, bdesc, cdesc, ddesc],
+        [a as usize, b as usize, c as usize, d as usize],
+        algo,
+        workspace,
+        workspace_bytes,
+        stream,
+    );
+    gemm(Call {
+        entry: Entry::LtMatmul,
+        handle,
+        alpha,
+        beta,
+        types: [0; 5],
+        extra: [0; 16],
+        lt: Some(lt),
+        gemm: Gemm::default(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,6 +516,7 @@ mod tests {
             types: [0; 5],
             shape: [0; 12],
             alignment: [0; 3],
+            extra: [0; 16],
         }
     }
 

@@ -24,7 +24,7 @@ pub(crate) const OP_N: c_int = 0;
 pub(crate) const STEP: c_int = 128;
 
 /// The arguments of a GEMM that say which memory it reads and writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Gemm {
     pub(crate) transa: c_int,
     pub(crate) transb: c_int,
@@ -44,6 +44,9 @@ pub(crate) struct Gemm {
     pub(crate) batch: c_int,
     /// Bytes per element of `A`, `B` and `C`.
     pub(crate) bytes: [usize; 3],
+    /// Whether only columns may be split (a call whose other arguments follow `C`'s rows, as
+    /// a bias added to each row does).
+    pub(crate) only_n: bool,
 }
 
 /// Which dimension of `C` pieces divide.
@@ -93,9 +96,9 @@ impl Gemm {
     }
 
     /// The axis to split along: the longer of `n` and `m` when it spans two steps or more
-    /// (`n` when equal).
+    /// (`n` when equal, and always `n` when only columns may be split).
     fn longest(&self) -> Option<Axis> {
-        let (axis, len) = if self.n >= self.m {
+        let (axis, len) = if self.n >= self.m || self.only_n {
             (Axis::N, self.n)
         } else {
             (Axis::M, self.m)
@@ -210,6 +213,7 @@ mod tests {
             stride_c: 0,
             batch: 1,
             bytes: [2, 2, 2],
+            only_n: false,
         }
     }
 
@@ -271,6 +275,19 @@ mod tests {
         assert_eq!(p.c, g.c + 1024 * 2);
         let g = gemm(OP_N, OP_N, 4096, 64, 1024);
         assert_eq!(g.piece(Axis::M, 1024, 1024).a, g.a + 1024 * 2);
+    }
+
+    #[test]
+    fn a_call_that_may_only_be_split_by_columns_splits_a_tall_result_by_columns() {
+        let mut g = gemm(OP_N, OP_N, 4096, 512, 1024);
+        g.only_n = true;
+        let s = g.split(4, 0).expect("splits");
+        assert_eq!(s.axis, Axis::N);
+        assert_eq!(s.width, 128);
+        // Too few columns for two steps: whole, however many rows.
+        g.n = 200;
+        assert_eq!(g.split(4, 0), None);
+        assert!(!g.splittable());
     }
 
     /// One element of C, `(row, col)` of batch 0, as `(byte offset in C, byte offsets of the
