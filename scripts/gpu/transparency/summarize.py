@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One table from one or more transparency runs (run.py's transparency.jsonl files).
 
-  summarize.py RUN.jsonl [RUN.jsonl ...] [--out summary.md]
+  summarize.py RUN.jsonl [RUN.jsonl ...] [--out summary.md] [--gemm]
   summarize.py --self-test
 
 Each file is judged against its own native runs (a workload whose native digests differ is
@@ -11,7 +11,10 @@ that outlasted run.py's --timeout (a program that got too little of the GPU to f
 result either way), those whose other program did not run throughout (not contended: no
 result for the role), and those through which no command went under Baton (unscheduled, its
 report says no commands: the run tested nothing, a failure of the suite), so a cell re-run
-after a timeout shows both.
+after a timeout shows both. With --gemm, each contended run's GEMMs follow the table: how many
+went through the interposer's hooks, were split, checked or ruled out, and each checked shape's
+entry point, dimensions, types and verdict (its pieces, the whole call's and the pieces' device
+time).
 """
 
 import argparse
@@ -76,6 +79,24 @@ def table(judged):
     return "\n".join(lines) + "\n"
 
 
+def gemm_lines(records):
+    """One line per contended run whose report has GEMMs, then one per checked shape."""
+    out = []
+    for r in records:
+        g = (r.get("baton_report") or {}).get("gemm") or {}
+        if r["role"] == "native" or not g.get("calls"):
+            continue
+        counts = ", ".join(
+            f"{k} {g.get(k, 0)}" for k in ("calls", "split_calls", "pieces", "checks", "held_checks", "ruled_out")
+        )
+        out.append(f"- {r['workload']} {r['role']} L{r['level']}: {counts}")
+        for sh in g.get("shapes", []):
+            dims = f"{sh['m']}x{sh['n']}x{sh['k']}" + (f" x{sh['batch']}" if sh["batch"] != 1 else "")
+            times = f"{sh['whole_us']:.0f} / {sh['split_us']:.0f} µs"
+            out.append(f"  - {sh['entry']} {dims} types {sh['types']}: {sh['verdict']}, {sh['pieces']} pieces, {times}")
+    return "\n".join(out) + ("\n" if out else "")
+
+
 def self_test():
     def rec(w, role, level, rc, digest):
         report = {"commands": 12}
@@ -97,6 +118,12 @@ def self_test():
     gone = dict(rec("x", "alone", 2, 0, "d"), baton_report=None)
     assert [j[3] for j in judge([b[0], idle, gone])] == ["unscheduled", "unscheduled"]
     assert "0/2 (2 unscheduled)" in table(judge([b[0], idle, gone]))
+    shape = {"entry": "lt_matmul", "m": 8192, "n": 8192, "k": 8192, "batch": 1, "types": [14, 14, 14, 68, 0]}
+    shape.update(verdict="split", pieces=13, whole_us=1400.4, split_us=1433.0)
+    gemms = {"calls": 3, "split_calls": 2, "pieces": 26, "checks": 1, "ruled_out": 1, "shapes": [shape]}
+    lines = gemm_lines([b[0], dict(rec("x", "suspended", 1, 0, "d"), baton_report={"commands": 5, "gemm": gemms})])
+    assert "- x suspended L1: calls 3, split_calls 2, pieces 26, checks 1, held_checks 0, ruled_out 1" in lines, lines
+    assert "lt_matmul 8192x8192x8192 types [14, 14, 14, 68, 0]: split, 13 pieces, 1400 / 1433 µs" in lines, lines
     print("summarize self-test ok")
 
 
@@ -105,15 +132,20 @@ def main():
     ap.add_argument("runs", nargs="*")
     ap.add_argument("--out")
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--gemm", action="store_true", help="list each contended run's GEMMs after the table")
     a = ap.parse_args()
     if a.self_test:
         self_test()
         return
-    judged = []
+    judged, records = [], []
     for path in a.runs:
         with open(path) as f:
-            judged += judge([json.loads(line) for line in f if line.strip()])
+            run = [json.loads(line) for line in f if line.strip()]
+        judged += judge(run)
+        records += run
     t = table(judged)
+    if a.gemm:
+        t += "\nGEMMs (the interposer's report):\n\n" + gemm_lines(records)
     if a.out:
         with open(a.out, "w") as f:
             f.write(t)
