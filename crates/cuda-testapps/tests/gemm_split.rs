@@ -189,6 +189,11 @@ fn beside_a_more_urgent_stream_cublaslt_matmuls_are_split_where_their_epilogues_
         // (ruled out, never checked).
         assert_eq!((calls, checks, split), (15, 3, 9), "{g}");
         assert_eq!(g["ruled_out"].as_u64(), Some(6), "{g}");
+        assert_eq!(
+            g["ruled_out_why"],
+            serde_json::json!({"amax or block-scaled D": 3, "C apart from D": 3}),
+            "{g}"
+        );
         assert_eq!(verdicts(&baton.report), ["split"; 3]);
         let entries: Vec<&str> = shapes(&baton.report)
             .iter()

@@ -6,6 +6,7 @@
 //! or a directory that gets `baton-report-<pid>.json` (made if need be when the name ends with
 //! `/`).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -43,6 +44,8 @@ pub(crate) struct GemmStats {
     /// cuBLASLt calls on a stream that may be held whose arguments rule pieces out (an
     /// epilogue, scaling or layout that spans columns, `C` apart from `D`: `blas/lt.rs`).
     pub(crate) ruled_out: AtomicU64,
+    /// How many of them each rule ruled out.
+    pub(crate) ruled_out_why: Mutex<BTreeMap<&'static str, u64>>,
     /// The first [`GEMM_SHAPES`] checked shapes and what was found.
     pub(crate) shapes: Mutex<Vec<GemmShape>>,
 }
@@ -71,6 +74,12 @@ pub(crate) struct GemmShape {
 }
 
 impl GemmStats {
+    /// Counts a cuBLASLt call whose arguments rule pieces out, by `why`.
+    pub(crate) fn ruled_out(&self, why: &'static str) {
+        self.ruled_out.fetch_add(1, Ordering::Relaxed);
+        *locks::lock(&self.ruled_out_why).entry(why).or_default() += 1;
+    }
+
     /// Keeps `shape` for the report, if there is room.
     pub(crate) fn checked(&self, shape: GemmShape) {
         let mut s = baton_cuda::core::locks::lock(&self.shapes);
@@ -90,6 +99,7 @@ struct GemmReport {
     check_ms: f64,
     held_checks: u64,
     ruled_out: u64,
+    ruled_out_why: BTreeMap<&'static str, u64>,
     shapes: Vec<GemmShape>,
 }
 
@@ -104,6 +114,7 @@ impl GemmReport {
             check_ms: n(&g.check_ns) as f64 / 1e6,
             held_checks: n(&g.held_checks),
             ruled_out: n(&g.ruled_out),
+            ruled_out_why: locks::lock(&g.ruled_out_why).clone(),
             shapes: baton_cuda::core::locks::lock(&g.shapes).clone(),
         }
     }

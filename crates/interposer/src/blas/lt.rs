@@ -8,9 +8,9 @@
 //! ReLU, GELU or a bias added to each row (a bias has one value per row of `D`, the same in
 //! every band of columns), the scalars are one value each, and no maximum of `|D|` or
 //! auxiliary output spans the whole result. Anything else is made whole. A piece is the same
-//! call with the same descriptor, algorithm and workspace (its pieces run one after another on
-//! the stream) and new layouts for its band of `B`, `C` and `D`; the check compares its bits
-//! with the whole call's as for cuBLAS.
+//! call with the same descriptor and workspace (its pieces run one after another on the
+//! stream), new layouts for its band of `B`, `C` and `D`, and cuBLASLt's own choice of
+//! algorithm for that band; the check compares its bits with the whole call's as for cuBLAS.
 
 // Device pointers are 64-bit integers and layout sizes `u64`; Baton runs on 64-bit Linux only.
 #![allow(clippy::cast_possible_truncation)]
@@ -113,8 +113,8 @@ pub(crate) struct Lt {
 pub(super) enum Unsplit {
     /// `D` has fewer columns than two pieces need.
     Narrow,
-    /// Its descriptor or layouts rule pieces out.
-    RuledOut,
+    /// Its descriptor or layouts rule pieces out: which rule.
+    RuledOut(&'static str),
 }
 
 /// One layout as read.
@@ -213,37 +213,36 @@ impl Lt {
         if cols.is_some_and(|n| n < 2 * STEP as u64) {
             return Err(Unsplit::Narrow);
         }
-        self.parse_all(call).ok_or(Unsplit::RuledOut)
+        self.parse_all(call).map_err(Unsplit::RuledOut)
     }
 
-    fn parse_all(&self, call: &Call) -> Option<Call> {
-        let get_desc = real(LT_DESC_GET)?;
-        let get_layout = real(LT_LAYOUT_GET)?;
+    fn parse_all(&self, call: &Call) -> Result<Call, &'static str> {
+        let found = |i| real(i).ok_or("a cuBLASLt function not found");
+        let get_desc = found(LT_DESC_GET)?;
+        let get_layout = found(LT_LAYOUT_GET)?;
         // The functions pieces need, found before anything is split.
-        real(LT_LAYOUT_CREATE)?;
-        real(LT_LAYOUT_SET)?;
-        real(LT_LAYOUT_DESTROY)?;
+        found(LT_LAYOUT_CREATE)?;
+        found(LT_LAYOUT_SET)?;
+        found(LT_LAYOUT_DESTROY)?;
         let d = |attr| read(get_desc, self.desc, attr);
         let epilogue = d(desc::EPILOGUE).unwrap_or(1);
         let pointer_mode = d(desc::POINTER_MODE).unwrap_or(0);
         let scalars = desc::SCALE_MODES.iter().all(|m| d(*m).unwrap_or(0) == 0);
         let spans_d = d(desc::AMAX_D_POINTER).unwrap_or(0) != 0
             || d(desc::D_OUT_SCALE_POINTER).unwrap_or(0) != 0;
-        if !SAFE_EPILOGUES.contains(&epilogue)
-            || !SCALAR_POINTER_MODES.contains(&pointer_mode)
-            || !scalars
-            || spans_d
-            || d(desc::TRANSC).unwrap_or(0) != 0
-        {
-            return None;
-        }
+        let rule = |holds: bool, why| if holds { Ok(()) } else { Err(why) };
+        rule(SAFE_EPILOGUES.contains(&epilogue), "epilogue")?;
+        rule(SCALAR_POINTER_MODES.contains(&pointer_mode), "pointer mode")?;
+        rule(scalars, "scale mode")?;
+        rule(!spans_d, "amax or block-scaled D")?;
+        rule(d(desc::TRANSC).unwrap_or(0) == 0, "transc")?;
         let [a, b, c, dd] = self.operands;
         let [sa, sb, sc, sd] = [0, 1, 2, 3].map(|i| self.shape(get_layout, i));
-        let (sa, sb, sd) = (sa?, sb?, sd?);
+        let layout = "a layout not column-major and strided";
+        let (sa, sb, sd) = (sa.ok_or(layout)?, sb.ok_or(layout)?, sd.ok_or(layout)?);
         // C is D: the same memory, laid out alike.
-        if c != dd || sc != Some(sd) {
-            return None;
-        }
+        rule(c == dd, "C apart from D")?;
+        rule(sc == Some(sd), "C laid out apart from D")?;
         let transa = d(desc::TRANSA).unwrap_or(0) as c_int;
         let transb = d(desc::TRANSB).unwrap_or(0) as c_int;
         let (m, n) = (sd.rows, sd.cols);
@@ -258,11 +257,12 @@ impl Lt {
             (sb.cols, sb.rows)
         };
         let batch = sd.batch;
-        if am != m || bk != k || bn != n || sa.batch != batch || sb.batch != batch {
-            return None;
-        }
-        let int = |v: u64| c_int::try_from(v).ok();
-        let ty = |s: &Shape| c_int::try_from(s.type_).ok();
+        rule(
+            am == m && bk == k && bn == n && sa.batch == batch && sb.batch == batch,
+            "shapes that do not match",
+        )?;
+        let int = |v: u64| c_int::try_from(v).map_err(|_| "sizes beyond int");
+        let ty = |s: &Shape| c_int::try_from(s.type_).map_err(|_| "a type beyond int");
         let types = [ty(&sa)?, ty(&sb)?, ty(&sd)?];
         let bytes = types.map(|t| type_bytes(t).unwrap_or(0));
         let gemm = Gemm {
@@ -284,7 +284,7 @@ impl Lt {
             bytes,
             only_n: true,
         };
-        let compute = d(desc::COMPUTE_TYPE)? as c_int;
+        let compute = d(desc::COMPUTE_TYPE).ok_or("no compute type")? as c_int;
         let scale = d(desc::SCALE_TYPE).unwrap_or(compute as u64) as c_int;
         let mut extra = [0u64; 16];
         let algo = if self.algo.is_null() {
@@ -314,7 +314,7 @@ impl Lt {
         parsed.extra = extra;
         parsed.gemm = gemm;
         parsed.lt = Some(Lt { types, ..*self });
-        Some(parsed)
+        Ok(parsed)
     }
 
     /// The call exactly as the application made it.
@@ -340,25 +340,38 @@ impl Lt {
         let b = Piece::new(self.types[1], brows, bcols, g.ldb, g.batch, g.stride_b);
         let d = Piece::new(self.types[2], g.m, g.n, g.ldc, g.batch, g.stride_c);
         match (b, d) {
-            (Ok(b), Ok(d)) => {
-                self.matmul(call, [g.a, g.b, g.c, g.c], [self.layouts[0], b.0, d.0, d.0])
-            }
+            (Ok(b), Ok(d)) => self.matmul_with(
+                call,
+                [g.a, g.b, g.c, g.c],
+                [self.layouts[0], b.0, d.0, d.0],
+                std::ptr::null(),
+            ),
             (Err(r), _) | (_, Err(r)) => r,
         }
     }
 
-    fn matmul(
+    fn matmul(&self, call: &Call, operands: [usize; 4], layouts: [Object; 4]) -> c_int {
+        self.matmul_with(call, operands, layouts, self.algo)
+    }
+
+    /// `cublasLtMatmul` with `algo`: the application's for the whole call; none (cuBLASLt's
+    /// heuristic for the piece's shape, as cuBLAS's own GEMMs choose) for a piece, since an
+    /// algorithm chosen for the whole runs a narrow band slowly (an 8192³ bf16 `Linear` on an
+    /// H200 took 1.5 times as long in pieces with the whole call's algorithm). The check finds
+    /// whether the pieces give the whole call's bits.
+    fn matmul_with(
         &self,
         call: &Call,
         [a, b, c, d]: [usize; 4],
         [la, lb, lc, ld]: [Object; 4],
+        algo: *const c_void,
     ) -> c_int {
         let Some(f) = real(super::call::Entry::LtMatmul as usize) else {
             return CUBLAS_STATUS_NOT_INITIALIZED;
         };
         // SAFETY: cuBLASLt's cublasLtMatmul (found under its name) with the application's
-        // arguments, or a piece's: the same descriptor, scalars, algorithm, workspace and
-        // stream, operands moved to a band of columns that lies inside the matrices the whole
+        // arguments, or a piece's: the same descriptor, scalars, workspace and stream, the
+        // application's algorithm or none (cuBLASLt chooses), operands moved to a band of columns that lies inside the matrices the whole
         // call names (`plan`), laid out as that band.
         unsafe {
             std::mem::transmute::<usize, MatmulFn>(f)(
@@ -374,7 +387,7 @@ impl Lt {
                 lc,
                 d as *mut c_void,
                 ld,
-                self.algo,
+                algo,
                 self.workspace,
                 self.workspace_bytes,
                 self.stream,

@@ -254,8 +254,8 @@ fn pieces(call: &Call) -> Option<(Call, plan::Split)> {
     }
     let call = match call.parsed() {
         Ok(call) => call,
-        Err(lt::Unsplit::RuledOut) => {
-            rt.stats.gemm.ruled_out.fetch_add(1, Ordering::Relaxed);
+        Err(lt::Unsplit::RuledOut(why)) => {
+            rt.stats.gemm.ruled_out(why);
             return None;
         }
         Err(lt::Unsplit::Narrow) => return None,
