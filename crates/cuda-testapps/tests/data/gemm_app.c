@@ -8,7 +8,7 @@
  * cublasSgemm_v2 with a transposed operand and a result it adds to, cublasSgemmStridedBatched
  * adding to both results), or, given "lt", through cuBLASLt's cublasLtMatmul as PyTorch's
  * Linear does (a bias added to each row; ReLU of a transposed operand's product added to half
- * the result; a strided batch adding to both results; the maximum of |D|; C apart from D),
+ * the result; a strided batch adding to both results; the maximum of |D|; C apart from D, as XLA passes it),
  * then prints one line with a checksum of every round's results: the same bits natively and
  * under Baton, whether Baton splits the calls or not. */
 #define _DEFAULT_SOURCE

@@ -4,7 +4,8 @@
 //!
 //! Only columns of `D` are split, and only where each column's result depends on nothing but
 //! that column's operands as in the whole call: `C` is `D` (the same memory and layout, as
-//! PyTorch and XLA pass them), the layouts are column-major and strided, the epilogue is none,
+//! PyTorch passes them) or apart from it (as XLA passes them; its band moves with `D`'s), the
+//! layouts are column-major and strided, the epilogue is none,
 //! ReLU, GELU or a bias added to each row (a bias has one value per row of `D`, the same in
 //! every band of columns), the scalars are one value each, and no maximum of `|D|` or
 //! auxiliary output spans the whole result. Anything else is made whole. A piece is the same
@@ -23,7 +24,7 @@ use super::call::{
     CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_SUCCESS, Call, LT_DESC_GET, LT_LAYOUT_CREATE,
     LT_LAYOUT_DESTROY, LT_LAYOUT_GET, LT_LAYOUT_SET, real, type_bytes,
 };
-use super::plan::{Gemm, OP_N, STEP};
+use super::plan::{CIn, Gemm, OP_N, STEP};
 
 type Object = *mut c_void;
 type MatmulFn = unsafe extern "C" fn(
@@ -104,8 +105,15 @@ pub(crate) struct Lt {
     pub(super) workspace: *mut c_void,
     pub(super) workspace_bytes: usize,
     pub(super) stream: CUstream,
-    /// The element types of `A`, `B` and `D` (read by [`Lt::parse`]).
-    types: [c_int; 3],
+    /// The element types of `A`, `B`, `C` and `D` (read by [`Lt::parse`]).
+    types: [c_int; 4],
+}
+
+/// The bytes a column-major matrix of `n` columns of `m` rows spans, over its batch.
+fn extent(ld: u64, n: u64, m: u64, batch: u64, stride: i64, bytes: usize) -> usize {
+    let one = ld.saturating_mul(n.saturating_sub(1)).saturating_add(m);
+    let last = batch.saturating_sub(1).saturating_mul(stride.max(0) as u64);
+    (one.saturating_add(last) as usize).saturating_mul(bytes)
 }
 
 /// Why a cuBLASLt call is made whole before anything is planned.
@@ -175,7 +183,7 @@ impl Lt {
             workspace,
             workspace_bytes,
             stream,
-            types: [0; 3],
+            types: [0; 4],
         }
     }
 
@@ -240,9 +248,16 @@ impl Lt {
         let [sa, sb, sc, sd] = [0, 1, 2, 3].map(|i| self.shape(get_layout, i));
         let layout = "a layout not column-major and strided";
         let (sa, sb, sd) = (sa.ok_or(layout)?, sb.ok_or(layout)?, sd.ok_or(layout)?);
-        // C is D: the same memory, laid out alike.
-        rule(c == dd, "C apart from D")?;
-        rule(sc == Some(sd), "C laid out apart from D")?;
+        let sc = sc.ok_or(layout)?;
+        // C is D (the same memory, laid out alike), or C is apart from D, of D's shape.
+        if c == dd {
+            rule(sc == sd, "C laid out apart from D")?;
+        } else {
+            rule(
+                (sc.rows, sc.cols, sc.batch) == (sd.rows, sd.cols, sd.batch),
+                "C shaped apart from D",
+            )?;
+        }
         let transa = d(desc::TRANSA).unwrap_or(0) as c_int;
         let transb = d(desc::TRANSB).unwrap_or(0) as c_int;
         let (m, n) = (sd.rows, sd.cols);
@@ -263,8 +278,25 @@ impl Lt {
         )?;
         let int = |v: u64| c_int::try_from(v).map_err(|_| "sizes beyond int");
         let ty = |s: &Shape| c_int::try_from(s.type_).map_err(|_| "a type beyond int");
-        let types = [ty(&sa)?, ty(&sb)?, ty(&sd)?];
-        let bytes = types.map(|t| type_bytes(t).unwrap_or(0));
+        let types = [ty(&sa)?, ty(&sb)?, ty(&sc)?, ty(&sd)?];
+        let bytes = [types[0], types[1], types[3]].map(|t| type_bytes(t).unwrap_or(0));
+        let c_in = if c == dd {
+            None
+        } else {
+            let c_in = CIn {
+                at: c,
+                ld: int(sc.ld)?,
+                stride: sc.stride,
+                bytes: type_bytes(types[2]).ok_or("an unknown type of C")?,
+            };
+            // Apart, or a piece of C could be a piece of D another piece has written.
+            let d_extent = extent(sd.ld, n, m, batch, sd.stride, bytes[2]);
+            let c_extent = extent(sc.ld, n, m, batch, sc.stride, c_in.bytes);
+            let overlap =
+                c != 0 && c < dd.saturating_add(d_extent) && dd < c.saturating_add(c_extent);
+            rule(!overlap, "C overlapping D")?;
+            Some(c_in)
+        };
         let gemm = Gemm {
             transa,
             transb,
@@ -283,6 +315,7 @@ impl Lt {
             batch: int(batch)?,
             bytes,
             only_n: true,
+            c_in,
         };
         let compute = d(desc::COMPUTE_TYPE).ok_or("no compute type")? as c_int;
         let scale = d(desc::SCALE_TYPE).unwrap_or(compute as u64) as c_int;
@@ -297,10 +330,11 @@ impl Lt {
         let head = [
             epilogue,
             pointer_mode,
-            d(desc::BIAS_DATA_TYPE).unwrap_or(u64::MAX),
+            (d(desc::BIAS_DATA_TYPE).unwrap_or(u64::MAX) & 0xffff_ffff)
+                | (c_in.map_or(0, |ci| ci.ld as u64) << 32),
             d(desc::FAST_ACCUM).unwrap_or(0),
             d(desc::SM_COUNT_TARGET).unwrap_or(0),
-            (bias % 256) | (u64::from(self.algo.is_null()) << 8),
+            (bias % 256) | (u64::from(self.algo.is_null()) << 8) | ((c as u64 % 256) << 16),
             self.workspace_bytes as u64,
             d(desc::EMULATION_DESCRIPTOR).unwrap_or(0)
                 ^ d(desc::ALPHA_BATCH_STRIDE).unwrap_or(0).rotate_left(21)
@@ -310,7 +344,7 @@ impl Lt {
         extra[..8].copy_from_slice(&head);
         extra[8..].copy_from_slice(&algo);
         let mut parsed = *call;
-        parsed.types = [types[0], types[1], types[2], compute, scale];
+        parsed.types = [types[0], types[1], types[3], compute, scale];
         parsed.extra = extra;
         parsed.gemm = gemm;
         parsed.lt = Some(Lt { types, ..*self });
@@ -328,9 +362,10 @@ impl Lt {
     /// pointers (the check's copy of `D`), or a band of its columns with layouts of its own.
     pub(super) fn run(&self, call: &Call, g: &Gemm) -> c_int {
         let whole = &call.gemm;
+        let c = g.c_in.map_or(g.c, |c| c.at);
         if (g.m, g.n) == (whole.m, whole.n) {
             let [la, lb, lc, ld] = self.layouts;
-            return self.matmul(call, [g.a, g.b, g.c, g.c], [la, lb, lc, ld]);
+            return self.matmul(call, [g.a, g.b, c, g.c], [la, lb, lc, ld]);
         }
         let (brows, bcols) = if g.transb == OP_N {
             (g.k, g.n)
@@ -338,15 +373,24 @@ impl Lt {
             (g.n, g.k)
         };
         let b = Piece::new(self.types[1], brows, bcols, g.ldb, g.batch, g.stride_b);
-        let d = Piece::new(self.types[2], g.m, g.n, g.ldc, g.batch, g.stride_c);
-        match (b, d) {
-            (Ok(b), Ok(d)) => self.matmul_with(
+        let d = Piece::new(self.types[3], g.m, g.n, g.ldc, g.batch, g.stride_c);
+        let c_layout = g
+            .c_in
+            .map(|ci| Piece::new(self.types[2], g.m, g.n, ci.ld, g.batch, ci.stride))
+            .transpose();
+        match (b, c_layout, d) {
+            (Ok(b), Ok(c_layout), Ok(d)) => self.matmul_with(
                 call,
-                [g.a, g.b, g.c, g.c],
-                [self.layouts[0], b.0, d.0, d.0],
+                [g.a, g.b, c, g.c],
+                [
+                    self.layouts[0],
+                    b.0,
+                    c_layout.as_ref().map_or(d.0, |l| l.0),
+                    d.0,
+                ],
                 std::ptr::null(),
             ),
-            (Err(r), _) | (_, Err(r)) => r,
+            (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => r,
         }
     }
 

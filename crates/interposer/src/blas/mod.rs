@@ -379,6 +379,7 @@ fn typed(
             batch,
             bytes: [bytes; 3],
             only_n: false,
+            c_in: None,
         },
     }
 }

@@ -47,6 +47,18 @@ pub(crate) struct Gemm {
     /// Whether only columns may be split (a call whose other arguments follow `C`'s rows, as
     /// a bias added to each row does).
     pub(crate) only_n: bool,
+    /// cuBLASLt's input `C` where it is not the output (`c` then being `D`): its address (0:
+    /// none), leading dimension, batch stride and bytes per element.
+    pub(crate) c_in: Option<CIn>,
+}
+
+/// An input `C` apart from the output ([`Gemm::c_in`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct CIn {
+    pub(crate) at: usize,
+    pub(crate) ld: c_int,
+    pub(crate) stride: i64,
+    pub(crate) bytes: usize,
 }
 
 /// Which dimension of `C` pieces divide.
@@ -148,6 +160,11 @@ impl Gemm {
             Axis::N => {
                 p.n = width;
                 p.c += s * self.ldc as usize * ec;
+                if let Some(c) = &mut p.c_in
+                    && c.at != 0
+                {
+                    c.at += s * c.ld as usize * c.bytes;
+                }
                 // The band's columns of op(B): columns of B as stored, or its rows.
                 p.b += if self.transb == OP_N {
                     s * self.ldb as usize * eb
@@ -158,6 +175,11 @@ impl Gemm {
             Axis::M => {
                 p.m = width;
                 p.c += s * ec;
+                if let Some(c) = &mut p.c_in
+                    && c.at != 0
+                {
+                    c.at += s * c.bytes;
+                }
                 p.a += if self.transa == OP_N {
                     s * ea
                 } else {
@@ -214,6 +236,7 @@ mod tests {
             batch: 1,
             bytes: [2, 2, 2],
             only_n: false,
+            c_in: None,
         }
     }
 
@@ -284,6 +307,20 @@ mod tests {
         let s = g.split(4, 0).expect("splits");
         assert_eq!(s.axis, Axis::N);
         assert_eq!(s.width, 128);
+        // An input C apart from D moves with D's columns, by its own leading dimension.
+        g.c_in = Some(CIn {
+            at: 9 << 20,
+            ld: 5000,
+            stride: 0,
+            bytes: 4,
+        });
+        let p = g.piece(Axis::N, 256, 128);
+        assert_eq!(p.c_in.map(|c| c.at), Some((9 << 20) + 256 * 5000 * 4));
+        g.c_in = Some(CIn {
+            at: 0,
+            ..CIn::default()
+        });
+        assert_eq!(g.piece(Axis::N, 256, 128).c_in.map(|c| c.at), Some(0));
         // Too few columns for two steps: whole, however many rows.
         g.n = 200;
         assert_eq!(g.split(4, 0), None);
