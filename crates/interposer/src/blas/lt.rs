@@ -511,6 +511,54 @@ impl Drop for Piece {
 mod tests {
     use super::*;
 
+    /// A `GetAttribute` that knows attribute 1 (4 bytes, -2), 2 (1 byte, -1) and 3 (8 bytes),
+    /// and refuses any other or any size but the attribute's, as cuBLASLt does.
+    unsafe extern "C" fn get(
+        _obj: Object,
+        attr: c_int,
+        buf: *mut c_void,
+        size: usize,
+        written: *mut usize,
+    ) -> c_int {
+        let value: &[u8] = match attr {
+            1 => &(-2i32).to_le_bytes(),
+            2 => &[0xff],
+            3 => &0x1234_5678_9abc_def0u64.to_le_bytes(),
+            _ => return 7,
+        };
+        if size != value.len() {
+            return 7;
+        }
+        // SAFETY: `read` passes a buffer of `size` bytes and a place for the count.
+        unsafe {
+            std::ptr::copy_nonoverlapping(value.as_ptr(), buf.cast::<u8>(), size);
+            *written = size;
+        }
+        0
+    }
+
+    #[test]
+    fn attributes_are_read_at_their_size_and_signed_values_extended() {
+        let f = get as *const () as usize;
+        let obj = std::ptr::null_mut();
+        assert_eq!(read(f, obj, (1, 4)), Some(-2i64 as u64));
+        assert_eq!(read(f, obj, (2, 1)), Some(u64::MAX));
+        assert_eq!(read(f, obj, (3, 8)), Some(0x1234_5678_9abc_def0));
+        // A size other than the attribute's, or an attribute this cuBLASLt lacks: unknown.
+        assert_eq!(read(f, obj, (1, 8)), None);
+        assert_eq!(read(f, obj, (31, 4)), None);
+    }
+
+    #[test]
+    fn a_matrix_spans_its_last_column_and_batch() {
+        // 4 rows of 3 columns in a leading dimension of 10, 4-byte elements: 2 * 10 + 4.
+        assert_eq!(extent(10, 3, 4, 1, 0, 4), 24 * 4);
+        // Two of them 100 elements apart.
+        assert_eq!(extent(10, 3, 4, 2, 100, 4), 124 * 4);
+        // A broadcast batch (stride 0) spans one.
+        assert_eq!(extent(10, 3, 4, 8, 0, 2), 24 * 2);
+    }
+
     #[test]
     fn only_elementwise_and_row_bias_epilogues_are_safe() {
         // DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS.
