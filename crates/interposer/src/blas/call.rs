@@ -1,19 +1,15 @@
-//! The cuBLAS and cuBLASLt functions Baton calls, found in the libraries the process loaded, and
-//! one GEMM call as the application made it, which can be made again for any piece of it.
+//! One GEMM call as the application made it, which can be made again for any piece of it.
 
-use std::ffi::{CStr, c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::ffi::{c_int, c_void};
 
 use baton_cuda::sys::CUstream;
 
+use super::found::{
+    CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_SUCCESS, GET_STREAM, Handle, real,
+};
 use super::lt::{Lt, Unsplit};
 use super::plan::Gemm;
 
-/// cuBLAS's status codes Baton returns itself.
-pub(super) const CUBLAS_STATUS_SUCCESS: c_int = 0;
-pub(super) const CUBLAS_STATUS_NOT_INITIALIZED: c_int = 1;
-
-pub(super) type Handle = *mut c_void;
 type GemmExFn = unsafe extern "C" fn(
     Handle,
     c_int,
@@ -99,7 +95,7 @@ type TypedStridedFn = unsafe extern "C" fn(
 pub(super) type GetStreamFn = unsafe extern "C" fn(Handle, *mut CUstream) -> c_int;
 pub(super) type GetMathModeFn = unsafe extern "C" fn(Handle, *mut c_int) -> c_int;
 
-/// The cuBLAS functions Baton hooks or calls, in [`NAMES`]'s order.
+/// The cuBLAS functions Baton hooks, in [`NAMES`](super::found::NAMES)'s order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Entry {
     GemmEx,
@@ -130,84 +126,6 @@ impl Entry {
     }
 }
 
-/// Hooked entry points, then the helpers Baton calls.
-pub(super) const NAMES: [&CStr; 16] = [
-    c"cublasGemmEx",
-    c"cublasGemmStridedBatchedEx",
-    c"cublasSgemm_v2",
-    c"cublasDgemm_v2",
-    c"cublasHgemm",
-    c"cublasSgemmStridedBatched",
-    c"cublasDgemmStridedBatched",
-    c"cublasHgemmStridedBatched",
-    c"cublasLtMatmul",
-    c"cublasGetStream_v2",
-    c"cublasGetMathMode",
-    c"cublasLtMatmulDescGetAttribute",
-    c"cublasLtMatrixLayoutGetAttribute",
-    c"cublasLtMatrixLayoutCreate",
-    c"cublasLtMatrixLayoutSetAttribute",
-    c"cublasLtMatrixLayoutDestroy",
-];
-pub(super) const GET_STREAM: usize = 9;
-pub(super) const GET_MATH_MODE: usize = 10;
-pub(super) const LT_DESC_GET: usize = 11;
-pub(super) const LT_LAYOUT_GET: usize = 12;
-pub(super) const LT_LAYOUT_CREATE: usize = 13;
-pub(super) const LT_LAYOUT_SET: usize = 14;
-pub(super) const LT_LAYOUT_DESTROY: usize = 15;
-/// How cuBLAS's and cuBLASLt's libraries are named, newest first: the one loaded is found by
-/// its soname.
-const SONAMES: [&CStr; 5] = [
-    c"libcublas.so.13",
-    c"libcublas.so.12",
-    c"libcublas.so.11",
-    c"libcublas.so.10",
-    c"libcublas.so",
-];
-const LT_SONAMES: [&CStr; 4] = [
-    c"libcublasLt.so.13",
-    c"libcublasLt.so.12",
-    c"libcublasLt.so.11",
-    c"libcublasLt.so",
-];
-
-/// The real functions (0: not found yet).
-pub(super) static REAL: [AtomicUsize; NAMES.len()] = [const { AtomicUsize::new(0) }; NAMES.len()];
-
-/// The real function `NAMES[i]`, found in the cuBLAS (or cuBLASLt) the process loaded (by its
-/// soname), else the next definition after Baton's in the global scope (a library of another
-/// name the program linked).
-pub(super) fn real(i: usize) -> Option<usize> {
-    let p = REAL[i].load(Ordering::Acquire);
-    if p != 0 {
-        return Some(p);
-    }
-    let sonames: &[&CStr] = if NAMES[i].to_bytes().starts_with(b"cublasLt") {
-        &LT_SONAMES
-    } else {
-        &SONAMES
-    };
-    let found = sonames.iter().find_map(|soname| {
-        // SAFETY: RTLD_NOLOAD only looks for a library already loaded; it loads nothing and
-        // runs no initializer. The name is a C string.
-        let lib = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
-        if lib.is_null() {
-            return None;
-        }
-        let f = crate::libdl::lookup(lib, NAMES[i].as_ptr());
-        // SAFETY: `lib` came from dlopen above; this drops the reference it added.
-        unsafe { libc::dlclose(lib) };
-        (!f.is_null()).then_some(f as usize)
-    });
-    let found = found.or_else(|| {
-        let f = crate::libdl::lookup(libc::RTLD_NEXT, NAMES[i].as_ptr());
-        (!f.is_null()).then_some(f as usize)
-    })?;
-    let _ = REAL[i].compare_exchange(0, found, Ordering::AcqRel, Ordering::Acquire);
-    Some(REAL[i].load(Ordering::Acquire))
-}
-
 /// One GEMM call as the application made it.
 #[derive(Clone, Copy)]
 pub(super) struct Call {
@@ -218,7 +136,8 @@ pub(super) struct Call {
     /// `Atype`, `Btype`, `Ctype`, `computeType` and `algo` of the `Ex` calls (0 for the typed
     /// ones); for cuBLASLt the types of `A`, `B` and `D`, `computeType` and `scaleType`.
     pub(super) types: [c_int; 5],
-    /// For cuBLASLt, whatever else its kernels are chosen by ([`Lt::key`]); zeros otherwise.
+    /// For cuBLASLt, whatever else its kernels are chosen by (`lt::Parsed::extra`); zeros
+    /// otherwise.
     pub(super) extra: [u64; 16],
     /// What cuBLASLt's call names beyond the operands (`None` for cuBLAS).
     pub(super) lt: Option<Lt>,
@@ -247,14 +166,20 @@ impl Call {
     pub(super) fn parsed(&self) -> Result<Call, Unsplit> {
         match &self.lt {
             None => Ok(*self),
-            Some(lt) => lt.parse(self),
+            Some(lt) => lt.parse().map(|p| Call {
+                types: p.types,
+                extra: p.extra,
+                lt: Some(p.lt),
+                gemm: p.gemm,
+                ..*self
+            }),
         }
     }
 
     /// Makes the call exactly as the application made it.
     pub(super) fn run_as_made(&self) -> c_int {
         match &self.lt {
-            Some(lt) => lt.run_as_made(self),
+            Some(lt) => lt.run_as_made(),
             None => self.run(&self.gemm),
         }
     }
@@ -263,7 +188,7 @@ impl Call {
     /// [`Call::parsed`] call.
     pub(super) fn run(&self, g: &Gemm) -> c_int {
         if let Some(lt) = &self.lt {
-            return lt.run(self, g);
+            return lt.run(&self.gemm, g);
         }
         let Some(f) = real(self.entry as usize) else {
             return CUBLAS_STATUS_NOT_INITIALIZED;
@@ -305,16 +230,4 @@ impl Call {
             }
         }
     }
-}
-
-/// Bytes per element of a `cudaDataType_t` (`None`: one Baton does not know, left whole).
-pub(super) fn type_bytes(t: c_int) -> Option<usize> {
-    Some(match t {
-        3 | 8 | 28 | 29 => 1, // R_8I, R_8U, R_8F_E4M3, R_8F_E5M2
-        2 | 14 | 20 => 2,     // R_16F, R_16BF, R_16I
-        0 | 10 | 12 | 6 => 4, // R_32F, R_32I, R_32U, C_16F
-        1 | 4 | 24 | 26 => 8, // R_64F, C_32F, R_64I, R_64U
-        5 => 16,              // C_64F
-        _ => return None,
-    })
 }

@@ -24,7 +24,8 @@ use baton_cuda::sys::{CUdeviceptr, CUevent, CUresult, CUstream};
 use baton_cuda::CudaHwQueue;
 use baton_cuda::core::XQueue;
 
-use super::call::{CUBLAS_STATUS_SUCCESS, Call};
+use super::call::Call;
+use super::found::CUBLAS_STATUS_SUCCESS;
 use super::plan::{Gemm, Split};
 use crate::report::GemmShape;
 use crate::runtime::Runtime;

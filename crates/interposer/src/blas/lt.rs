@@ -20,9 +20,9 @@ use std::ffi::{c_int, c_void};
 
 use baton_cuda::sys::CUstream;
 
-use super::call::{
-    CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_SUCCESS, Call, LT_DESC_GET, LT_LAYOUT_CREATE,
-    LT_LAYOUT_DESTROY, LT_LAYOUT_GET, LT_LAYOUT_SET, real, type_bytes,
+use super::found::{
+    CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_SUCCESS, Handle, LT_DESC_GET, LT_LAYOUT_CREATE,
+    LT_LAYOUT_DESTROY, LT_LAYOUT_GET, LT_LAYOUT_SET, LT_MATMUL, real, type_bytes,
 };
 use super::plan::{CIn, Gemm, OP_N, STEP};
 
@@ -93,9 +93,12 @@ const SAFE_EPILOGUES: [u64; 6] = [1, 2, 4, 6, 32, 36];
 /// `CUBLASLT_POINTER_MODE_HOST` and `_DEVICE`: α and β one value each.
 const SCALAR_POINTER_MODES: [u64; 2] = [0, 1];
 
-/// One `cublasLtMatmul` call's arguments beyond α, β and the operands' pointers.
+/// One `cublasLtMatmul` call's arguments.
 #[derive(Clone, Copy)]
 pub(crate) struct Lt {
+    pub(super) handle: Handle,
+    pub(super) alpha: *const c_void,
+    pub(super) beta: *const c_void,
     pub(super) desc: Object,
     /// The layouts of `A`, `B`, `C` and `D`.
     pub(super) layouts: [Object; 4],
@@ -114,6 +117,17 @@ fn extent(ld: u64, n: u64, m: u64, batch: u64, stride: i64, bytes: usize) -> usi
     let one = ld.saturating_mul(n.saturating_sub(1)).saturating_add(m);
     let last = batch.saturating_sub(1).saturating_mul(stride.max(0) as u64);
     (one.saturating_add(last) as usize).saturating_mul(bytes)
+}
+
+/// A call's operands as read ([`Lt::parse`]): what a cuBLAS call's arguments give.
+pub(super) struct Parsed {
+    pub(super) gemm: Gemm,
+    /// The types of `A`, `B` and `D`, `computeType` and `scaleType`.
+    pub(super) types: [c_int; 5],
+    /// Whatever else its kernels are chosen by: the epilogue, pointer mode, bias type, fast
+    /// accumulation, SM target, alignments, workspace, and the algorithm's eight words.
+    pub(super) extra: [u64; 16],
+    pub(super) lt: Lt,
 }
 
 /// Why a cuBLASLt call is made whole before anything is planned.
@@ -167,6 +181,7 @@ impl Lt {
     /// A call as the hook received it.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
+        (handle, alpha, beta): (Handle, *const c_void, *const c_void),
         desc: Object,
         layouts: [Object; 4],
         operands: [usize; 4],
@@ -176,6 +191,9 @@ impl Lt {
         stream: CUstream,
     ) -> Lt {
         Lt {
+            handle,
+            alpha,
+            beta,
             desc,
             layouts,
             operands,
@@ -209,10 +227,10 @@ impl Lt {
         })
     }
 
-    /// `call` with its operands read from the descriptors; [`Unsplit::Narrow`] for a result
+    /// The call with its operands read from the descriptors; [`Unsplit::Narrow`] for a result
     /// too narrow to split (the common case, known from two reads), [`Unsplit::RuledOut`] where
     /// the arguments rule pieces out (the module documentation says when).
-    pub(super) fn parse(&self, call: &Call) -> Result<Call, Unsplit> {
+    pub(super) fn parse(&self) -> Result<Parsed, Unsplit> {
         let d_layout = self.layouts[3];
         let cols = match real(LT_LAYOUT_GET) {
             Some(get) if !d_layout.is_null() => read(get, d_layout, layout::COLS),
@@ -221,10 +239,10 @@ impl Lt {
         if cols.is_some_and(|n| n < 2 * STEP as u64) {
             return Err(Unsplit::Narrow);
         }
-        self.parse_all(call).map_err(Unsplit::RuledOut)
+        self.parse_all().map_err(Unsplit::RuledOut)
     }
 
-    fn parse_all(&self, call: &Call) -> Result<Call, &'static str> {
+    fn parse_all(&self) -> Result<Parsed, &'static str> {
         let found = |i| real(i).ok_or("a cuBLASLt function not found");
         let get_desc = found(LT_DESC_GET)?;
         let get_layout = found(LT_LAYOUT_GET)?;
@@ -343,29 +361,28 @@ impl Lt {
         ];
         extra[..8].copy_from_slice(&head);
         extra[8..].copy_from_slice(&algo);
-        let mut parsed = *call;
-        parsed.types = [types[0], types[1], types[3], compute, scale];
-        parsed.extra = extra;
-        parsed.gemm = gemm;
-        parsed.lt = Some(Lt { types, ..*self });
-        Ok(parsed)
+        Ok(Parsed {
+            gemm,
+            types: [types[0], types[1], types[3], compute, scale],
+            extra,
+            lt: Lt { types, ..*self },
+        })
     }
 
     /// The call exactly as the application made it.
-    pub(super) fn run_as_made(&self, call: &Call) -> c_int {
+    pub(super) fn run_as_made(&self) -> c_int {
         let [a, b, c, d] = self.operands;
         let [la, lb, lc, ld] = self.layouts;
-        self.matmul(call, [a, b, c, d], [la, lb, lc, ld])
+        self.matmul([a, b, c, d], [la, lb, lc, ld])
     }
 
     /// Makes `g` (of the parsed call whose operands are `whole`): the call as made, on `g`'s
     /// pointers (the check's copy of `D`), or a band of its columns with layouts of its own.
-    pub(super) fn run(&self, call: &Call, g: &Gemm) -> c_int {
-        let whole = &call.gemm;
+    pub(super) fn run(&self, whole: &Gemm, g: &Gemm) -> c_int {
         let c = g.c_in.map_or(g.c, |c| c.at);
         if (g.m, g.n) == (whole.m, whole.n) {
             let [la, lb, lc, ld] = self.layouts;
-            return self.matmul(call, [g.a, g.b, c, g.c], [la, lb, lc, ld]);
+            return self.matmul([g.a, g.b, c, g.c], [la, lb, lc, ld]);
         }
         let (brows, bcols) = if g.transb == OP_N {
             (g.k, g.n)
@@ -380,7 +397,6 @@ impl Lt {
             .transpose();
         match (b, c_layout, d) {
             (Ok(b), Ok(c_layout), Ok(d)) => self.matmul_with(
-                call,
                 [g.a, g.b, c, g.c],
                 [
                     self.layouts[0],
@@ -394,8 +410,8 @@ impl Lt {
         }
     }
 
-    fn matmul(&self, call: &Call, operands: [usize; 4], layouts: [Object; 4]) -> c_int {
-        self.matmul_with(call, operands, layouts, self.algo)
+    fn matmul(&self, operands: [usize; 4], layouts: [Object; 4]) -> c_int {
+        self.matmul_with(operands, layouts, self.algo)
     }
 
     /// `cublasLtMatmul` with `algo`: the application's for the whole call; none (cuBLASLt's
@@ -405,12 +421,11 @@ impl Lt {
     /// whether the pieces give the whole call's bits.
     fn matmul_with(
         &self,
-        call: &Call,
         [a, b, c, d]: [usize; 4],
         [la, lb, lc, ld]: [Object; 4],
         algo: *const c_void,
     ) -> c_int {
-        let Some(f) = real(super::call::Entry::LtMatmul as usize) else {
+        let Some(f) = real(LT_MATMUL) else {
             return CUBLAS_STATUS_NOT_INITIALIZED;
         };
         // SAFETY: cuBLASLt's cublasLtMatmul (found under its name) with the application's
@@ -419,14 +434,14 @@ impl Lt {
         // call names (`plan`), laid out as that band.
         unsafe {
             std::mem::transmute::<usize, MatmulFn>(f)(
-                call.handle,
+                self.handle,
                 self.desc,
-                call.alpha,
+                self.alpha,
                 a as *const c_void,
                 la,
                 b as *const c_void,
                 lb,
-                call.beta,
+                self.beta,
                 c as *const c_void,
                 lc,
                 d as *mut c_void,

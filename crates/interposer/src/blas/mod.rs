@@ -45,14 +45,13 @@ use crate::registry::Api;
 
 mod call;
 mod check;
+mod found;
 mod lt;
 mod plan;
 
-use call::{
-    CUBLAS_STATUS_SUCCESS, Call, Entry, GET_MATH_MODE, GetMathModeFn, Handle, NAMES, REAL, real,
-    type_bytes,
-};
+use call::{Call, Entry, GetMathModeFn};
 use check::Verdict;
+use found::{CUBLAS_STATUS_SUCCESS, GET_MATH_MODE, Handle, NAMES, REAL, real, type_bytes};
 use lt::Lt;
 use plan::Gemm;
 
@@ -485,6 +484,7 @@ pub unsafe extern "C" fn cublasLtMatmul(
     stream: CUstream,
 ) -> c_int {
     let lt = Lt::new(
+        (handle, alpha, beta),
         desc,
         [adesc, bdesc, cdesc, ddesc],
         [a as usize, b as usize, c as usize, d as usize],
