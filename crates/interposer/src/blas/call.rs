@@ -7,7 +7,7 @@ use baton_cuda::sys::CUstream;
 use super::found::{
     CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_SUCCESS, GET_STREAM, Handle, real,
 };
-use super::lt::{Lt, Unsplit};
+use super::lt::{EXTRA, Lt, Unsplit};
 use super::plan::Gemm;
 
 type GemmExFn = unsafe extern "C" fn(
@@ -138,7 +138,7 @@ pub(super) struct Call {
     pub(super) types: [c_int; 5],
     /// For cuBLASLt, whatever else its kernels are chosen by (`lt::Parsed::extra`); zeros
     /// otherwise.
-    pub(super) extra: [u64; 16],
+    pub(super) extra: [u64; EXTRA],
     /// What cuBLASLt's call names beyond the operands (`None` for cuBLAS).
     pub(super) lt: Option<Lt>,
     /// Where it is [`Call::parsed`]: the operands, `D` (for cuBLASLt) in the place of `C`.

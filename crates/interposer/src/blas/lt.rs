@@ -96,17 +96,17 @@ const SCALAR_POINTER_MODES: [u64; 2] = [0, 1];
 /// One `cublasLtMatmul` call's arguments.
 #[derive(Clone, Copy)]
 pub(crate) struct Lt {
-    pub(super) handle: Handle,
-    pub(super) alpha: *const c_void,
-    pub(super) beta: *const c_void,
-    pub(super) desc: Object,
+    handle: Handle,
+    alpha: *const c_void,
+    beta: *const c_void,
+    desc: Object,
     /// The layouts of `A`, `B`, `C` and `D`.
-    pub(super) layouts: [Object; 4],
+    layouts: [Object; 4],
     /// `A`, `B`, `C` and `D` as the application passed them.
-    pub(super) operands: [usize; 4],
-    pub(super) algo: *const c_void,
-    pub(super) workspace: *mut c_void,
-    pub(super) workspace_bytes: usize,
+    operands: [usize; 4],
+    algo: *const c_void,
+    workspace: *mut c_void,
+    workspace_bytes: usize,
     pub(super) stream: CUstream,
     /// The element types of `A`, `B`, `C` and `D` (read by [`Lt::parse`]).
     types: [c_int; 4],
@@ -119,14 +119,18 @@ fn extent(ld: u64, n: u64, m: u64, batch: u64, stride: i64, bytes: usize) -> usi
     (one.saturating_add(last) as usize).saturating_mul(bytes)
 }
 
+/// How many words [`Parsed::extra`] has.
+pub(super) const EXTRA: usize = 19;
+
 /// A call's operands as read ([`Lt::parse`]): what a cuBLAS call's arguments give.
 pub(super) struct Parsed {
     pub(super) gemm: Gemm,
     /// The types of `A`, `B` and `D`, `computeType` and `scaleType`.
     pub(super) types: [c_int; 5],
     /// Whatever else its kernels are chosen by: the epilogue, pointer mode, bias type, fast
-    /// accumulation, SM target, alignments, workspace, and the algorithm's eight words.
-    pub(super) extra: [u64; 16],
+    /// accumulation, SM target, alignments, workspace, emulation, batch strides of α and β,
+    /// batch invariance, and the algorithm's eight words.
+    pub(super) extra: [u64; EXTRA],
     pub(super) lt: Lt,
 }
 
@@ -337,7 +341,7 @@ impl Lt {
         };
         let compute = d(desc::COMPUTE_TYPE).ok_or("no compute type")? as c_int;
         let scale = d(desc::SCALE_TYPE).unwrap_or(compute as u64) as c_int;
-        let mut extra = [0u64; 16];
+        let mut extra = [0u64; EXTRA];
         let algo = if self.algo.is_null() {
             [0u64; 8]
         } else {
@@ -354,13 +358,13 @@ impl Lt {
             d(desc::SM_COUNT_TARGET).unwrap_or(0),
             (bias % 256) | (u64::from(self.algo.is_null()) << 8) | ((c as u64 % 256) << 16),
             self.workspace_bytes as u64,
-            d(desc::EMULATION_DESCRIPTOR).unwrap_or(0)
-                ^ d(desc::ALPHA_BATCH_STRIDE).unwrap_or(0).rotate_left(21)
-                ^ d(desc::BETA_BATCH_STRIDE).unwrap_or(0).rotate_left(42)
-                ^ (d(desc::BATCH_INVARIANCE_FLAGS).unwrap_or(0) << 56),
+            d(desc::EMULATION_DESCRIPTOR).unwrap_or(0),
+            d(desc::ALPHA_BATCH_STRIDE).unwrap_or(0),
+            d(desc::BETA_BATCH_STRIDE).unwrap_or(0),
+            d(desc::BATCH_INVARIANCE_FLAGS).unwrap_or(0),
         ];
-        extra[..8].copy_from_slice(&head);
-        extra[8..].copy_from_slice(&algo);
+        extra[..head.len()].copy_from_slice(&head);
+        extra[head.len()..].copy_from_slice(&algo);
         Ok(Parsed {
             gemm,
             types: [types[0], types[1], types[3], compute, scale],
@@ -430,8 +434,9 @@ impl Lt {
         };
         // SAFETY: cuBLASLt's cublasLtMatmul (found under its name) with the application's
         // arguments, or a piece's: the same descriptor, scalars, workspace and stream, the
-        // application's algorithm or none (cuBLASLt chooses), operands moved to a band of columns that lies inside the matrices the whole
-        // call names (`plan`), laid out as that band.
+        // application's algorithm or none (cuBLASLt chooses), operands moved to a band of
+        // columns that lies inside the matrices the whole call names (`plan`), laid out as
+        // that band.
         unsafe {
             std::mem::transmute::<usize, MatmulFn>(f)(
                 self.handle,

@@ -100,7 +100,7 @@ struct Key {
     types: [c_int; 5],
     shape: [i64; 12],
     alignment: [u16; 3],
-    extra: [u64; 16],
+    extra: [u64; lt::EXTRA],
 }
 
 impl Key {
@@ -358,7 +358,7 @@ fn typed(
         alpha,
         beta,
         types: [0; 5],
-        extra: [0; 16],
+        extra: [0; lt::EXTRA],
         lt: None,
         gemm: Gemm {
             transa,
@@ -499,7 +499,7 @@ pub unsafe extern "C" fn cublasLtMatmul(
         alpha,
         beta,
         types: [0; 5],
-        extra: [0; 16],
+        extra: [0; lt::EXTRA],
         lt: Some(lt),
         gemm: Gemm::default(),
     })
@@ -517,7 +517,7 @@ mod tests {
             types: [0; 5],
             shape: [0; 12],
             alignment: [0; 3],
-            extra: [0; 16],
+            extra: [0; lt::EXTRA],
         }
     }
 
